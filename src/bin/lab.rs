@@ -1,0 +1,71 @@
+//! The lab server.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// lab runs coding-agent CLIs in tmux for the git repositories it manages.
+#[derive(Parser)]
+#[command(name = "lab", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API and pages, and run the scheduler.
+    Serve(lab::server::ServeConfig),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    lab::init_logging();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("lab: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Serve(cfg) => serve(cfg).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lab: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(cfg: lab::server::ServeConfig) -> anyhow::Result<()> {
+    let running = lab::server::start(&cfg).await?;
+    let stop = async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        anyhow::Ok(())
+    };
+    stop.await?;
+    tracing::info!("shutting down");
+    running.stop().await
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

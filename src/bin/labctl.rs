@@ -1,0 +1,5 @@
+//! labctl: lab from the terminal.
+
+fn main() -> std::process::ExitCode {
+    lab::cli::main()
+}

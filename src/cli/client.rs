@@ -1,0 +1,191 @@
+//! labctl's HTTP client: where lab is, which token to send, and what a
+//! failed request means as an exit code.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+/// A failure labctl reports, with the exit code that says what kind.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: Exit,
+    pub message: String,
+}
+
+/// labctl's exit codes (documented in the README and `labctl --help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Something else failed (a server error, a local IO error).
+    Failure = 1,
+    /// Usage error: clap reports these itself.
+    Usage = 2,
+    /// The repo, run or issue named does not exist.
+    NotFound = 3,
+    /// The request conflicts with the current state (a taken name, a live run).
+    Conflict = 4,
+    /// A value was rejected; the message says which and what is allowed.
+    Invalid = 5,
+    /// No valid token, or the token does not reach this.
+    Auth = 6,
+    /// lab could not be reached.
+    Unreachable = 7,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+impl CliError {
+    pub fn new(code: Exit, message: impl Into<String>) -> Self {
+        CliError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn failure(message: impl Into<String>) -> Self {
+        Self::new(Exit::Failure, message)
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(Exit::Invalid, message)
+    }
+}
+
+pub type CliResult<T> = Result<T, CliError>;
+
+/// How labctl reaches lab.
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+/// The data dir labctl reads the admin token from, when `LAB_TOKEN` is unset.
+fn data_dir() -> PathBuf {
+    std::env::var_os("LAB_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(crate::server::default_data_dir)
+}
+
+impl Client {
+    pub fn new(url: &str, token: Option<String>) -> CliResult<Client> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let token = token.filter(|t| !t.is_empty()).or_else(|| {
+            std::fs::read_to_string(data_dir().join("token"))
+                .ok()
+                .map(|t| t.trim().to_owned())
+        });
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("labctl/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| CliError::failure(format!("cannot set up HTTP: {e}")))?;
+        Ok(Client {
+            http,
+            base: url.trim_end_matches('/').to_owned(),
+            token,
+        })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let rb = self.http.request(method, format!("{}{path}", self.base));
+        match &self.token {
+            Some(t) => rb.bearer_auth(t),
+            None => rb,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> CliResult<Value> {
+        self.send(self.request(Method::GET, path)).await
+    }
+
+    pub async fn get_text(&self, path: &str) -> CliResult<String> {
+        let resp = self.raw(self.request(Method::GET, path)).await?;
+        resp.text()
+            .await
+            .map_err(|e| CliError::failure(format!("reading the response: {e}")))
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> CliResult<Value> {
+        self.send(self.request(Method::POST, path).json(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, body: &Value) -> CliResult<Value> {
+        self.send(self.request(Method::PATCH, path).json(body))
+            .await
+    }
+
+    pub async fn delete(&self, path: &str) -> CliResult<Value> {
+        self.send(self.request(Method::DELETE, path)).await
+    }
+
+    /// Sends and checks the status; the body of a success.
+    pub async fn raw(&self, rb: reqwest::RequestBuilder) -> CliResult<reqwest::Response> {
+        let resp = rb.send().await.map_err(|e| {
+            CliError::new(
+                Exit::Unreachable,
+                format!(
+                    "cannot reach lab at {}: {}\n(is `lab serve` running? LAB_URL sets where labctl looks)",
+                    self.base,
+                    root_cause(&e)
+                ),
+            )
+        })?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status();
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        Err(api_error(status, &body, self.token.is_none()))
+    }
+
+    async fn send(&self, rb: reqwest::RequestBuilder) -> CliResult<Value> {
+        let resp = self.raw(rb).await?;
+        if resp.status() == StatusCode::NO_CONTENT {
+            return Ok(Value::Null);
+        }
+        resp.json()
+            .await
+            .map_err(|e| CliError::failure(format!("lab sent a response labctl cannot read: {e}")))
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+fn api_error(status: StatusCode, body: &Value, no_token: bool) -> CliError {
+    let message = body["error"]["message"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("lab answered {status}"));
+    let code = match status {
+        StatusCode::NOT_FOUND => Exit::NotFound,
+        StatusCode::CONFLICT => Exit::Conflict,
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Exit::Auth,
+        s if s.is_client_error() => Exit::Invalid,
+        _ => Exit::Failure,
+    };
+    let mut message = message;
+    if status == StatusCode::UNAUTHORIZED && no_token {
+        message.push_str("\n(no token: set LAB_TOKEN, or LAB_DATA_DIR to the server's data dir)");
+    }
+    CliError::new(code, message)
+}
+
+/// Percent-encodes one path segment (a repo name, a run id).
+pub fn seg(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}

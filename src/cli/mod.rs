@@ -1,0 +1,116 @@
+//! labctl: lab from the terminal. Talks to `lab serve` over HTTP only.
+
+mod client;
+mod output;
+mod repos;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+pub use client::{CliError, CliResult, Client, Exit};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  failure (a server error, a local error)
+  2  usage error
+  3  not found (repo, run or issue)
+  4  conflict (a taken name, a run still live, a cap reached)
+  5  invalid value (the message names it and what is allowed)
+  6  not authorised (no token, a wrong token, or out of a run token's scope)
+  7  lab could not be reached";
+
+/// labctl: start and watch agent runs, and manage lab's settings and repos.
+#[derive(Parser)]
+#[command(name = "labctl", version, about, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Where lab serves.
+    #[arg(
+        long = "lab-url",
+        env = "LAB_URL",
+        default_value = "http://127.0.0.1:7878",
+        global = true
+    )]
+    lab_url: String,
+    /// The token to send. Default: the token file in LAB_DATA_DIR (or the
+    /// default data dir).
+    #[arg(long, env = "LAB_TOKEN", hide_env_values = true, global = true)]
+    token: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the providers with their models, efforts and options.
+    Providers {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Manage repos.
+    #[command(subcommand)]
+    Repo(repos::RepoCommand),
+    /// Show or change the global settings.
+    #[command(subcommand)]
+    Settings(settings::SettingsCommand),
+    /// Show what a run of REPO would get, and where each value comes from.
+    Resolve(repos::ResolveArgs),
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Entry point of the `labctl` binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("labctl: cannot start: {e}");
+            return Exit::Failure.into();
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("labctl: {}", e.message);
+            e.code.into()
+        }
+    }
+}
+
+async fn run(cli: Cli) -> CliResult<()> {
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(shell, &mut Cli::command(), "labctl", &mut std::io::stdout());
+        return Ok(());
+    }
+    let client = Client::new(&cli.lab_url, cli.token)?;
+    match cli.command {
+        Command::Providers { json } => {
+            let v = client.get("/api/v1/providers").await?;
+            output::providers(&v, json);
+            Ok(())
+        }
+        Command::Repo(cmd) => repos::run(&client, cmd).await,
+        Command::Settings(cmd) => settings::run(&client, cmd).await,
+        Command::Resolve(args) => repos::resolve(&client, args).await,
+        Command::Completions { .. } => unreachable!("handled above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

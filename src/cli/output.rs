@@ -1,0 +1,226 @@
+//! How labctl prints: JSON as lab sent it (`--json`), or text for people.
+
+use serde_json::Value;
+
+/// Prints `v` as pretty JSON.
+pub fn json(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
+
+/// A string field, or `-` when absent or null.
+pub fn s(v: &Value) -> String {
+    match v {
+        Value::Null => "-".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Prints rows as aligned columns under a header.
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(c);
+            } else {
+                out.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+}
+
+pub fn providers(v: &Value, as_json: bool) {
+    if as_json {
+        return json(v);
+    }
+    for p in v.as_array().into_iter().flatten() {
+        println!("{} ({})", s(&p["id"]), s(&p["name"]));
+        let list = |k: &str| {
+            p[k].as_array()
+                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default()
+        };
+        println!(
+            "  models:  {} (default {})",
+            list("models"),
+            s(&p["default_model"])
+        );
+        println!(
+            "  efforts: {} (default {})",
+            list("efforts"),
+            s(&p["default_effort"])
+        );
+        for o in p["options"].as_array().into_iter().flatten() {
+            let values = o["values"]
+                .as_array()
+                .map(|a| a.iter().map(s).collect::<Vec<_>>().join("|"))
+                .unwrap_or_default();
+            println!(
+                "  option {} ({}: {values}, default {}): {}",
+                s(&o["key"]),
+                s(&o["type"]),
+                s(&o["default"]),
+                s(&o["description"])
+            );
+        }
+    }
+}
+
+pub fn repos(v: &Value, as_json: bool) {
+    if as_json {
+        return json(v);
+    }
+    let rows: Vec<Vec<String>> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            vec![
+                s(&r["id"]),
+                s(&r["name"]),
+                s(&r["provider"]),
+                if r["afk_enabled"].as_bool() == Some(true) {
+                    "on"
+                } else {
+                    "off"
+                }
+                .to_owned(),
+                if r["path"].is_null() {
+                    s(&r["url"])
+                } else {
+                    s(&r["path"])
+                },
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        println!("no repos yet: labctl repo add NAME --path DIR");
+        return;
+    }
+    table(&["ID", "NAME", "PROVIDER", "AFK", "SOURCE"], &rows);
+}
+
+fn options(v: &Value) -> String {
+    let Some(m) = v.as_object().filter(|m| !m.is_empty()) else {
+        return "-".to_owned();
+    };
+    m.iter()
+        .map(|(k, v)| format!("{k}={}", s(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn repo(r: &Value, as_json: bool) {
+    if as_json {
+        return json(r);
+    }
+    let source = if r["path"].is_null() {
+        format!("url {}", s(&r["url"]))
+    } else {
+        format!("path {}", s(&r["path"]))
+    };
+    println!("repo {} (id {})", s(&r["name"]), s(&r["id"]));
+    println!("  source:          {source}");
+    println!("  default branch:  {}", s(&r["default_branch"]));
+    println!("  provider:        {}", s(&r["provider"]));
+    println!(
+        "  model, effort:   {}, {}",
+        s(&r["model_default"]),
+        s(&r["effort_default"])
+    );
+    println!(
+        "  AFK model, effort: {}, {}",
+        s(&r["afk_model_default"]),
+        s(&r["afk_effort_default"])
+    );
+    println!("  AFK options:     {}", options(&r["afk_options"]));
+    println!(
+        "  AFK:             {} (label '{}', at most {} at once)",
+        if r["afk_enabled"].as_bool() == Some(true) {
+            "on"
+        } else {
+            "off"
+        },
+        s(&r["afk_label"]),
+        s(&r["afk_max_concurrent"])
+    );
+    println!(
+        "  ('-' inherits; `labctl resolve {}` shows what runs get)",
+        s(&r["name"])
+    );
+}
+
+pub fn settings(v: &Value, as_json: bool) {
+    if as_json {
+        return json(v);
+    }
+    let mut rows = Vec::new();
+    for (id, d) in v["providers"].as_object().into_iter().flatten() {
+        rows.push(vec![
+            id.clone(),
+            s(&d["model_default"]),
+            s(&d["effort_default"]),
+            s(&d["afk_model_default"]),
+            s(&d["afk_effort_default"]),
+            options(&d["afk_options"]),
+        ]);
+    }
+    table(
+        &[
+            "PROVIDER",
+            "MODEL",
+            "EFFORT",
+            "AFK MODEL",
+            "AFK EFFORT",
+            "AFK OPTIONS",
+        ],
+        &rows,
+    );
+    let a = &v["afk"];
+    println!();
+    println!(
+        "AFK: at most {} runs at once, a tick every {} s, a run may take {} min",
+        s(&a["max_concurrent"]),
+        s(&a["tick_seconds"]),
+        s(&a["run_timeout_minutes"])
+    );
+    println!("('-' inherits)");
+}
+
+pub fn resolved(repo: &str, v: &Value, as_json: bool) {
+    if as_json {
+        return json(v);
+    }
+    println!("{} run of {repo} ({}):", s(&v["kind"]), s(&v["provider"]));
+    let mut rows = vec![
+        vec![
+            "model".to_owned(),
+            s(&v["model"]["value"]),
+            s(&v["model"]["source"]),
+        ],
+        vec![
+            "effort".to_owned(),
+            s(&v["effort"]["value"]),
+            s(&v["effort"]["source"]),
+        ],
+    ];
+    for (k, o) in v["options"].as_object().into_iter().flatten() {
+        rows.push(vec![format!("option {k}"), s(&o["value"]), s(&o["source"])]);
+    }
+    table(&["WHAT", "VALUE", "FROM"], &rows);
+}

@@ -1,0 +1,109 @@
+//! `labctl settings show|set`.
+
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value};
+
+use super::client::{CliError, CliResult, Client};
+use super::output;
+use super::repos::option_pairs;
+
+#[derive(Subcommand)]
+pub enum SettingsCommand {
+    /// Show the global settings.
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change global settings. An empty value ("") clears (inherit).
+    Set(SetArgs),
+}
+
+#[derive(Args)]
+pub struct SetArgs {
+    /// The provider the model, effort and option flags apply to.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Base model of the provider.
+    #[arg(long)]
+    model: Option<String>,
+    /// Base effort of the provider.
+    #[arg(long)]
+    effort: Option<String>,
+    /// AFK model of the provider ("" inherits the base).
+    #[arg(long)]
+    afk_model: Option<String>,
+    /// AFK effort of the provider ("" inherits the base).
+    #[arg(long)]
+    afk_effort: Option<String>,
+    /// An AFK spawn option of the provider, KEY=VALUE; KEY= clears. Repeatable.
+    #[arg(long = "afk-option", value_name = "KEY=VALUE")]
+    afk_options: Vec<String>,
+    /// Most AFK runs at once, over all repos.
+    #[arg(long)]
+    max_concurrent: Option<i64>,
+    /// Seconds between AFK scheduler ticks.
+    #[arg(long)]
+    tick_seconds: Option<i64>,
+    /// Minutes an AFK run may take.
+    #[arg(long)]
+    run_timeout_minutes: Option<i64>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(client: &Client, cmd: SettingsCommand) -> CliResult<()> {
+    match cmd {
+        SettingsCommand::Show { json } => {
+            let s = client.get("/api/v1/settings").await?;
+            output::settings(&s, json);
+        }
+        SettingsCommand::Set(a) => {
+            let mut prov = Map::new();
+            let mut put = |k: &str, v: Option<Value>| {
+                if let Some(v) = v {
+                    prov.insert(k.to_owned(), v);
+                }
+            };
+            put("model_default", a.model.map(Value::from));
+            put("effort_default", a.effort.map(Value::from));
+            put("afk_model_default", a.afk_model.map(Value::from));
+            put("afk_effort_default", a.afk_effort.map(Value::from));
+            put("afk_options", option_pairs(&a.afk_options)?);
+            let mut afk = Map::new();
+            for (k, v) in [
+                ("max_concurrent", a.max_concurrent),
+                ("tick_seconds", a.tick_seconds),
+                ("run_timeout_minutes", a.run_timeout_minutes),
+            ] {
+                if let Some(v) = v {
+                    afk.insert(k.to_owned(), v.into());
+                }
+            }
+            let mut body = Map::new();
+            if !prov.is_empty() {
+                let Some(id) = a.provider else {
+                    return Err(CliError::invalid(
+                        "--provider is required with --model, --effort, --afk-model, --afk-effort and --afk-option \
+                         (global defaults are kept per provider)",
+                    ));
+                };
+                let mut providers = Map::new();
+                providers.insert(id, Value::Object(prov));
+                body.insert("providers".into(), Value::Object(providers));
+            }
+            if !afk.is_empty() {
+                body.insert("afk".into(), Value::Object(afk));
+            }
+            if body.is_empty() {
+                return Err(CliError::invalid(
+                    "nothing to change: give at least one setting (see --help)",
+                ));
+            }
+            let s = client
+                .patch("/api/v1/settings", &Value::Object(body))
+                .await?;
+            output::settings(&s, a.json);
+        }
+    }
+    Ok(())
+}

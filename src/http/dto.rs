@@ -1,0 +1,104 @@
+//! Request and response bodies shared by several resources. Domain types stay
+//! free of serde; these shapes are the API's.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::extract::Field;
+use crate::resolve::Defaults;
+use crate::settings::{Change, DefaultsPatch};
+use crate::validate::{Errors, FieldError};
+
+/// One scope's defaults. `null` means inherit.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DefaultsBody {
+    pub model_default: Option<String>,
+    pub effort_default: Option<String>,
+    pub afk_model_default: Option<String>,
+    pub afk_effort_default: Option<String>,
+    /// Spawn options for AFK runs, by key; a key that is absent inherits.
+    pub afk_options: BTreeMap<String, String>,
+}
+
+impl From<Defaults> for DefaultsBody {
+    fn from(d: Defaults) -> Self {
+        DefaultsBody {
+            model_default: d.model_default,
+            effort_default: d.effort_default,
+            afk_model_default: d.afk_model_default,
+            afk_effort_default: d.afk_effort_default,
+            afk_options: d.afk_options,
+        }
+    }
+}
+
+/// A change to one scope's defaults: fields present are set; `null` or `""`
+/// clears (inherit). `afk_options` is merged key by key; a key set to `null`
+/// or `""` is cleared. Option values are strings or booleans.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct DefaultsPatchBody {
+    #[schema(value_type = Option<String>)]
+    pub model_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub effort_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub afk_model_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub afk_effort_default: Field<String>,
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    pub afk_options: Field<BTreeMap<String, serde_json::Value>>,
+}
+
+impl DefaultsPatchBody {
+    /// The domain change; option values that are neither string, bool nor
+    /// null are recorded in `errs` under `prefix`.
+    pub fn into_patch(self, prefix: &str, errs: &mut Errors) -> DefaultsPatch {
+        if matches!(self.afk_options, Field::Null) {
+            errs.push(FieldError::new(
+                format!("{prefix}afk_options"),
+                "must be an object of option keys; clear one key with {\"key\": null}",
+            ));
+        }
+        let afk_options = match self.afk_options {
+            Field::Absent | Field::Null => BTreeMap::new(),
+            Field::Value(map) => map
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    let change = match v {
+                        serde_json::Value::Null => Change::Clear,
+                        serde_json::Value::Bool(b) => Change::Set(b.to_string()),
+                        serde_json::Value::String(s) if s.is_empty() => Change::Clear,
+                        serde_json::Value::String(s) => Change::Set(s),
+                        other => {
+                            errs.push(
+                                FieldError::new(
+                                    format!("{prefix}afk_options.{k}"),
+                                    "must be a string, a boolean, or null to clear",
+                                )
+                                .with_value(crate::validate::shown(&other.to_string())),
+                            );
+                            return None;
+                        }
+                    };
+                    Some((k, change))
+                })
+                .collect(),
+        };
+        DefaultsPatch {
+            model_default: self.model_default.change(),
+            effort_default: self.effort_default.change(),
+            afk_model_default: self.afk_model_default.change(),
+            afk_effort_default: self.afk_effort_default.change(),
+            afk_options,
+        }
+    }
+}
+
+/// A time as RFC 3339 (UTC, milliseconds).
+pub fn time(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}

@@ -1,0 +1,288 @@
+//! `/api/v1/repos`: create, list, show, change, delete, resolve.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::dto::{DefaultsPatchBody, time};
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Field};
+use crate::repo::{self, Repo, RepoPatch};
+use crate::resolve::{self, Resolved, RunKind, Sourced};
+use crate::run::workspace;
+use crate::settings::Change;
+use crate::store::RepoKey;
+use crate::validate::{self, Errors};
+
+#[derive(Serialize, ToSchema)]
+pub struct RepoBody {
+    pub id: i64,
+    pub name: String,
+    /// A local repository; `null` when the repo has a `url`.
+    pub path: Option<String>,
+    /// A clone URL; `null` when the repo has a `path`.
+    pub url: Option<String>,
+    pub default_branch: String,
+    pub provider: String,
+    pub model_default: Option<String>,
+    pub effort_default: Option<String>,
+    pub afk_model_default: Option<String>,
+    pub afk_effort_default: Option<String>,
+    pub afk_options: BTreeMap<String, String>,
+    pub afk_enabled: bool,
+    pub afk_label: String,
+    pub afk_max_concurrent: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Repo> for RepoBody {
+    fn from(r: Repo) -> Self {
+        RepoBody {
+            id: r.id,
+            path: r.path().map(str::to_owned),
+            url: r.url().map(str::to_owned),
+            name: r.name,
+            default_branch: r.default_branch,
+            provider: r.provider,
+            model_default: r.defaults.model_default,
+            effort_default: r.defaults.effort_default,
+            afk_model_default: r.defaults.afk_model_default,
+            afk_effort_default: r.defaults.afk_effort_default,
+            afk_options: r.defaults.afk_options,
+            afk_enabled: r.afk_enabled,
+            afk_label: r.afk_label,
+            afk_max_concurrent: r.afk_max_concurrent,
+            created_at: time(r.created_at),
+            updated_at: time(r.updated_at),
+        }
+    }
+}
+
+/// A new repo, or a change to one: fields present are set; `null` or `""`
+/// clears (inherit, or the built-in default for fields that cannot inherit).
+#[derive(Serialize, Deserialize, ToSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepoPatchBody {
+    #[schema(value_type = Option<String>)]
+    pub name: Field<String>,
+    /// Absolute path of a local repository (give this or `url`).
+    #[schema(value_type = Option<String>)]
+    pub path: Field<String>,
+    /// Clone URL (give this or `path`); lab keeps a mirror.
+    #[schema(value_type = Option<String>)]
+    pub url: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub default_branch: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub provider: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub model_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub effort_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub afk_model_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    pub afk_effort_default: Field<String>,
+    /// Merged key by key; a key set to `null` or `""` inherits again.
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    pub afk_options: Field<BTreeMap<String, serde_json::Value>>,
+    #[schema(value_type = Option<bool>)]
+    pub afk_enabled: Field<bool>,
+    #[schema(value_type = Option<String>)]
+    pub afk_label: Field<String>,
+    #[schema(value_type = Option<i64>)]
+    pub afk_max_concurrent: Field<i64>,
+}
+
+impl RepoPatchBody {
+    pub fn into_patch(self) -> Result<RepoPatch, validate::Invalid> {
+        let mut errs = Errors::default();
+        let defaults = DefaultsPatchBody {
+            model_default: self.model_default,
+            effort_default: self.effort_default,
+            afk_model_default: self.afk_model_default,
+            afk_effort_default: self.afk_effort_default,
+            afk_options: self.afk_options,
+        }
+        .into_patch("", &mut errs);
+        errs.finish()?;
+        Ok(RepoPatch {
+            name: self.name.change(),
+            path: self.path.change(),
+            url: self.url.change(),
+            default_branch: self.default_branch.change(),
+            provider: self.provider.change(),
+            defaults,
+            afk_enabled: self.afk_enabled.change(),
+            afk_label: self.afk_label.change(),
+            afk_max_concurrent: self.afk_max_concurrent.change(),
+        })
+    }
+}
+
+fn not_found(key: &RepoKey) -> impl FnOnce() -> String + '_ {
+    move || format!("repo '{key}'")
+}
+
+/// Registers a repo.
+#[utoipa::path(post, path = "/repos", tag = "repos", request_body = RepoPatchBody,
+    responses((status = 201, body = RepoBody), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn create_repo(
+    State(app): State<AppState>,
+    ApiJson(body): ApiJson<RepoPatchBody>,
+) -> ApiResult<(StatusCode, Json<RepoBody>)> {
+    let patch = body.into_patch()?;
+    let repo = repo::create(&patch)?;
+    workspace::check_source(&repo.source)?;
+    let created = app
+        .store
+        .create_repo(&repo)
+        .await
+        .map_err(|e| ApiError::from_store(e, || "repo".into()))?;
+    tracing::info!(repo = %created.name, id = created.id, "repo added");
+    Ok((StatusCode::CREATED, Json(created.into())))
+}
+
+/// All repos, by name.
+#[utoipa::path(get, path = "/repos", tag = "repos", responses((status = 200, body = Vec<RepoBody>)))]
+async fn list_repos(State(app): State<AppState>) -> ApiResult<Json<Vec<RepoBody>>> {
+    let repos = app.store.repos().await.map_err(ApiError::internal)?;
+    Ok(Json(repos.into_iter().map(RepoBody::from).collect()))
+}
+
+/// One repo, by id or name.
+#[utoipa::path(get, path = "/repos/{id}", tag = "repos",
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 200, body = RepoBody), (status = 404, body = ErrorBody)))]
+async fn get_repo(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<RepoBody>> {
+    let key = RepoKey::parse(&id);
+    let repo = app
+        .store
+        .repo(&key)
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
+    Ok(Json(repo.into()))
+}
+
+/// Changes a repo. A request with any invalid field writes nothing; changing
+/// the provider reports stored values that do not fit the new one.
+#[utoipa::path(patch, path = "/repos/{id}", tag = "repos", request_body = RepoPatchBody,
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 200, body = RepoBody), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn patch_repo(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<RepoPatchBody>,
+) -> ApiResult<Json<RepoBody>> {
+    let key = RepoKey::parse(&id);
+    let patch = body.into_patch()?;
+    // The source is checked before the transaction: it is IO, and a path
+    // that exists now is all lab can promise.
+    if let Change::Set(p) = &patch.path {
+        workspace::check_source(&repo::RepoSource::Path(validate::repo_path("path", p)?))?;
+    }
+    let repo = app
+        .store
+        .update_repo(&key, |cur| repo::apply(cur, &patch))
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
+    Ok(Json(repo.into()))
+}
+
+/// Removes a repo from lab (its files are left alone).
+#[utoipa::path(delete, path = "/repos/{id}", tag = "repos",
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 204), (status = 404, body = ErrorBody)))]
+async fn delete_repo(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let key = RepoKey::parse(&id);
+    app.store
+        .delete_repo(&key)
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveQuery {
+    /// `manual` or `afk`.
+    pub kind: Option<String>,
+    /// Manual only: the model asked for.
+    pub model: Option<String>,
+    /// Manual only: the effort asked for.
+    pub effort: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ResolvedBody {
+    pub kind: RunKind,
+    pub provider: String,
+    pub model: Sourced,
+    pub effort: Sourced,
+    pub options: BTreeMap<String, Sourced>,
+}
+
+impl From<Resolved> for ResolvedBody {
+    fn from(r: Resolved) -> Self {
+        ResolvedBody {
+            kind: r.kind,
+            provider: r.provider.to_owned(),
+            model: r.model,
+            effort: r.effort,
+            options: r.options,
+        }
+    }
+}
+
+/// What a run of this repo would get, and where each value comes from.
+#[utoipa::path(get, path = "/repos/{id}/resolve", tag = "repos",
+    params(("id" = String, Path, description = "repo id or name"), ResolveQuery),
+    responses((status = 200, body = ResolvedBody), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn resolve_repo(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ResolveQuery>,
+) -> ApiResult<Json<ResolvedBody>> {
+    let key = RepoKey::parse(&id);
+    let kind: RunKind = match q.kind.as_deref() {
+        None => RunKind::Manual,
+        Some(k) => k.parse().map_err(|m: String| {
+            validate::FieldError::new("kind", m).with_value(validate::shown(k))
+        })?,
+    };
+    let (repo, global) = app
+        .store
+        .repo_with_global(&key)
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
+    let resolved = resolve::resolve_request(
+        &repo,
+        &global,
+        kind,
+        q.model.as_deref(),
+        q.effort.as_deref(),
+    )?;
+    Ok(Json(resolved.into()))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_repo, list_repos))
+        .routes(routes!(get_repo, patch_repo, delete_repo))
+        .routes(routes!(resolve_repo))
+}

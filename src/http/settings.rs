@@ -1,0 +1,121 @@
+//! `GET` and `PATCH /api/v1/settings`.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::dto::{DefaultsBody, DefaultsPatchBody};
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::{ApiJson, Field};
+use crate::settings::{self, AfkPatch, Settings, SettingsPatch};
+use crate::validate::Errors;
+
+#[derive(Serialize, ToSchema)]
+pub struct SettingsBody {
+    /// Defaults per provider id.
+    pub providers: BTreeMap<String, DefaultsBody>,
+    pub afk: AfkBody,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AfkBody {
+    /// Most AFK runs live at once, over all repos.
+    pub max_concurrent: i64,
+    /// Seconds between scheduler ticks.
+    pub tick_seconds: i64,
+    /// Minutes an AFK run may take before lab stops it.
+    pub run_timeout_minutes: i64,
+}
+
+impl From<&Settings> for SettingsBody {
+    fn from(s: &Settings) -> Self {
+        SettingsBody {
+            providers: settings::all_providers(s)
+                .into_iter()
+                .map(|(id, d)| (id.to_owned(), DefaultsBody::from(d)))
+                .collect(),
+            afk: AfkBody {
+                max_concurrent: s.afk.max_concurrent,
+                tick_seconds: s.afk.tick_seconds,
+                run_timeout_minutes: s.afk.run_timeout_minutes,
+            },
+        }
+    }
+}
+
+/// A settings change: fields present are set, `null` or `""` clears.
+#[derive(Serialize, Deserialize, ToSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct SettingsPatchBody {
+    pub providers: BTreeMap<String, DefaultsPatchBody>,
+    pub afk: AfkPatchBody,
+}
+
+/// `null` resets a limit to its built-in default.
+#[derive(Serialize, Deserialize, ToSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AfkPatchBody {
+    #[schema(value_type = Option<i64>)]
+    pub max_concurrent: Field<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub tick_seconds: Field<i64>,
+    #[schema(value_type = Option<i64>)]
+    pub run_timeout_minutes: Field<i64>,
+}
+
+impl SettingsPatchBody {
+    pub fn into_patch(self) -> Result<SettingsPatch, crate::validate::Invalid> {
+        let mut errs = Errors::default();
+        let providers = self
+            .providers
+            .into_iter()
+            .map(|(id, p)| {
+                let patch = p.into_patch(&format!("providers.{id}."), &mut errs);
+                (id, patch)
+            })
+            .collect();
+        errs.finish()?;
+        Ok(SettingsPatch {
+            providers,
+            afk: AfkPatch {
+                max_concurrent: self.afk.max_concurrent.change(),
+                tick_seconds: self.afk.tick_seconds.change(),
+                run_timeout_minutes: self.afk.run_timeout_minutes.change(),
+            },
+        })
+    }
+}
+
+/// The global settings. `null` means inherit.
+#[utoipa::path(get, path = "/settings", tag = "settings",
+    responses((status = 200, body = SettingsBody)))]
+async fn get_settings(State(app): State<AppState>) -> ApiResult<Json<SettingsBody>> {
+    let s = app.store.settings().await.map_err(ApiError::internal)?;
+    Ok(Json(SettingsBody::from(&s)))
+}
+
+/// Changes global settings. A request with any invalid field writes nothing.
+#[utoipa::path(patch, path = "/settings", tag = "settings", request_body = SettingsPatchBody,
+    responses((status = 200, body = SettingsBody), (status = 400, body = ErrorBody)))]
+async fn patch_settings(
+    State(app): State<AppState>,
+    ApiJson(body): ApiJson<SettingsPatchBody>,
+) -> ApiResult<Json<SettingsBody>> {
+    let patch = body.into_patch()?;
+    let s = app
+        .store
+        .update_settings(&patch)
+        .await
+        .map_err(|e| ApiError::from_store(e, || "settings".into()))?;
+    Ok(Json(SettingsBody::from(&s)))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_settings, patch_settings))
+}

@@ -1,0 +1,27 @@
+//! lab: runs coding-agent CLIs in tmux for the git repositories it manages.
+//!
+//! See ARCHITECTURE.md for the map of this crate.
+
+pub mod cli;
+pub mod http;
+pub mod provider;
+pub mod repo;
+pub mod resolve;
+pub mod run;
+pub mod server;
+pub mod settings;
+pub mod store;
+pub mod validate;
+
+/// Sets up logging for the binaries: `LAB_LOG` (or `RUST_LOG`) filters,
+/// default `info`.
+pub fn init_logging() {
+    let filter = std::env::var("LAB_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "info".to_owned());
+    let _ = tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}

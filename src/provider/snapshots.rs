@@ -1,0 +1,276 @@
+//! Snapshot tests of every provider's command line. Refresh with
+//! `UPDATE_EXPECT=1 cargo test provider::snapshots`.
+
+use std::collections::BTreeMap;
+
+use expect_test::{Expect, expect};
+
+use super::*;
+
+fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> SpawnSpec {
+    SpawnSpec {
+        session_name: "lab-demo-1".into(),
+        model: model.into(),
+        effort: effort.into(),
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        initial_prompt: prompt.into(),
+        working_dir: "/work/demo".into(),
+    }
+}
+
+/// One argv element per line, quoted, so every byte is visible.
+fn render(cl: &CommandLine) -> String {
+    let mut out = String::new();
+    for a in &cl.args {
+        out.push_str(&format!("{a:?}\n"));
+    }
+    for (k, v) in &cl.env {
+        out.push_str(&format!("env {k}={v:?}\n"));
+    }
+    for k in &cl.env_remove {
+        out.push_str(&format!("env -{k}\n"));
+    }
+    out
+}
+
+fn check(provider: &str, s: SpawnSpec, want: Expect) {
+    let p = get(provider).unwrap();
+    want.assert_eq(&render(&p.command_line(&s)));
+}
+
+#[test]
+fn claude_manual_without_prompt() {
+    check(
+        "claude-code",
+        spec("opus", "max", &[], ""),
+        expect![[r#"
+            "--model"
+            "opus"
+            "--effort"
+            "max"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn claude_manual_with_prompt() {
+    check(
+        "claude-code",
+        spec("sonnet", "low", &[], "fix the build"),
+        expect![[r#"
+            "--model"
+            "sonnet"
+            "--effort"
+            "low"
+            "--"
+            "fix the build"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn claude_ultracode_prepends_its_directive_to_a_prompt() {
+    check(
+        "claude-code",
+        spec(
+            "opus",
+            "xhigh",
+            &[
+                ("ultracode", "true"),
+                ("permission_mode", "bypassPermissions"),
+            ],
+            "Resolve issue 7.",
+        ),
+        expect![[r#"
+            "--model"
+            "opus"
+            "--effort"
+            "xhigh"
+            "--permission-mode"
+            "bypassPermissions"
+            "--"
+            "ultracode: plan this task, then fan substantial parts out to parallel sub-agents.\n\nResolve issue 7."
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn claude_ultracode_adds_nothing_to_an_empty_prompt() {
+    check(
+        "claude-code",
+        spec(
+            "opus",
+            "high",
+            &[("ultracode", "true"), ("permission_mode", "acceptEdits")],
+            "",
+        ),
+        expect![[r#"
+            "--model"
+            "opus"
+            "--effort"
+            "high"
+            "--permission-mode"
+            "acceptEdits"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn claude_ultracode_off_leaves_the_prompt_alone() {
+    check(
+        "claude-code",
+        spec(
+            "haiku",
+            "medium",
+            &[("ultracode", "false"), ("permission_mode", "plan")],
+            "-starts with a dash",
+        ),
+        expect![[r#"
+            "--model"
+            "haiku"
+            "--effort"
+            "medium"
+            "--permission-mode"
+            "plan"
+            "--"
+            "-starts with a dash"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn codex_manual_without_prompt() {
+    check(
+        "codex",
+        spec("gpt-5.5", "medium", &[], ""),
+        expect![[r#"
+            "-m"
+            "gpt-5.5"
+            "-c"
+            "model_reasoning_effort=medium"
+        "#]],
+    );
+}
+
+#[test]
+fn codex_afk_options() {
+    check(
+        "codex",
+        spec(
+            "gpt-6-sol",
+            "xhigh",
+            &[("approval", "never"), ("sandbox", "workspace-write")],
+            "Resolve issue 7.",
+        ),
+        expect![[r#"
+            "-m"
+            "gpt-6-sol"
+            "-c"
+            "model_reasoning_effort=xhigh"
+            "-a"
+            "never"
+            "-s"
+            "workspace-write"
+            "--"
+            "Resolve issue 7."
+        "#]],
+    );
+}
+
+#[test]
+fn codex_other_option_values() {
+    check(
+        "codex",
+        spec(
+            "gpt-6.2-astra",
+            "low",
+            &[
+                ("approval", "on-request"),
+                ("sandbox", "danger-full-access"),
+            ],
+            "",
+        ),
+        expect![[r#"
+            "-m"
+            "gpt-6.2-astra"
+            "-c"
+            "model_reasoning_effort=low"
+            "-a"
+            "on-request"
+            "-s"
+            "danger-full-access"
+        "#]],
+    );
+}
+
+/// A prompt full of shell and tmux metacharacters is one argv element,
+/// byte for byte, for every provider and with every option.
+#[test]
+fn a_hostile_prompt_is_one_untouched_element() {
+    let prompt = "a; b && c | d `e` $(f) ${HOME} 'g' \"h\" \\ i;\n#{session_name} #S ~ * ? [x] > /tmp/x < y & \u{1F600};";
+    for p in all() {
+        let opts: Vec<(&str, &str)> = p
+            .spawn_options()
+            .iter()
+            .map(|o| (o.key, o.default))
+            .collect();
+        for options in [vec![], opts] {
+            let s = spec(p.default_model(), p.default_effort(), &options, prompt);
+            let args = p.command_line(&s).args;
+            let last = args.last().unwrap();
+            assert!(last.ends_with(prompt), "{}: {last:?}", p.id());
+            assert_eq!(
+                args.iter().filter(|a| a.contains("$(f)")).count(),
+                1,
+                "{}",
+                p.id()
+            );
+            assert_eq!(args[args.len() - 2], "--", "{}", p.id());
+        }
+    }
+}
+
+/// Every option combination of every provider builds, and the options
+/// appear exactly as given.
+#[test]
+fn every_option_combination_builds() {
+    for p in all() {
+        let specs = p.spawn_options();
+        let mut combos: Vec<Vec<(&str, &str)>> = vec![vec![]];
+        for o in specs {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    o.values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push((o.key, *v));
+                        c
+                    })
+                })
+                .collect();
+        }
+        let expected: usize = specs.iter().map(|o| o.values.len()).product();
+        assert_eq!(combos.len(), expected);
+        for c in combos {
+            for prompt in ["", "do it"] {
+                let args = p
+                    .command_line(&spec(p.default_model(), p.default_effort(), &c, prompt))
+                    .args;
+                assert_eq!(
+                    args.contains(&"--".to_owned()),
+                    !prompt.is_empty(),
+                    "{} {c:?}",
+                    p.id()
+                );
+            }
+        }
+    }
+}

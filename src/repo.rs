@@ -1,0 +1,239 @@
+//! Repos: what lab knows of a registered repository, and how a change to one
+//! is checked and applied.
+//!
+//! Invariant: no IO here (whether a path really holds a repository is checked
+//! by the caller, through the workspace module).
+
+use crate::provider::{self, Provider};
+use crate::resolve::Defaults;
+use crate::settings::{self, Change, DefaultsPatch};
+use crate::validate::{self, Errors, FieldError, Invalid};
+
+pub const DEFAULT_BRANCH: &str = "main";
+pub const DEFAULT_AFK_LABEL: &str = "ready-for-agent";
+pub const DEFAULT_AFK_MAX_CONCURRENT: i64 = 1;
+pub const AFK_MAX_CONCURRENT: (i64, i64) = (1, 100);
+
+/// Where a repo's code comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepoSource {
+    /// A repository on this machine.
+    Path(String),
+    /// A clone URL; lab keeps a mirror of it in the data dir.
+    Url(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    pub id: i64,
+    pub name: String,
+    pub source: RepoSource,
+    pub default_branch: String,
+    pub provider: String,
+    pub defaults: Defaults,
+    pub afk_enabled: bool,
+    pub afk_label: String,
+    pub afk_max_concurrent: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Repo {
+    pub fn path(&self) -> Option<&str> {
+        match &self.source {
+            RepoSource::Path(p) => Some(p),
+            RepoSource::Url(_) => None,
+        }
+    }
+
+    pub fn url(&self) -> Option<&str> {
+        match &self.source {
+            RepoSource::Url(u) => Some(u),
+            RepoSource::Path(_) => None,
+        }
+    }
+
+    /// The repo's provider. Stored ids are validated on write, so this only
+    /// fails for a database edited by hand.
+    pub fn provider(&self) -> Result<&'static dyn Provider, FieldError> {
+        validate::provider_id("provider", &self.provider)
+    }
+}
+
+/// A change to a repo, or (applied to nothing) a new repo.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepoPatch {
+    pub name: Change<String>,
+    pub path: Change<String>,
+    pub url: Change<String>,
+    pub default_branch: Change<String>,
+    pub provider: Change<String>,
+    pub defaults: DefaultsPatch,
+    pub afk_enabled: Change<bool>,
+    pub afk_label: Change<String>,
+    pub afk_max_concurrent: Change<i64>,
+}
+
+/// A new repo from a create request. Its id and times are the store's.
+pub fn create(patch: &RepoPatch) -> Result<Repo, Invalid> {
+    let blank = Repo {
+        id: 0,
+        name: String::new(),
+        source: RepoSource::Path(String::new()),
+        default_branch: DEFAULT_BRANCH.to_owned(),
+        provider: provider::DEFAULT_PROVIDER.to_owned(),
+        defaults: Defaults::default(),
+        afk_enabled: false,
+        afk_label: DEFAULT_AFK_LABEL.to_owned(),
+        afk_max_concurrent: DEFAULT_AFK_MAX_CONCURRENT,
+        created_at: 0,
+        updated_at: 0,
+    };
+    let mut errs = Errors::default();
+    if !matches!(patch.name, Change::Set(_)) {
+        errs.push(FieldError::new("name", "is required"));
+    }
+    if !matches!(patch.path, Change::Set(_)) && !matches!(patch.url, Change::Set(_)) {
+        errs.push(FieldError::new(
+            "path",
+            "either path (a local repository) or url (a clone URL) is required",
+        ));
+    }
+    let result = apply(&blank, patch);
+    if let Err(e) = &result {
+        errs.extend(e.clone());
+    }
+    errs.finish()?;
+    result
+}
+
+/// Applies a change to a repo, or names every field that was wrong.
+pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
+    let mut errs = Errors::default();
+    let mut next = current.clone();
+
+    match &patch.name {
+        Change::Keep => {}
+        Change::Clear => errs.push(FieldError::new("name", "is required and cannot be cleared")),
+        Change::Set(v) => {
+            if let Some(v) = errs.check(validate::repo_name("name", v)) {
+                next.name = v;
+            }
+        }
+    }
+
+    match (&patch.path, &patch.url) {
+        (Change::Set(_), Change::Set(_)) => {
+            errs.push(FieldError::new("url", "give either path or url, not both"))
+        }
+        (Change::Set(p), _) => {
+            if let Some(p) = errs.check(validate::repo_path("path", p)) {
+                next.source = RepoSource::Path(p);
+            }
+        }
+        (_, Change::Set(u)) => {
+            if let Some(u) = errs.check(validate::repo_url("url", u)) {
+                next.source = RepoSource::Url(u);
+            }
+        }
+        (Change::Clear, _) if current.path().is_some() => errs.push(FieldError::new(
+            "path",
+            "a repo needs a path or a url: set the other one instead of clearing this one",
+        )),
+        (_, Change::Clear) if current.url().is_some() => errs.push(FieldError::new(
+            "url",
+            "a repo needs a path or a url: set the other one instead of clearing this one",
+        )),
+        _ => {}
+    }
+
+    match &patch.default_branch {
+        Change::Keep => {}
+        Change::Clear => next.default_branch = DEFAULT_BRANCH.to_owned(),
+        Change::Set(v) => {
+            if let Some(v) = errs.check(validate::branch("default_branch", v)) {
+                next.default_branch = v;
+            }
+        }
+    }
+
+    let new_provider = match &patch.provider {
+        Change::Keep => current.provider.clone(),
+        Change::Clear => provider::DEFAULT_PROVIDER.to_owned(),
+        Change::Set(v) => errs
+            .check(validate::provider_id("provider", v.trim()))
+            .map(|p| p.id().to_owned())
+            .unwrap_or_else(|| current.provider.clone()),
+    };
+    match validate::provider_id("provider", &new_provider) {
+        Ok(p) => {
+            next.provider = new_provider.clone();
+            next.defaults =
+                settings::apply_defaults(p, &current.defaults, &patch.defaults, "", &mut errs);
+            if new_provider != current.provider {
+                // Stored values that the patch leaves alone must fit the new
+                // provider: report them, never drop them silently.
+                let kept = untouched(&next.defaults, &patch.defaults);
+                if let Err(e) = settings::check_defaults(p, &kept, "") {
+                    for mut fe in e.0 {
+                        fe.message = format!(
+                            "{}; it does not fit the new provider {new_provider}: clear it or set a \
+                             {new_provider} value in the same request",
+                            fe.message
+                        );
+                        errs.push(fe);
+                    }
+                }
+            }
+        }
+        Err(e) => errs.push(e),
+    }
+
+    match &patch.afk_enabled {
+        Change::Keep => {}
+        Change::Clear => next.afk_enabled = false,
+        Change::Set(v) => next.afk_enabled = *v,
+    }
+    match &patch.afk_label {
+        Change::Keep => {}
+        Change::Clear => next.afk_label = DEFAULT_AFK_LABEL.to_owned(),
+        Change::Set(v) if v.trim().is_empty() => next.afk_label = DEFAULT_AFK_LABEL.to_owned(),
+        Change::Set(v) => {
+            if let Some(v) = errs.check(validate::label("afk_label", v)) {
+                next.afk_label = v;
+            }
+        }
+    }
+    match &patch.afk_max_concurrent {
+        Change::Keep => {}
+        Change::Clear => next.afk_max_concurrent = DEFAULT_AFK_MAX_CONCURRENT,
+        Change::Set(v) => {
+            let (lo, hi) = AFK_MAX_CONCURRENT;
+            if let Some(v) = errs.check(validate::int_range("afk_max_concurrent", *v, lo, hi)) {
+                next.afk_max_concurrent = v;
+            }
+        }
+    }
+    errs.finish()?;
+    Ok(next)
+}
+
+/// The stored values a patch leaves as they were.
+fn untouched(d: &Defaults, patch: &DefaultsPatch) -> Defaults {
+    let keep = |v: &Option<String>, c: &Change<String>| if c.is_keep() { v.clone() } else { None };
+    Defaults {
+        model_default: keep(&d.model_default, &patch.model_default),
+        effort_default: keep(&d.effort_default, &patch.effort_default),
+        afk_model_default: keep(&d.afk_model_default, &patch.afk_model_default),
+        afk_effort_default: keep(&d.afk_effort_default, &patch.afk_effort_default),
+        afk_options: d
+            .afk_options
+            .iter()
+            .filter(|(k, _)| patch.afk_options.get(*k).is_none_or(Change::is_keep))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,286 @@
+//! Global settings: each provider's defaults and the AFK limits, and how a
+//! change to them is checked and applied.
+//!
+//! Invariant: no IO here. The store loads and saves; this module decides.
+
+use std::collections::BTreeMap;
+
+use crate::provider::{self, Provider};
+use crate::resolve::Defaults;
+use crate::validate::{self, Errors, FieldError, Invalid};
+
+/// A change to one field: leave it, clear it (inherit, or the built-in
+/// default for fields that cannot inherit), or set it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Change<T> {
+    #[default]
+    Keep,
+    Clear,
+    Set(T),
+}
+
+impl<T> Change<T> {
+    pub fn is_keep(&self) -> bool {
+        matches!(self, Change::Keep)
+    }
+}
+
+/// The global AFK limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AfkLimits {
+    pub max_concurrent: i64,
+    pub tick_seconds: i64,
+    pub run_timeout_minutes: i64,
+}
+
+impl Default for AfkLimits {
+    fn default() -> Self {
+        AfkLimits {
+            max_concurrent: 2,
+            tick_seconds: 30,
+            run_timeout_minutes: 60,
+        }
+    }
+}
+
+/// Bounds of the AFK limits, shared by validation and the pages.
+pub const MAX_CONCURRENT: (i64, i64) = (1, 1000);
+pub const TICK_SECONDS: (i64, i64) = (1, 86_400);
+pub const RUN_TIMEOUT_MINUTES: (i64, i64) = (1, 10_080);
+
+/// All global settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Keyed by provider id; a provider with no row has empty defaults.
+    pub providers: BTreeMap<String, Defaults>,
+    pub afk: AfkLimits,
+}
+
+impl Settings {
+    /// The defaults of one provider (empty when never set).
+    pub fn provider(&self, id: &str) -> Defaults {
+        self.providers.get(id).cloned().unwrap_or_default()
+    }
+}
+
+/// A change to one scope's defaults. Options are changed key by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DefaultsPatch {
+    pub model_default: Change<String>,
+    pub effort_default: Change<String>,
+    pub afk_model_default: Change<String>,
+    pub afk_effort_default: Change<String>,
+    pub afk_options: BTreeMap<String, Change<String>>,
+}
+
+impl DefaultsPatch {
+    pub fn is_empty(&self) -> bool {
+        self.model_default.is_keep()
+            && self.effort_default.is_keep()
+            && self.afk_model_default.is_keep()
+            && self.afk_effort_default.is_keep()
+            && self.afk_options.values().all(Change::is_keep)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AfkPatch {
+    pub max_concurrent: Change<i64>,
+    pub tick_seconds: Change<i64>,
+    pub run_timeout_minutes: Change<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettingsPatch {
+    pub providers: BTreeMap<String, DefaultsPatch>,
+    pub afk: AfkPatch,
+}
+
+/// Applies a settings change, or names every field that was wrong.
+pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Invalid> {
+    let mut errs = Errors::default();
+    let mut next = current.clone();
+    for (id, p) in &patch.providers {
+        let field = format!("providers.{id}");
+        let Some(prov) = errs.check(validate::provider_id(&field, id)) else {
+            continue;
+        };
+        let cur = current.provider(id);
+        let new = apply_defaults(prov, &cur, p, &format!("{field}."), &mut errs);
+        next.providers.insert(id.clone(), new);
+    }
+    let limit = |c: &Change<i64>,
+                 cur: i64,
+                 dflt: i64,
+                 name: &str,
+                 (lo, hi): (i64, i64),
+                 errs: &mut Errors| match c {
+        Change::Keep => cur,
+        Change::Clear => dflt,
+        Change::Set(v) => errs
+            .check(validate::int_range(&format!("afk.{name}"), *v, lo, hi))
+            .unwrap_or(cur),
+    };
+    let d = AfkLimits::default();
+    let a = &patch.afk;
+    next.afk = AfkLimits {
+        max_concurrent: limit(
+            &a.max_concurrent,
+            current.afk.max_concurrent,
+            d.max_concurrent,
+            "max_concurrent",
+            MAX_CONCURRENT,
+            &mut errs,
+        ),
+        tick_seconds: limit(
+            &a.tick_seconds,
+            current.afk.tick_seconds,
+            d.tick_seconds,
+            "tick_seconds",
+            TICK_SECONDS,
+            &mut errs,
+        ),
+        run_timeout_minutes: limit(
+            &a.run_timeout_minutes,
+            current.afk.run_timeout_minutes,
+            d.run_timeout_minutes,
+            "run_timeout_minutes",
+            RUN_TIMEOUT_MINUTES,
+            &mut errs,
+        ),
+    };
+    errs.finish()?;
+    Ok(next)
+}
+
+/// Applies a change to one scope's defaults for provider `p`. Field names in
+/// errors are prefixed with `prefix` (`providers.codex.`, or empty).
+pub fn apply_defaults(
+    p: &dyn Provider,
+    current: &Defaults,
+    patch: &DefaultsPatch,
+    prefix: &str,
+    errs: &mut Errors,
+) -> Defaults {
+    type Check = fn(&dyn Provider, &str, &str) -> Result<String, FieldError>;
+    let field =
+        |cur: &Option<String>, c: &Change<String>, name: &str, check: Check, errs: &mut Errors| {
+            match c {
+                Change::Keep => cur.clone(),
+                Change::Clear => None,
+                Change::Set(v) if v.trim().is_empty() => None,
+                Change::Set(v) => errs
+                    .check(check(p, &format!("{prefix}{name}"), v))
+                    .or_else(|| cur.clone()),
+            }
+        };
+    let mut next = Defaults {
+        model_default: field(
+            &current.model_default,
+            &patch.model_default,
+            "model_default",
+            validate::model,
+            errs,
+        ),
+        effort_default: field(
+            &current.effort_default,
+            &patch.effort_default,
+            "effort_default",
+            validate::effort,
+            errs,
+        ),
+        afk_model_default: field(
+            &current.afk_model_default,
+            &patch.afk_model_default,
+            "afk_model_default",
+            validate::model,
+            errs,
+        ),
+        afk_effort_default: field(
+            &current.afk_effort_default,
+            &patch.afk_effort_default,
+            "afk_effort_default",
+            validate::effort,
+            errs,
+        ),
+        afk_options: current.afk_options.clone(),
+    };
+    for (key, c) in &patch.afk_options {
+        let f = format!("{prefix}afk_options.{key}");
+        match c {
+            Change::Keep => {}
+            Change::Set(v) if !v.trim().is_empty() => {
+                if let Some(v) = errs.check(validate::option(p, &f, key, v)) {
+                    next.afk_options.insert(key.clone(), v);
+                }
+            }
+            // Clearing: the key must be one the provider declares or one
+            // that is stored (a leftover of another provider), so a misspelt
+            // key is reported rather than silently ignored.
+            Change::Clear | Change::Set(_) => {
+                if next.afk_options.remove(key).is_none() {
+                    errs.check(validate::option_key(p, &f, key));
+                }
+            }
+        }
+    }
+    next
+}
+
+/// Checks stored defaults against a provider: what no longer fits (after a
+/// provider change, or a catalog that dropped a value).
+pub fn check_defaults(p: &dyn Provider, d: &Defaults, prefix: &str) -> Result<(), Invalid> {
+    let mut errs = Errors::default();
+    let fit = |v: &Option<String>,
+               name: &str,
+               check: fn(&dyn Provider, &str, &str) -> Result<String, FieldError>,
+               errs: &mut Errors| {
+        if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+            errs.check(check(p, &format!("{prefix}{name}"), v));
+        }
+    };
+    fit(
+        &d.model_default,
+        "model_default",
+        validate::model,
+        &mut errs,
+    );
+    fit(
+        &d.effort_default,
+        "effort_default",
+        validate::effort,
+        &mut errs,
+    );
+    fit(
+        &d.afk_model_default,
+        "afk_model_default",
+        validate::model,
+        &mut errs,
+    );
+    fit(
+        &d.afk_effort_default,
+        "afk_effort_default",
+        validate::effort,
+        &mut errs,
+    );
+    for (k, v) in &d.afk_options {
+        errs.check(validate::option(
+            p,
+            &format!("{prefix}afk_options.{k}"),
+            k,
+            v,
+        ));
+    }
+    errs.finish()
+}
+
+/// Every provider id, with its defaults (empty for a provider never set).
+pub fn all_providers(s: &Settings) -> BTreeMap<&'static str, Defaults> {
+    provider::all()
+        .iter()
+        .map(|p| (p.id(), s.provider(p.id())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

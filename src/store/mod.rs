@@ -1,0 +1,199 @@
+//! The store: lab's state in SQLite (the embedded default) or PostgreSQL.
+//!
+//! One [`Store`] serves both backends. The backend is picked once, from the
+//! URL, at start-up; every query is the same SQL text with `$n` placeholders,
+//! run on whichever pool is live (see [`on_db!`]). Each backend has its own
+//! migrations folder, embedded in the binary and applied by `lab serve`.
+//!
+//! Invariant: write transactions on SQLite start with `BEGIN IMMEDIATE`, so
+//! two writers queue on the lock instead of failing with "database is locked".
+
+mod repos;
+mod settings;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use crate::validate::Invalid;
+
+pub use repos::RepoKey;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The live pool.
+#[derive(Clone, Debug)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Pg(PgPool),
+}
+
+/// Runs the same body on whichever pool is live. `$pool` is bound to the
+/// concrete pool, so `query(...).bind(...)` works unchanged on both.
+macro_rules! on_db {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::store::Db::Sqlite($pool) => $body,
+            $crate::store::Db::Pg($pool) => $body,
+        }
+    };
+}
+
+/// Runs the body in a write transaction bound to `$tx`, committing when it
+/// returns `Ok`. SQLite takes the write lock up front (`BEGIN IMMEDIATE`);
+/// on PostgreSQL, the optional `pg_lock` statement runs first (a
+/// `SELECT … FOR UPDATE` that serialises read-modify-write transactions).
+macro_rules! in_tx {
+    ($db:expr, $tx:ident => $body:expr) => {
+        in_tx!($db, $tx, pg_lock: "" => $body)
+    };
+    ($db:expr, $tx:ident, pg_lock: $lock:expr => $body:expr) => {
+        match $db {
+            $crate::store::Db::Sqlite(pool) => {
+                let mut $tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                let out = $body;
+                if out.is_ok() {
+                    $tx.commit().await?;
+                }
+                out
+            }
+            $crate::store::Db::Pg(pool) => {
+                let mut $tx = pool.begin().await?;
+                let lock: &'static str = $lock;
+                if !lock.is_empty() {
+                    sqlx::query(lock).execute(&mut *$tx).await?;
+                }
+                let out = $body;
+                if out.is_ok() {
+                    $tx.commit().await?;
+                }
+                out
+            }
+        }
+    };
+}
+
+pub(crate) use {in_tx, on_db};
+
+/// lab's state.
+#[derive(Clone, Debug)]
+pub struct Store {
+    db: Db,
+}
+
+impl Store {
+    /// Opens the database at `url` (`sqlite://…` or `postgres://…`).
+    pub async fn connect(url: &str) -> Result<Store> {
+        let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let opts = PgConnectOptions::from_str(url)?;
+            Db::Pg(
+                PgPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(opts)
+                    .await?,
+            )
+        } else if url.starts_with("sqlite:") {
+            return Self::connect_sqlite(SqliteConnectOptions::from_str(url)?).await;
+        } else {
+            return Err(StoreError::Db(sqlx::Error::Configuration(
+                format!(
+                    "unsupported database URL '{}': use sqlite://PATH or postgres://…",
+                    crate::validate::shown(url)
+                )
+                .into(),
+            )));
+        };
+        Ok(Store { db })
+    }
+
+    /// Opens (creating it if needed) the SQLite database in this file.
+    pub async fn open_sqlite_file(path: &std::path::Path) -> Result<Store> {
+        Self::connect_sqlite(SqliteConnectOptions::new().filename(path)).await
+    }
+
+    async fn connect_sqlite(opts: SqliteConnectOptions) -> Result<Store> {
+        let opts = opts
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(opts)
+            .await?;
+        Ok(Store {
+            db: Db::Sqlite(pool),
+        })
+    }
+
+    /// Applies the embedded migrations of the live backend.
+    pub async fn migrate(&self) -> Result<()> {
+        match &self.db {
+            Db::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
+            Db::Pg(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+        }
+        Ok(())
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match &self.db {
+            Db::Sqlite(_) => "sqlite",
+            Db::Pg(_) => "postgres",
+        }
+    }
+
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub async fn close(&self) {
+        on_db!(&self.db, pool => pool.close().await)
+    }
+}
+
+/// Milliseconds since the Unix epoch: how lab stores times.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Maps a unique-constraint violation to a conflict with this message.
+pub(crate) fn conflict_on_unique(e: sqlx::Error, message: impl FnOnce() -> String) -> StoreError {
+    match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict(message()),
+        _ => StoreError::Db(e),
+    }
+}
+
+fn parse_options(field: &str, json: &str) -> Result<std::collections::BTreeMap<String, String>> {
+    serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("{field}: {e}")))
+}
+
+fn options_json(o: &std::collections::BTreeMap<String, String>) -> String {
+    serde_json::to_string(o).unwrap_or_else(|_| "{}".to_owned())
+}

@@ -1,0 +1,276 @@
+//! Repo rows.
+
+use sqlx::FromRow;
+
+use super::settings::ProviderRow;
+use super::{
+    Result, Store, StoreError, conflict_on_unique, in_tx, now_ms, on_db, options_json,
+    parse_options,
+};
+use crate::repo::{Repo, RepoSource};
+use crate::resolve::Defaults;
+use crate::validate::Invalid;
+
+/// How a request names a repo: its id, or its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepoKey {
+    Id(i64),
+    Name(String),
+}
+
+impl RepoKey {
+    /// Digits are an id (repo names are never all digits); anything else a name.
+    pub fn parse(s: &str) -> RepoKey {
+        match s.parse::<i64>() {
+            Ok(id) if !s.starts_with('+') => RepoKey::Id(id),
+            _ => RepoKey::Name(s.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for RepoKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RepoKey::Id(id) => write!(f, "{id}"),
+            RepoKey::Name(n) => f.write_str(&crate::validate::shown(n)),
+        }
+    }
+}
+
+const COLUMNS: &str = "r.id, r.name, r.path, r.url, r.default_branch, r.provider, r.model_default, \
+     r.effort_default, r.afk_model_default, r.afk_effort_default, r.afk_options, r.afk_enabled, \
+     r.afk_label, r.afk_max_concurrent, r.created_at, r.updated_at";
+
+#[derive(FromRow)]
+struct RepoRow {
+    id: i64,
+    name: String,
+    path: Option<String>,
+    url: Option<String>,
+    default_branch: String,
+    provider: String,
+    model_default: Option<String>,
+    effort_default: Option<String>,
+    afk_model_default: Option<String>,
+    afk_effort_default: Option<String>,
+    afk_options: String,
+    afk_enabled: bool,
+    afk_label: String,
+    afk_max_concurrent: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl TryFrom<RepoRow> for Repo {
+    type Error = StoreError;
+    fn try_from(r: RepoRow) -> Result<Repo> {
+        let source = match (r.path, r.url) {
+            (Some(p), None) => RepoSource::Path(p),
+            (None, Some(u)) => RepoSource::Url(u),
+            _ => {
+                return Err(StoreError::Corrupt(format!(
+                    "repo {} has no single source",
+                    r.id
+                )));
+            }
+        };
+        Ok(Repo {
+            id: r.id,
+            name: r.name,
+            source,
+            default_branch: r.default_branch,
+            provider: r.provider,
+            defaults: Defaults {
+                model_default: r.model_default,
+                effort_default: r.effort_default,
+                afk_model_default: r.afk_model_default,
+                afk_effort_default: r.afk_effort_default,
+                afk_options: parse_options("repos.afk_options", &r.afk_options)?,
+            },
+            afk_enabled: r.afk_enabled,
+            afk_label: r.afk_label,
+            afk_max_concurrent: r.afk_max_concurrent,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+/// A repo row joined with its provider's global defaults: what the resolver
+/// needs, in one round trip.
+#[derive(FromRow)]
+struct RepoWithGlobalRow {
+    #[sqlx(flatten)]
+    repo: RepoRow,
+    g_provider: Option<String>,
+    g_model_default: Option<String>,
+    g_effort_default: Option<String>,
+    g_afk_model_default: Option<String>,
+    g_afk_effort_default: Option<String>,
+    g_afk_options: Option<String>,
+}
+
+fn where_key(key: &RepoKey) -> &'static str {
+    match key {
+        RepoKey::Id(_) => "r.id = $1",
+        RepoKey::Name(_) => "r.name = $1",
+    }
+}
+
+macro_rules! bind_key {
+    ($q:expr, $key:expr) => {
+        match $key {
+            RepoKey::Id(id) => $q.bind(*id),
+            RepoKey::Name(n) => $q.bind(n.as_str()),
+        }
+    };
+}
+
+impl Store {
+    pub async fn repos(&self) -> Result<Vec<Repo>> {
+        let sql = format!("SELECT {COLUMNS} FROM repos r ORDER BY r.name");
+        let rows: Vec<RepoRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await?
+        });
+        rows.into_iter().map(Repo::try_from).collect()
+    }
+
+    pub async fn repo(&self, key: &RepoKey) -> Result<Repo> {
+        let sql = format!("SELECT {COLUMNS} FROM repos r WHERE {}", where_key(key));
+        let row: Option<RepoRow> = on_db!(self.db(), pool => {
+            bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key).fetch_optional(pool).await?
+        });
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// A repo and the global defaults of its provider, in one query.
+    pub async fn repo_with_global(&self, key: &RepoKey) -> Result<(Repo, Defaults)> {
+        let sql = format!(
+            "SELECT {COLUMNS}, g.provider AS g_provider, g.model_default AS g_model_default, \
+             g.effort_default AS g_effort_default, g.afk_model_default AS g_afk_model_default, \
+             g.afk_effort_default AS g_afk_effort_default, g.afk_options AS g_afk_options \
+             FROM repos r LEFT JOIN provider_settings g ON g.provider = r.provider WHERE {}",
+            where_key(key)
+        );
+        let row: Option<RepoWithGlobalRow> = on_db!(self.db(), pool => {
+            bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key).fetch_optional(pool).await?
+        });
+        let row = row.ok_or(StoreError::NotFound)?;
+        let global = match row.g_provider {
+            None => Defaults::default(),
+            Some(provider) => {
+                ProviderRow {
+                    provider,
+                    model_default: row.g_model_default,
+                    effort_default: row.g_effort_default,
+                    afk_model_default: row.g_afk_model_default,
+                    afk_effort_default: row.g_afk_effort_default,
+                    afk_options: row.g_afk_options.unwrap_or_else(|| "{}".to_owned()),
+                }
+                .into_defaults()?
+                .1
+            }
+        };
+        Ok((row.repo.try_into()?, global))
+    }
+
+    /// Inserts a validated new repo. A taken name is a conflict.
+    pub async fn create_repo(&self, repo: &Repo) -> Result<Repo> {
+        let now = now_ms();
+        let sql = format!(
+            "INSERT INTO repos (name, path, url, default_branch, provider, model_default, effort_default, \
+             afk_model_default, afk_effort_default, afk_options, afk_enabled, afk_label, afk_max_concurrent, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14) \
+             RETURNING {}",
+            COLUMNS.replace("r.", "")
+        );
+        let row: RepoRow = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(&repo.name)
+                .bind(repo.path())
+                .bind(repo.url())
+                .bind(&repo.default_branch)
+                .bind(&repo.provider)
+                .bind(&repo.defaults.model_default)
+                .bind(&repo.defaults.effort_default)
+                .bind(&repo.defaults.afk_model_default)
+                .bind(&repo.defaults.afk_effort_default)
+                .bind(options_json(&repo.defaults.afk_options))
+                .bind(repo.afk_enabled)
+                .bind(&repo.afk_label)
+                .bind(repo.afk_max_concurrent)
+                .bind(now)
+                .fetch_one(pool)
+                .await
+                .map_err(|e| conflict_on_unique(e, || format!("a repo named '{}' already exists", repo.name)))?
+        });
+        row.try_into()
+    }
+
+    /// Changes a repo in one transaction: read, let `change` check and apply,
+    /// write. When `change` rejects, nothing is written.
+    pub async fn update_repo(
+        &self,
+        key: &RepoKey,
+        change: impl FnOnce(&Repo) -> std::result::Result<Repo, Invalid>,
+    ) -> Result<Repo> {
+        let now = now_ms();
+        let select = format!("SELECT {COLUMNS} FROM repos r WHERE {}", where_key(key));
+        let lock = format!("{select} FOR UPDATE");
+        in_tx!(self.db(), tx => {
+            let sql = if self.backend() == "postgres" { lock } else { select };
+            let row: Option<RepoRow> = bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key)
+                .fetch_optional(&mut *tx)
+                .await?;
+            match row.map(Repo::try_from).transpose()? {
+                None => Err(StoreError::NotFound),
+                Some(current) => match change(&current) {
+                    Err(e) => Err(e.into()),
+                    Ok(next) => {
+                        let name = next.name.clone();
+                        sqlx::query(
+                            "UPDATE repos SET name = $1, path = $2, url = $3, default_branch = $4, provider = $5, \
+                             model_default = $6, effort_default = $7, afk_model_default = $8, \
+                             afk_effort_default = $9, afk_options = $10, afk_enabled = $11, afk_label = $12, \
+                             afk_max_concurrent = $13, updated_at = $14 WHERE id = $15",
+                        )
+                        .bind(&next.name)
+                        .bind(next.path())
+                        .bind(next.url())
+                        .bind(&next.default_branch)
+                        .bind(&next.provider)
+                        .bind(&next.defaults.model_default)
+                        .bind(&next.defaults.effort_default)
+                        .bind(&next.defaults.afk_model_default)
+                        .bind(&next.defaults.afk_effort_default)
+                        .bind(options_json(&next.defaults.afk_options))
+                        .bind(next.afk_enabled)
+                        .bind(&next.afk_label)
+                        .bind(next.afk_max_concurrent)
+                        .bind(now)
+                        .bind(current.id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| conflict_on_unique(e, || format!("a repo named '{name}' already exists")))?;
+                        Ok(Repo { updated_at: now, ..next })
+                    }
+                },
+            }
+        })
+    }
+
+    pub async fn delete_repo(&self, key: &RepoKey) -> Result<()> {
+        let sql = format!(
+            "DELETE FROM repos WHERE {}",
+            where_key(key).replace("r.", "")
+        );
+        let done = on_db!(self.db(), pool => {
+            bind_key!(sqlx::query(sqlx::AssertSqlSafe(sql)), key).execute(pool).await?.rows_affected()
+        });
+        if done == 0 {
+            Err(StoreError::NotFound)
+        } else {
+            Ok(())
+        }
+    }
+}

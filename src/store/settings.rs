@@ -1,0 +1,119 @@
+//! Global settings rows.
+
+use sqlx::FromRow;
+
+use super::{Result, Store, in_tx, now_ms, on_db, options_json, parse_options};
+use crate::resolve::Defaults;
+use crate::settings::{self, AfkLimits, Settings, SettingsPatch};
+
+#[derive(FromRow)]
+pub(super) struct ProviderRow {
+    pub provider: String,
+    pub model_default: Option<String>,
+    pub effort_default: Option<String>,
+    pub afk_model_default: Option<String>,
+    pub afk_effort_default: Option<String>,
+    pub afk_options: String,
+}
+
+impl ProviderRow {
+    pub fn into_defaults(self) -> Result<(String, Defaults)> {
+        let afk_options = parse_options("provider_settings.afk_options", &self.afk_options)?;
+        Ok((
+            self.provider,
+            Defaults {
+                model_default: self.model_default,
+                effort_default: self.effort_default,
+                afk_model_default: self.afk_model_default,
+                afk_effort_default: self.afk_effort_default,
+                afk_options,
+            },
+        ))
+    }
+}
+
+#[derive(FromRow)]
+struct GlobalRow {
+    afk_max_concurrent: i64,
+    afk_tick_seconds: i64,
+    afk_run_timeout_minutes: i64,
+}
+
+const SELECT_PROVIDERS: &str = "SELECT provider, model_default, effort_default, afk_model_default, \
+     afk_effort_default, afk_options FROM provider_settings ORDER BY provider";
+const SELECT_GLOBAL: &str = "SELECT afk_max_concurrent, afk_tick_seconds, afk_run_timeout_minutes \
+     FROM global_settings WHERE id = 1";
+
+fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
+    let mut s = Settings {
+        afk: AfkLimits {
+            max_concurrent: g.afk_max_concurrent,
+            tick_seconds: g.afk_tick_seconds,
+            run_timeout_minutes: g.afk_run_timeout_minutes,
+        },
+        ..Settings::default()
+    };
+    for row in rows {
+        let (id, d) = row.into_defaults()?;
+        s.providers.insert(id, d);
+    }
+    Ok(s)
+}
+
+impl Store {
+    pub async fn settings(&self) -> Result<Settings> {
+        on_db!(self.db(), pool => {
+            let rows: Vec<ProviderRow> = sqlx::query_as(SELECT_PROVIDERS).fetch_all(pool).await?;
+            let g: GlobalRow = sqlx::query_as(SELECT_GLOBAL).fetch_one(pool).await?;
+            assemble(rows, g)
+        })
+    }
+
+    /// Applies a settings change in one transaction: read, validate, write.
+    /// A change that fails validation writes nothing.
+    pub async fn update_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
+        let now = now_ms();
+        in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE" => {
+            let rows: Vec<ProviderRow> = sqlx::query_as(SELECT_PROVIDERS).fetch_all(&mut *tx).await?;
+            let g: GlobalRow = sqlx::query_as(SELECT_GLOBAL).fetch_one(&mut *tx).await?;
+            let current = assemble(rows, g)?;
+            match settings::apply(&current, patch) {
+                Err(e) => Err(e.into()),
+                Ok(next) => {
+                    for id in patch.providers.keys() {
+                        let d = next.provider(id);
+                        sqlx::query(
+                            "INSERT INTO provider_settings (provider, model_default, effort_default, \
+                             afk_model_default, afk_effort_default, afk_options, updated_at) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                             ON CONFLICT (provider) DO UPDATE SET model_default = $2, effort_default = $3, \
+                             afk_model_default = $4, afk_effort_default = $5, afk_options = $6, updated_at = $7",
+                        )
+                        .bind(id)
+                        .bind(&d.model_default)
+                        .bind(&d.effort_default)
+                        .bind(&d.afk_model_default)
+                        .bind(&d.afk_effort_default)
+                        .bind(options_json(&d.afk_options))
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    if next.afk != current.afk {
+                        sqlx::query(
+                            "UPDATE global_settings SET afk_max_concurrent = $1, afk_tick_seconds = $2, \
+                             afk_run_timeout_minutes = $3, updated_at = $4 WHERE id = 1",
+                        )
+                        .bind(next.afk.max_concurrent)
+                        .bind(next.afk.tick_seconds)
+                        .bind(next.afk.run_timeout_minutes)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    Ok(next)
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,370 @@
+//! Validation: the one place that decides whether a value may be stored or
+//! used, and how it is spelled when it is (SPEC section 3). Every write path
+//! (API, pages, labctl through the API) goes through here.
+//!
+//! Invariant: this module does no IO.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::provider::{self, OptionType, Provider};
+
+/// One rejected field: what was wrong and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct FieldError {
+    /// The field, as a dotted path into the request (`afk_options.ultracode`).
+    pub field: String,
+    /// The rejected value, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub message: String,
+    /// The allowed values, when they form a list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<String>>,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            value: None,
+            message: message.into(),
+            allowed: None,
+        }
+    }
+
+    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+        self.value = Some(value.into());
+        self
+    }
+
+    pub fn with_allowed(mut self, allowed: &[&str]) -> Self {
+        self.allowed = Some(allowed.iter().map(|s| s.to_string()).collect());
+        self
+    }
+}
+
+/// A rejected request: every field that was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid(pub Vec<FieldError>);
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{}: {}", e.field, e.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+impl From<FieldError> for Invalid {
+    fn from(e: FieldError) -> Self {
+        Invalid(vec![e])
+    }
+}
+
+/// Collects field errors so one response names all of them.
+#[derive(Debug, Default)]
+pub struct Errors(Vec<FieldError>);
+
+impl Errors {
+    /// Keeps the value, or records the error and returns `None`.
+    pub fn check<T>(&mut self, r: Result<T, FieldError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.0.push(e);
+                None
+            }
+        }
+    }
+
+    pub fn push(&mut self, e: FieldError) {
+        self.0.push(e);
+    }
+
+    pub fn extend(&mut self, other: Invalid) {
+        self.0.extend(other.0);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn finish(self) -> Result<(), Invalid> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Invalid(self.0))
+        }
+    }
+}
+
+fn list(values: &[&str]) -> String {
+    values.join(", ")
+}
+
+fn catalog_match(catalog: &[&'static str], value: &str) -> Option<&'static str> {
+    catalog
+        .iter()
+        .copied()
+        .find(|c| c.eq_ignore_ascii_case(value))
+}
+
+/// The provider with this id.
+pub fn provider_id(field: &str, id: &str) -> Result<&'static dyn Provider, FieldError> {
+    provider::get(id).ok_or_else(|| {
+        let ids = provider::ids();
+        FieldError::new(
+            field,
+            format!("unknown provider '{}'; allowed: {}", shown(id), list(&ids)),
+        )
+        .with_value(id)
+        .with_allowed(&ids)
+    })
+}
+
+/// A model of this provider, in the catalog's casing.
+pub fn model(p: &dyn Provider, field: &str, value: &str) -> Result<String, FieldError> {
+    catalog_match(p.models(), value.trim())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            FieldError::new(
+                field,
+                format!(
+                    "unknown model '{}' for provider {}; allowed: {}",
+                    shown(value),
+                    p.id(),
+                    list(p.models())
+                ),
+            )
+            .with_value(value)
+            .with_allowed(p.models())
+        })
+}
+
+/// An effort of this provider, in the catalog's casing.
+pub fn effort(p: &dyn Provider, field: &str, value: &str) -> Result<String, FieldError> {
+    catalog_match(p.efforts(), value.trim())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            FieldError::new(
+                field,
+                format!(
+                    "unknown effort '{}' for provider {}; allowed: {}",
+                    shown(value),
+                    p.id(),
+                    list(p.efforts())
+                ),
+            )
+            .with_value(value)
+            .with_allowed(p.efforts())
+        })
+}
+
+/// A spawn option key the provider declares.
+pub fn option_key(
+    p: &dyn Provider,
+    field: &str,
+    key: &str,
+) -> Result<&'static crate::provider::OptionSpec, FieldError> {
+    p.option_spec(key).ok_or_else(|| {
+        let keys: Vec<&str> = p.spawn_options().iter().map(|o| o.key).collect();
+        FieldError::new(
+            field,
+            format!(
+                "unknown option '{}' for provider {}; known options: {}",
+                shown(key),
+                p.id(),
+                list(&keys)
+            ),
+        )
+        .with_value(key)
+        .with_allowed(&keys)
+    })
+}
+
+/// A spawn option's value, canonical: bools lower case, enums in the
+/// catalog's casing.
+pub fn option(p: &dyn Provider, field: &str, key: &str, value: &str) -> Result<String, FieldError> {
+    let spec = option_key(p, field, key)?;
+    catalog_match(spec.values, value.trim())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            let what = match spec.ty {
+                OptionType::Bool => "a bool",
+                OptionType::Enum => "one of the listed values",
+            };
+            FieldError::new(
+                field,
+                format!(
+                    "invalid value '{}' for option '{}': must be {what}; allowed: {}",
+                    shown(value),
+                    key,
+                    list(spec.values)
+                ),
+            )
+            .with_value(value)
+            .with_allowed(spec.values)
+        })
+}
+
+/// A run's prompt: any text, but no NUL (it cannot travel in argv) and at
+/// most [`MAX_PROMPT`] bytes.
+pub fn prompt(field: &str, value: &str) -> Result<String, FieldError> {
+    if value.contains('\0') {
+        return Err(FieldError::new(field, "must not contain a NUL character"));
+    }
+    if value.len() > MAX_PROMPT {
+        return Err(FieldError::new(
+            field,
+            format!("is {} bytes; at most {MAX_PROMPT} are allowed", value.len()),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+/// The largest prompt lab passes: one argv element may not exceed 128 KiB on
+/// Linux, and a directive line may be added in front.
+pub const MAX_PROMPT: usize = 120 * 1024;
+
+/// A repo name: it appears in URLs, session names and folder names.
+pub fn repo_name(field: &str, value: &str) -> Result<String, FieldError> {
+    let ok_chars = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let starts_ok = value
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
+    let all_digits = value.chars().all(|c| c.is_ascii_digit());
+    if value.is_empty() || value.len() > 64 || !ok_chars || !starts_ok || all_digits {
+        return Err(FieldError::new(
+            field,
+            "must be 1-64 characters of letters, digits, '.', '_' and '-', start with a letter \
+             or digit, and not be only digits (ids are numbers)",
+        )
+        .with_value(shown(value)));
+    }
+    Ok(value.to_owned())
+}
+
+/// A local repository path: absolute, printable.
+pub fn repo_path(field: &str, value: &str) -> Result<String, FieldError> {
+    if !value.starts_with('/') || value.len() > 4096 || has_control(value) {
+        return Err(FieldError::new(
+            field,
+            "must be an absolute path (starting with '/') of at most 4096 printable characters",
+        )
+        .with_value(shown(value)));
+    }
+    let trimmed = value.trim_end_matches('/');
+    Ok(if trimmed.is_empty() { "/" } else { trimmed }.to_owned())
+}
+
+/// A clone URL git understands, which git cannot mistake for an option.
+pub fn repo_url(field: &str, value: &str) -> Result<String, FieldError> {
+    let schemes = ["https://", "http://", "ssh://", "git://", "file://"];
+    let has_scheme = schemes
+        .iter()
+        .any(|s| value.starts_with(s) && value.len() > s.len());
+    let scp_like = {
+        // user@host:path, the form ssh remotes often take
+        let (head, rest) = value.split_once(':').unwrap_or(("", ""));
+        head.contains('@') && !head.contains('/') && !rest.is_empty()
+    };
+    if value.starts_with('-')
+        || value.len() > 2048
+        || has_control(value)
+        || value.contains(' ')
+        || !(has_scheme || scp_like)
+    {
+        return Err(FieldError::new(
+            field,
+            "must be a clone URL (https://, http://, ssh://, git://, file:// or user@host:path) \
+             without spaces, at most 2048 characters",
+        )
+        .with_value(shown(value)));
+    }
+    Ok(value.to_owned())
+}
+
+/// A branch name git accepts (the rules of `git check-ref-format --branch`).
+pub fn branch(field: &str, value: &str) -> Result<String, FieldError> {
+    let bad = value.is_empty()
+        || value.len() > 200
+        || value.starts_with('-')
+        || value.starts_with('/')
+        || value.ends_with('/')
+        || value.starts_with('.')
+        || value.ends_with('.')
+        || value.ends_with(".lock")
+        || value.contains("..")
+        || value.contains("@{")
+        || value.contains("//")
+        || value == "@"
+        || value.contains("/.")
+        || value
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
+    if bad {
+        return Err(FieldError::new(
+            field,
+            "must be a valid git branch name (no spaces, '..', '~', '^', ':', '?', '*', '[', '\\', \
+             not starting with '-' or '.')",
+        )
+        .with_value(shown(value)));
+    }
+    Ok(value.to_owned())
+}
+
+/// An issue label.
+pub fn label(field: &str, value: &str) -> Result<String, FieldError> {
+    let v = value.trim();
+    if v.is_empty() || v.len() > 100 || has_control(v) || v.contains(',') {
+        return Err(
+            FieldError::new(field, "must be 1-100 printable characters without commas")
+                .with_value(shown(value)),
+        );
+    }
+    Ok(v.to_owned())
+}
+
+/// A whole number in `lo..=hi`.
+pub fn int_range(field: &str, value: i64, lo: i64, hi: i64) -> Result<i64, FieldError> {
+    if value < lo || value > hi {
+        return Err(
+            FieldError::new(field, format!("must be a whole number from {lo} to {hi}"))
+                .with_value(value.to_string()),
+        );
+    }
+    Ok(value)
+}
+
+fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+/// A value as it may be echoed in a message: bounded, with control
+/// characters escaped.
+pub fn shown(value: &str) -> String {
+    const MAX: usize = 80;
+    let mut out: String = value
+        .chars()
+        .take(MAX)
+        .flat_map(char::escape_debug)
+        .collect();
+    if value.chars().count() > MAX {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

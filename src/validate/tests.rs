@@ -1,0 +1,197 @@
+use expect_test::{Expect, expect};
+
+use super::*;
+
+fn p(id: &str) -> &'static dyn Provider {
+    provider::get(id).unwrap()
+}
+
+fn err<T: std::fmt::Debug>(r: Result<T, FieldError>) -> String {
+    let e = r.expect_err("should be rejected");
+    format!("{}: {} {:?}", e.field, e.message, e.allowed)
+}
+
+fn check(got: String, want: Expect) {
+    want.assert_eq(&got);
+}
+
+#[test]
+fn catalog_values_match_case_insensitively_and_store_the_catalog_casing() {
+    assert_eq!(model(p("claude-code"), "model", "OPUS").unwrap(), "opus");
+    assert_eq!(
+        model(p("claude-code"), "model", "Sonnet[1M]").unwrap(),
+        "sonnet[1m]"
+    );
+    assert_eq!(
+        effort(p("claude-code"), "effort", "XHigh").unwrap(),
+        "xhigh"
+    );
+    assert_eq!(
+        model(p("codex"), "model", "GPT-6-SOL").unwrap(),
+        "gpt-6-sol"
+    );
+    assert_eq!(
+        option(p("claude-code"), "f", "ultracode", "TRUE").unwrap(),
+        "true"
+    );
+    assert_eq!(
+        option(
+            p("claude-code"),
+            "f",
+            "permission_mode",
+            "bypasspermissions"
+        )
+        .unwrap(),
+        "bypassPermissions"
+    );
+    assert_eq!(
+        option(p("codex"), "f", "approval", "On-Request").unwrap(),
+        "on-request"
+    );
+}
+
+#[test]
+fn unknown_values_name_the_value_and_list_the_allowed_ones() {
+    check(
+        err(model(p("claude-code"), "model", "gpt-5.5")),
+        expect![[
+            r#"model: unknown model 'gpt-5.5' for provider claude-code; allowed: sonnet, opus, haiku, fable, best, opusplan, sonnet[1m], opus[1m], fable[1m] Some(["sonnet", "opus", "haiku", "fable", "best", "opusplan", "sonnet[1m]", "opus[1m]", "fable[1m]"])"#
+        ]],
+    );
+    check(
+        err(effort(p("codex"), "effort", "max")),
+        expect![[
+            r#"effort: unknown effort 'max' for provider codex; allowed: low, medium, high, xhigh Some(["low", "medium", "high", "xhigh"])"#
+        ]],
+    );
+    check(
+        err(option(
+            p("claude-code"),
+            "afk_options.turbo",
+            "turbo",
+            "true",
+        )),
+        expect![[
+            r#"afk_options.turbo: unknown option 'turbo' for provider claude-code; known options: ultracode, permission_mode Some(["ultracode", "permission_mode"])"#
+        ]],
+    );
+    check(
+        err(option(
+            p("claude-code"),
+            "afk_options.ultracode",
+            "ultracode",
+            "yes",
+        )),
+        expect![[
+            r#"afk_options.ultracode: invalid value 'yes' for option 'ultracode': must be a bool; allowed: true, false Some(["true", "false"])"#
+        ]],
+    );
+    check(
+        err(option(
+            p("codex"),
+            "afk_options.approval",
+            "approval",
+            "untrusted",
+        )),
+        expect![[
+            r#"afk_options.approval: invalid value 'untrusted' for option 'approval': must be one of the listed values; allowed: never, on-request Some(["never", "on-request"])"#
+        ]],
+    );
+    check(
+        err(provider_id("provider", "gemini").map(|p| p.id())),
+        expect![[
+            r#"provider: unknown provider 'gemini'; allowed: claude-code, codex Some(["claude-code", "codex"])"#
+        ]],
+    );
+}
+
+#[test]
+fn echoed_values_are_bounded_and_escaped() {
+    let long = "x".repeat(10_000);
+    let e = model(p("codex"), "model", &long).unwrap_err();
+    assert!(e.message.len() < 400, "{}", e.message.len());
+    let e = model(p("codex"), "model", "a\nb\u{0}").unwrap_err();
+    assert!(e.message.contains("a\\nb\\0"), "{}", e.message);
+}
+
+#[test]
+fn repo_names() {
+    for ok in ["lab", "my-repo", "a.b_c", "R2", "x1"] {
+        assert_eq!(repo_name("name", ok).unwrap(), ok);
+    }
+    for bad in [
+        "",
+        "123",
+        "-x",
+        ".x",
+        "a b",
+        "a/b",
+        "é",
+        &"a".repeat(65),
+        "a;b",
+        "#{x}",
+    ] {
+        assert!(repo_name("name", bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn repo_paths_and_urls() {
+    assert_eq!(repo_path("path", "/srv/repo/").unwrap(), "/srv/repo");
+    assert_eq!(repo_path("path", "/").unwrap(), "/");
+    for bad in ["", "relative", "/a\nb"] {
+        assert!(repo_path("path", bad).is_err(), "{bad:?}");
+    }
+    for ok in [
+        "https://example.com/a.git",
+        "ssh://git@h/a",
+        "git@github.com:o/r.git",
+        "file:///srv/a",
+    ] {
+        assert_eq!(repo_url("url", ok).unwrap(), ok);
+    }
+    for bad in [
+        "",
+        "-uhttps://x",
+        "https://",
+        "ftp://x",
+        "a b",
+        "just-a-name",
+        "--upload-pack=x",
+    ] {
+        assert!(repo_url("url", bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn branch_names_follow_git() {
+    for ok in ["main", "release/1.2", "feature-x", "v1"] {
+        assert_eq!(branch("b", ok).unwrap(), ok);
+    }
+    for bad in [
+        "", "-x", "a..b", "a b", "a~1", "a^", "a:b", "x.lock", "/a", "a/", "a@{1}", "@", ".hidden",
+        "a/.b",
+    ] {
+        assert!(branch("b", bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn prompts() {
+    assert!(prompt("prompt", "anything ; $(x) `y` #{z}").is_ok());
+    assert!(prompt("prompt", "nul\0").is_err());
+    assert!(prompt("prompt", &"x".repeat(MAX_PROMPT)).is_ok());
+    assert!(prompt("prompt", &"x".repeat(MAX_PROMPT + 1)).is_err());
+}
+
+#[test]
+fn labels_and_ranges() {
+    assert_eq!(label("l", " ready ").unwrap(), "ready");
+    assert!(label("l", "a,b").is_err());
+    assert!(label("l", "").is_err());
+    assert_eq!(int_range("n", 5, 1, 10).unwrap(), 5);
+    check(
+        err(int_range("n", 0, 1, 10)),
+        expect![[r#"n: must be a whole number from 1 to 10 None"#]],
+    );
+}

@@ -1,0 +1,130 @@
+//! No input of any shape or size yields a 5xx, and every error is JSON.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::on_both;
+use crate::support::{Backend, TestServer};
+
+async fn malformed_requests_get_clear_4xx_json_errors(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let raw = |m: Method, path: &str| s.req(m, path);
+    let cases: Vec<(reqwest::RequestBuilder, u16)> = vec![
+        (raw(Method::PATCH, "/api/v1/settings").header("content-type", "application/json").body("{not json"), 400),
+        (raw(Method::PATCH, "/api/v1/settings").header("content-type", "application/json").body("\"settings\""), 400),
+        (raw(Method::PATCH, "/api/v1/settings").header("content-type", "application/json").body("null"), 400),
+        (raw(Method::PATCH, "/api/v1/settings").header("content-type", "text/plain").body("{}"), 415),
+        (raw(Method::PATCH, "/api/v1/settings").body("{}"), 415),
+        (raw(Method::POST, "/api/v1/repos").json(&json!({"name": 5, "path": []})), 400),
+        (raw(Method::POST, "/api/v1/repos").json(&json!({"name": "x", "path": "/x", "surprise": 1})), 400),
+        (raw(Method::POST, "/api/v1/repos").json(&json!({"name": "x\u{0}y", "path": "/\u{0}"})), 400),
+        (raw(Method::POST, "/api/v1/repos").json(&json!({"name": "x", "path": "/tmp", "afk_max_concurrent": 1e30})), 400),
+        (raw(Method::POST, "/api/v1/repos").json(&json!({"name": "x", "path": "/tmp", "afk_max_concurrent": 99999999999999999999u128.to_string()})), 400),
+        (raw(Method::PATCH, "/api/v1/repos/r").json(&json!({"afk_options": [1, 2]})), 400),
+        (raw(Method::PATCH, "/api/v1/repos/r").json(&json!({"afk_options": null})), 400),
+        (raw(Method::PATCH, "/api/v1/repos/r").json(&json!({"afk_enabled": "yes"})), 400),
+        (raw(Method::POST, "/api/v1/repos").header("content-type", "application/json").body(vec![b'['; 100_000]), 400),
+        (raw(Method::POST, "/api/v1/repos").header("content-type", "application/json").body(vec![b' '; 2 * 1024 * 1024]), 413),
+        (raw(Method::POST, "/api/v1/repos").header("content-type", "application/json").body(vec![0xff, 0xfe]), 400),
+        (raw(Method::GET, "/api/v1/repos/%FF%FE"), 400),
+        (raw(Method::GET, &format!("/api/v1/repos/{}", "a".repeat(5000))), 404),
+        (raw(Method::GET, "/api/v1/repos/99999999999999999999999"), 404),
+        (raw(Method::GET, "/api/v1/repos/-1"), 404),
+        (raw(Method::GET, "/api/v1/nothing-here"), 404),
+        (raw(Method::PUT, "/api/v1/settings"), 405),
+        (raw(Method::GET, "/api/v1/repos/r/resolve?kind=manual&model=%00"), 400),
+        (raw(Method::GET, "/api/v1/repos/r/resolve?kind=manual&model=x&model=y"), 400),
+    ];
+    for (i, (rb, want)) in cases.into_iter().enumerate() {
+        let r = s.send(rb).await;
+        assert_eq!(r.status.as_u16(), want, "case {i}: {}", r.body);
+        assert!(
+            r.body["error"]["code"].is_string(),
+            "case {i}: not a JSON error: {}",
+            r.body
+        );
+        assert!(
+            !r.body["error"]["message"].as_str().unwrap().is_empty(),
+            "case {i}"
+        );
+    }
+    // Nothing was written by any of them.
+    assert_eq!(
+        s.get("/api/v1/repos").await.ok().as_array().unwrap().len(),
+        1
+    );
+    s.stop().await;
+}
+
+async fn the_openapi_document_describes_the_routes(b: Backend) {
+    let s = TestServer::start(b).await;
+    let doc = s.get("/api/v1/openapi.json").await.ok();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    for (path, method) in [
+        ("/api/v1/providers", "get"),
+        ("/api/v1/settings", "get"),
+        ("/api/v1/settings", "patch"),
+        ("/api/v1/repos", "get"),
+        ("/api/v1/repos", "post"),
+        ("/api/v1/repos/{id}", "get"),
+        ("/api/v1/repos/{id}", "patch"),
+        ("/api/v1/repos/{id}", "delete"),
+        ("/api/v1/repos/{id}/resolve", "get"),
+    ] {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} missing"
+        );
+    }
+    assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    s.stop().await;
+}
+
+async fn providers_list_their_schema(b: Backend) {
+    let s = TestServer::start(b).await;
+    let v = s.get("/api/v1/providers").await.ok();
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["claude-code", "codex"]);
+    let claude = &v[0];
+    let ultra = claude["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["key"] == "ultracode")
+        .unwrap();
+    assert_eq!(ultra["type"], "bool");
+    assert_eq!(ultra["default"], "false");
+    assert_eq!(ultra["values"], json!(["true", "false"]));
+    for k in ["label", "description"] {
+        assert!(!ultra[k].as_str().unwrap().is_empty());
+    }
+    assert_eq!(
+        claude["efforts"],
+        json!(["low", "medium", "high", "xhigh", "max"])
+    );
+    let codex = &v[1];
+    let keys: Vec<&str> = codex["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["approval", "sandbox"]);
+    s.stop().await;
+}
+
+on_both!(
+    malformed_requests_get_clear_4xx_json_errors,
+    the_openapi_document_describes_the_routes,
+    providers_list_their_schema
+);

@@ -1,0 +1,189 @@
+use serde_json::json;
+
+use crate::on_both;
+use crate::support::{Backend, TestServer};
+
+async fn settings_start_empty_for_every_provider(b: Backend) {
+    let s = TestServer::start(b).await;
+    let v = s.get("/api/v1/settings").await.ok();
+    for id in ["claude-code", "codex"] {
+        let p = &v["providers"][id];
+        for k in [
+            "model_default",
+            "effort_default",
+            "afk_model_default",
+            "afk_effort_default",
+        ] {
+            assert!(p[k].is_null(), "{id}.{k}: {p}");
+        }
+        assert_eq!(p["afk_options"], json!({}));
+    }
+    assert_eq!(
+        v["afk"],
+        json!({"max_concurrent": 2, "tick_seconds": 30, "run_timeout_minutes": 60})
+    );
+    s.stop().await;
+}
+
+async fn patch_sets_canonical_values_and_merges_options(b: Backend) {
+    let s = TestServer::start(b).await;
+    let v = s
+        .patch(
+            "/api/v1/settings",
+            json!({"providers": {"claude-code": {"model_default": "OPUS", "afk_effort_default": "Max",
+                   "afk_options": {"ultracode": true}}}, "afk": {"max_concurrent": 4}}),
+        )
+        .await
+        .ok();
+    let p = &v["providers"]["claude-code"];
+    assert_eq!(p["model_default"], "opus");
+    assert_eq!(p["afk_effort_default"], "max");
+    assert_eq!(p["afk_options"], json!({"ultracode": "true"}));
+    assert_eq!(v["afk"]["max_concurrent"], 4);
+
+    // A second PATCH merges options key by key and leaves other fields.
+    let v = s
+        .patch(
+            "/api/v1/settings",
+            json!({"providers": {"claude-code": {"afk_options": {"permission_mode": "PLAN"}}}}),
+        )
+        .await
+        .ok();
+    let p = &v["providers"]["claude-code"];
+    assert_eq!(
+        p["afk_options"],
+        json!({"ultracode": "true", "permission_mode": "plan"})
+    );
+    assert_eq!(p["model_default"], "opus");
+
+    // null and "" clear.
+    let v = s
+        .patch(
+            "/api/v1/settings",
+            json!({"providers": {"claude-code": {"model_default": null, "afk_effort_default": "",
+                   "afk_options": {"ultracode": null, "permission_mode": ""}}}}),
+        )
+        .await
+        .ok();
+    let p = &v["providers"]["claude-code"];
+    assert!(
+        p["model_default"].is_null() && p["afk_effort_default"].is_null(),
+        "{p}"
+    );
+    assert_eq!(p["afk_options"], json!({}));
+    // What the PATCH answered is what a GET reads.
+    assert_eq!(s.get("/api/v1/settings").await.ok(), v);
+    s.stop().await;
+}
+
+async fn an_invalid_patch_writes_nothing(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.patch(
+        "/api/v1/settings",
+        json!({"providers": {"codex": {"model_default": "gpt-6-sol"}}}),
+    )
+    .await
+    .ok();
+    let before = s.get("/api/v1/settings").await.ok();
+    let cases = [
+        (
+            json!({"providers": {"codex": {"model_default": "gpt-4", "effort_default": "high"}}}),
+            "providers.codex.model_default",
+            Some("gpt-4"),
+        ),
+        (
+            json!({"providers": {"codex": {"effort_default": "minimal"}}}),
+            "providers.codex.effort_default",
+            Some("minimal"),
+        ),
+        (
+            json!({"providers": {"claude-code": {"afk_options": {"ultracode": "maybe"}}}}),
+            "providers.claude-code.afk_options.ultracode",
+            Some("maybe"),
+        ),
+        (
+            json!({"providers": {"claude-code": {"afk_options": {"turbo": true}}}}),
+            "providers.claude-code.afk_options.turbo",
+            Some("turbo"),
+        ),
+        (
+            json!({"providers": {"claude-code": {"afk_options": {"ultracode": 1}}}}),
+            "providers.claude-code.afk_options.ultracode",
+            Some("1"),
+        ),
+        (
+            json!({"providers": {"gemini": {"model_default": "x"}}}),
+            "providers.gemini",
+            Some("gemini"),
+        ),
+        (
+            json!({"providers": {"codex": {"model_default": "gpt-6-luna"}}, "afk": {"tick_seconds": 0}}),
+            "afk.tick_seconds",
+            Some("0"),
+        ),
+        (
+            json!({"afk": {"max_concurrent": -1}}),
+            "afk.max_concurrent",
+            Some("-1"),
+        ),
+    ];
+    for (body, field, value) in cases {
+        let e = s.patch("/api/v1/settings", body.clone()).await.expect(400);
+        assert_eq!(e["error"]["code"], "invalid", "{body}");
+        assert_eq!(e["error"]["field"], field, "{body}: {e}");
+        if let Some(v) = value {
+            assert_eq!(e["error"]["value"], v, "{body}: {e}");
+        }
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(field),
+            "{e}"
+        );
+        assert_eq!(
+            s.get("/api/v1/settings").await.ok(),
+            before,
+            "{body} wrote something"
+        );
+    }
+    // The allowed values are listed.
+    let e = s
+        .patch(
+            "/api/v1/settings",
+            json!({"providers": {"codex": {"effort_default": "minimal"}}}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        e["error"]["allowed"],
+        json!(["low", "medium", "high", "xhigh"])
+    );
+    // Unknown fields are named too.
+    let e = s
+        .patch("/api/v1/settings", json!({"afk": {"tick": 5}}))
+        .await
+        .expect(400);
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("tick"),
+        "{e}"
+    );
+    s.stop().await;
+}
+
+async fn empty_afk_model_and_effort_mean_inherit(b: Backend) {
+    let s = TestServer::start(b).await;
+    let v = s
+        .patch(
+            "/api/v1/settings",
+            json!({"providers": {"codex": {"afk_model_default": "", "afk_effort_default": ""}}}),
+        )
+        .await
+        .ok();
+    assert!(v["providers"]["codex"]["afk_model_default"].is_null());
+    s.stop().await;
+}
+
+on_both!(
+    settings_start_empty_for_every_provider,
+    patch_sets_canonical_values_and_merges_options,
+    an_invalid_patch_writes_nothing,
+    empty_afk_model_and_effort_mean_inherit,
+);

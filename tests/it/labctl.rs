@@ -1,0 +1,207 @@
+//! The real labctl binary against a real server.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::on_both;
+use crate::support::{Backend, TestServer, git};
+
+pub fn labctl(s: &TestServer, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args(args)
+        .env("LAB_URL", &s.url)
+        .env_remove("LAB_TOKEN")
+        .env("LAB_DATA_DIR", s.data_dir())
+        .output()
+        .expect("labctl runs")
+}
+
+#[track_caller]
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "labctl failed ({:?}): {}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[track_caller]
+pub fn json(out: &Output) -> Value {
+    serde_json::from_str(&ok(out)).expect("labctl --json prints JSON")
+}
+
+#[track_caller]
+fn code(out: &Output) -> (i32, String) {
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn repos_settings_and_resolve(b: Backend) {
+    let s = TestServer::start(b).await;
+    let path = git::init_repo(&s.tmp(), "web");
+    let p = path.to_str().unwrap();
+
+    let v = json(&labctl(&s, &["providers", "--json"]));
+    assert_eq!(v[0]["id"], "claude-code");
+    assert!(ok(&labctl(&s, &["providers"])).contains("ultracode"));
+
+    let r = json(&labctl(
+        &s,
+        &[
+            "repo", "add", "web", "--path", p, "--model", "opus", "--json",
+        ],
+    ));
+    assert_eq!(r["model_default"], "opus");
+    let out = ok(&labctl(&s, &["repo", "list"]));
+    assert!(out.contains("web") && out.contains("claude-code"), "{out}");
+    assert_eq!(
+        json(&labctl(&s, &["repo", "list", "--json"]))[0]["name"],
+        "web"
+    );
+    assert!(ok(&labctl(&s, &["repo", "show", "web"])).contains("opus"));
+
+    let r = json(&labctl(
+        &s,
+        &[
+            "repo",
+            "set",
+            "web",
+            "--afk-model",
+            "haiku",
+            "--afk-option",
+            "ultracode=true",
+            "--json",
+        ],
+    ));
+    assert_eq!(r["afk_model_default"], "haiku");
+    assert_eq!(r["afk_options"]["ultracode"], "true");
+    let r = json(&labctl(
+        &s,
+        &[
+            "repo",
+            "set",
+            "web",
+            "--model",
+            "",
+            "--afk-option",
+            "ultracode=",
+            "--json",
+        ],
+    ));
+    assert!(r["model_default"].is_null());
+    assert_eq!(r["afk_options"], serde_json::json!({}));
+
+    let v = json(&labctl(
+        &s,
+        &[
+            "settings",
+            "set",
+            "--provider",
+            "claude-code",
+            "--model",
+            "fable",
+            "--tick-seconds",
+            "12",
+            "--json",
+        ],
+    ));
+    assert_eq!(v["providers"]["claude-code"]["model_default"], "fable");
+    assert_eq!(v["afk"]["tick_seconds"], 12);
+    assert!(ok(&labctl(&s, &["settings", "show"])).contains("fable"));
+
+    let v = json(&labctl(&s, &["resolve", "web", "--kind", "afk", "--json"]));
+    assert_eq!(v["model"]["value"], "haiku");
+    assert_eq!(v["model"]["source"], "repo.afk");
+    let out = ok(&labctl(&s, &["resolve", "web"]));
+    assert!(
+        out.contains("fable") && out.contains("global.base"),
+        "{out}"
+    );
+
+    ok(&labctl(&s, &["repo", "rm", "web"]));
+    assert_eq!(
+        json(&labctl(&s, &["repo", "list", "--json"])),
+        serde_json::json!([])
+    );
+    s.stop().await;
+}
+
+async fn exit_codes_mean_something(b: Backend) {
+    let s = TestServer::start(b).await;
+    let path = git::init_repo(&s.tmp(), "x");
+    let (c, err) = code(&labctl(&s, &["repo", "show", "nope"]));
+    assert_eq!(c, 3, "{err}");
+    assert!(err.contains("repo 'nope' not found"), "{err}");
+    assert_eq!(err.lines().count(), 1, "printed once: {err}");
+    let (c, err) = code(&labctl(
+        &s,
+        &[
+            "repo",
+            "add",
+            "x",
+            "--path",
+            path.to_str().unwrap(),
+            "--model",
+            "gpt-5.5",
+        ],
+    ));
+    assert_eq!(c, 5, "{err}");
+    assert!(
+        err.contains("unknown model 'gpt-5.5'") && err.contains("opus"),
+        "{err}"
+    );
+    ok(&labctl(
+        &s,
+        &["repo", "add", "x", "--path", path.to_str().unwrap()],
+    ));
+    let (c, _) = code(&labctl(
+        &s,
+        &["repo", "add", "x", "--path", path.to_str().unwrap()],
+    ));
+    assert_eq!(c, 4);
+    let (c, _) = code(&labctl(&s, &["settings", "set", "--model", "opus"]));
+    assert_eq!(c, 5, "--provider is required");
+    let (c, _) = code(&labctl(&s, &["repo", "bogus"]));
+    assert_eq!(c, 2);
+    let out = Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args(["repo", "list"])
+        .env("LAB_URL", &s.url)
+        .env("LAB_TOKEN", "wrong")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out).0, 6);
+    let out = Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args(["repo", "list"])
+        .env("LAB_URL", "http://127.0.0.1:1")
+        .env("LAB_TOKEN", "x")
+        .output()
+        .unwrap();
+    let (c, err) = code(&out);
+    assert_eq!(c, 7, "{err}");
+    assert!(err.contains("cannot reach lab"), "{err}");
+    s.stop().await;
+}
+
+#[test]
+fn completions_are_generated() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_labctl"))
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("labctl") && text.contains("resolve"),
+            "{shell}"
+        );
+    }
+}
+
+on_both!(repos_settings_and_resolve, exit_codes_mean_something);

@@ -1,0 +1,10 @@
+//! lab's integration tests: one binary, real servers, real databases.
+
+mod support;
+
+mod api_auth;
+mod api_errors;
+mod api_repos;
+mod api_settings;
+mod labctl;
+mod store;

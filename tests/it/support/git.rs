@@ -1,0 +1,33 @@
+//! Real git repositories for tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository with one commit on `main`, in `dir/name`.
+pub fn init_repo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::create_dir_all(&path).unwrap();
+    git(&path, &["init", "-q", "-b", "main"]);
+    std::fs::write(path.join("README.md"), format!("# {name}\n")).unwrap();
+    git(&path, &["add", "."]);
+    git(&path, &["commit", "-q", "-m", "first"]);
+    path
+}
