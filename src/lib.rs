@@ -13,6 +13,12 @@ pub mod settings;
 pub mod store;
 pub mod validate;
 
+/// Installs the TLS crypto provider HTTP clients use (ring). Idempotent;
+/// call before building a `reqwest::Client`.
+pub fn init_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Sets up logging for the binaries: `LAB_LOG` (or `RUST_LOG`) filters,
 /// default `info`.
 pub fn init_logging() {

@@ -1,16 +1,19 @@
 //! `lab serve`: opens the data dir and the database, then serves the API.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::http::auth::{self, Auth};
 use crate::http::{self, AppState};
+use crate::provider;
+use crate::run::{Runner, RunnerConfig};
 use crate::store::Store;
 
 /// Where lab keeps its state and how it is reached.
@@ -27,6 +30,20 @@ pub struct ServeConfig {
     /// the data dir.
     #[arg(long, env = "LAB_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// The URL runs and links use to reach lab. Default: http:// and the
+    /// address lab listens on.
+    #[arg(long, env = "LAB_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Milliseconds between reconcile passes.
+    #[arg(long, env = "LAB_RECONCILE_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    pub reconcile_ms: u64,
+    /// The `lab` binary panes start as the exec shim (tests set it; lab
+    /// serve uses itself).
+    #[arg(skip)]
+    pub lab_exe: Option<PathBuf>,
+    /// Provider binaries by provider id; `LAB_<ID>_BIN` fills this.
+    #[arg(skip)]
+    pub provider_bins: HashMap<String, PathBuf>,
 }
 
 /// The default data dir: `$XDG_DATA_HOME/lab`, or `~/.local/share/lab`.
@@ -47,13 +64,21 @@ pub struct Running {
     pub addr: SocketAddr,
     pub token: String,
     pub store: Store,
+    pub runner: Arc<Runner>,
     shutdown: Option<oneshot::Sender<()>>,
+    stop_loops: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
+    loops: Vec<JoinHandle<()>>,
 }
 
 impl Running {
     /// Stops accepting, finishes in-flight requests, and returns.
+    /// Runs keep going in tmux: the next start re-adopts them.
     pub async fn stop(mut self) -> anyhow::Result<()> {
+        let _ = self.stop_loops.send(true);
+        for l in self.loops.drain(..) {
+            let _ = l.await;
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -117,11 +142,32 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         .await
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
+
+    let runner = Arc::new(Runner::new(
+        store.clone(),
+        runner_config(cfg, &data_dir, addr)?,
+    )?);
+    // Re-adoption: before serving anything, match runs to what tmux has.
+    let pass = runner
+        .reconcile(true)
+        .await
+        .context("the start-up reconcile pass failed")?;
+    tracing::info!(
+        node = runner.node(),
+        live = pass.checked - pass.lost.len() - pass.exited.len(),
+        exited = pass.exited.len(),
+        lost = pass.lost.len(),
+        strays = pass.strays.len(),
+        "runs re-adopted"
+    );
+    let (stop_loops, stop_rx) = watch::channel(false);
+    let loops = vec![runner.clone().spawn_loop(stop_rx)];
     tracing::info!(%addr, "lab is listening");
 
     let state = AppState {
         store: store.clone(),
         auth: Arc::new(Auth::new(&token)),
+        runner: runner.clone(),
     };
     let app = http::router(state);
     let (tx, rx) = oneshot::channel::<()>();
@@ -137,7 +183,74 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         addr,
         token,
         store,
+        runner,
         shutdown: Some(tx),
+        stop_loops,
         task,
+        loops,
     })
+}
+
+fn runner_config(
+    cfg: &ServeConfig,
+    data_dir: &Path,
+    addr: SocketAddr,
+) -> anyhow::Result<RunnerConfig> {
+    let lab_exe = match &cfg.lab_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("cannot find lab's own binary")?,
+    };
+    let mut bins = HashMap::new();
+    for p in provider::all() {
+        if let Some(v) = std::env::var_os(p.binary_env_var()).filter(|v| !v.is_empty()) {
+            bins.insert(p.id().to_owned(), PathBuf::from(v));
+        }
+    }
+    bins.extend(cfg.provider_bins.clone());
+    let lab_url = cfg.public_url.clone().unwrap_or_else(|| {
+        let host = if addr.ip().is_unspecified() {
+            "127.0.0.1".to_owned()
+        } else {
+            addr.ip().to_string()
+        };
+        let host = if addr.is_ipv6() && !addr.ip().is_unspecified() {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        format!("http://{host}:{}", addr.port())
+    });
+    Ok(RunnerConfig {
+        data_dir: data_dir.to_path_buf(),
+        node: node_id(data_dir)?,
+        lab_exe,
+        lab_url,
+        bins,
+        reconcile_every: std::time::Duration::from_millis(cfg.reconcile_ms),
+        stop_grace: std::time::Duration::from_secs(3),
+    })
+}
+
+/// This node's id, made once and kept in `<data-dir>/node-id`.
+fn node_id(data_dir: &Path) -> anyhow::Result<String> {
+    let path = data_dir.join("node-id");
+    if let Ok(id) = std::fs::read_to_string(&path)
+        && !id.trim().is_empty()
+    {
+        return Ok(id.trim().to_owned());
+    }
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<String>()
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "node".to_owned());
+    let id = format!("{host}-{}", &auth::new_token()[..8]);
+    std::fs::write(&path, format!("{id}\n"))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(id)
 }

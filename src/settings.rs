@@ -48,12 +48,23 @@ pub const MAX_CONCURRENT: (i64, i64) = (1, 1000);
 pub const TICK_SECONDS: (i64, i64) = (1, 86_400);
 pub const RUN_TIMEOUT_MINUTES: (i64, i64) = (1, 10_080);
 
+/// Global settings of runs of every kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunSettings {
+    /// Hours an ended run's workspace is kept; `None` keeps it until the run
+    /// is removed.
+    pub workspace_retention_hours: Option<i64>,
+}
+
+pub const WORKSPACE_RETENTION_HOURS: (i64, i64) = (0, 24 * 365);
+
 /// All global settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// Keyed by provider id; a provider with no row has empty defaults.
     pub providers: BTreeMap<String, Defaults>,
     pub afk: AfkLimits,
+    pub runs: RunSettings,
 }
 
 impl Settings {
@@ -91,9 +102,15 @@ pub struct AfkPatch {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunsPatch {
+    pub workspace_retention_hours: Change<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SettingsPatch {
     pub providers: BTreeMap<String, DefaultsPatch>,
     pub afk: AfkPatch,
+    pub runs: RunsPatch,
 }
 
 /// Applies a settings change, or names every field that was wrong.
@@ -148,6 +165,20 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
             RUN_TIMEOUT_MINUTES,
             &mut errs,
         ),
+    };
+    next.runs.workspace_retention_hours = match &patch.runs.workspace_retention_hours {
+        Change::Keep => current.runs.workspace_retention_hours,
+        Change::Clear => None,
+        Change::Set(h) => {
+            let (lo, hi) = WORKSPACE_RETENTION_HOURS;
+            errs.check(validate::int_range(
+                "runs.workspace_retention_hours",
+                *h,
+                lo,
+                hi,
+            ))
+            .or(current.runs.workspace_retention_hours)
+        }
     };
     errs.finish()?;
     Ok(next)

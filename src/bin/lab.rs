@@ -16,10 +16,18 @@ struct Cli {
 enum Command {
     /// Serve the API and pages, and run the scheduler.
     Serve(lab::server::ServeConfig),
+    /// The program a run's tmux pane starts: reads the launch file and
+    /// becomes the agent. Used by lab itself.
+    #[command(name = "__exec", hide = true)]
+    Exec { launch_file: std::path::PathBuf },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Exec { launch_file } = &cli.command {
+        // No runtime, no logging: become the agent as directly as possible.
+        return ExitCode::from(lab::run::exec::exec_main(launch_file).clamp(0, 255) as u8);
+    }
     lab::init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -34,6 +42,7 @@ fn main() -> ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Command::Serve(cfg) => serve(cfg).await,
+            Command::Exec { .. } => unreachable!("handled above"),
         }
     });
     match result {

@@ -74,7 +74,7 @@ fn data_dir() -> PathBuf {
 
 impl Client {
     pub fn new(url: &str, token: Option<String>) -> CliResult<Client> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::init_tls();
         let token = token.filter(|t| !t.is_empty()).or_else(|| {
             std::fs::read_to_string(data_dir().join("token"))
                 .ok()
@@ -101,6 +101,11 @@ impl Client {
             Some(t) => rb.bearer_auth(t),
             None => rb,
         }
+    }
+
+    /// A GET request, to send with [`Client::raw`].
+    pub fn request_get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.request(Method::GET, path)
     }
 
     pub async fn get(&self, path: &str) -> CliResult<Value> {

@@ -3,6 +3,7 @@
 mod client;
 mod output;
 mod repos;
+mod runs;
 mod settings;
 
 use std::process::ExitCode;
@@ -57,6 +58,29 @@ enum Command {
     Settings(settings::SettingsCommand),
     /// Show what a run of REPO would get, and where each value comes from.
     Resolve(repos::ResolveArgs),
+    /// Start a manual run of a repo in tmux.
+    Start(runs::StartArgs),
+    /// List runs (live ones unless --all).
+    Ps(runs::PsArgs),
+    /// Attach this terminal to a run's tmux session (detach: Ctrl-b d).
+    Attach {
+        /// Run id.
+        run: String,
+    },
+    /// Stop a run: its whole process tree, then its session.
+    Stop {
+        /// Run id.
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's output.
+    Logs(runs::LogsArgs),
+    /// Remove an ended run and its workspace (its branch stays).
+    Rm {
+        /// Run id.
+        run: String,
+    },
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -101,6 +125,12 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Repo(cmd) => repos::run(&client, cmd).await,
         Command::Settings(cmd) => settings::run(&client, cmd).await,
         Command::Resolve(args) => repos::resolve(&client, args).await,
+        Command::Start(args) => runs::start(&client, args).await,
+        Command::Ps(args) => runs::ps(&client, args).await,
+        Command::Attach { run } => runs::attach(&client, &run).await,
+        Command::Stop { run, json } => runs::stop(&client, &run, json).await,
+        Command::Logs(args) => runs::logs(&client, args).await,
+        Command::Rm { run } => runs::rm(&client, &run).await,
         Command::Completions { .. } => unreachable!("handled above"),
     }
 }

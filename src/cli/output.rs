@@ -224,3 +224,104 @@ pub fn resolved(repo: &str, v: &Value, as_json: bool) {
     }
     table(&["WHAT", "VALUE", "FROM"], &rows);
 }
+
+/// How long ago an RFC 3339 time was, roughly ("3m", "2h").
+fn age(v: &Value) -> String {
+    let Some(t) = v.as_str().and_then(|t| humantime::parse_rfc3339(t).ok()) else {
+        return "-".to_owned();
+    };
+    let secs = std::time::SystemTime::now()
+        .duration_since(t)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86_400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
+fn state(r: &Value) -> String {
+    let st = s(&r["state"]);
+    match (
+        st.as_str(),
+        r["exit_status"].as_i64(),
+        r["exit_signal"].as_i64(),
+    ) {
+        ("exited", Some(code), _) => format!("exited ({code})"),
+        ("exited", None, Some(sig)) => format!("exited (signal {sig})"),
+        _ => st,
+    }
+}
+
+pub fn runs(v: &Value, as_json: bool, all: bool) {
+    if as_json {
+        return json(v);
+    }
+    let rows: Vec<Vec<String>> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            vec![
+                s(&r["id"]),
+                s(&r["repo"]),
+                s(&r["kind"]),
+                state(r),
+                s(&r["model"]["value"]),
+                s(&r["effort"]["value"]),
+                age(&r["created_at"]),
+                if r["state_reason"].is_null() || r["state"] == "running" {
+                    s(&r["session"])
+                } else {
+                    s(&r["state_reason"])
+                },
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        println!(
+            "{}",
+            if all {
+                "no runs yet: labctl start REPO"
+            } else {
+                "no live runs (labctl ps --all shows ended ones)"
+            }
+        );
+        return;
+    }
+    table(
+        &[
+            "ID",
+            "REPO",
+            "KIND",
+            "STATE",
+            "MODEL",
+            "EFFORT",
+            "AGE",
+            "SESSION / REASON",
+        ],
+        &rows,
+    );
+}
+
+pub fn run_started(r: &Value) {
+    println!(
+        "run {} of {}: {} ({} {}, {})",
+        s(&r["id"]),
+        s(&r["repo"]),
+        state(r),
+        s(&r["model"]["value"]),
+        s(&r["effort"]["value"]),
+        s(&r["branch"])
+    );
+    if r["state"] == "running" {
+        println!(
+            "  attach: labctl attach {}   (or {})",
+            s(&r["id"]),
+            s(&r["attach_command"])
+        );
+        println!("  output: labctl logs -f {}", s(&r["id"]));
+    }
+}

@@ -10,7 +10,9 @@ pub mod error;
 pub mod extract;
 mod providers;
 pub mod repos;
+pub mod runs;
 pub mod settings;
+mod status;
 
 use std::sync::Arc;
 
@@ -22,6 +24,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::run::Runner;
 use crate::store::Store;
 use auth::Auth;
 use error::ApiError;
@@ -31,6 +34,7 @@ use error::ApiError;
 pub struct AppState {
     pub store: Store,
     pub auth: Arc<Auth>,
+    pub runner: Arc<Runner>,
 }
 
 #[derive(OpenApi)]
@@ -61,7 +65,9 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             OpenApiRouter::new()
                 .merge(providers::router())
                 .merge(settings::router())
-                .merge(repos::router()),
+                .merge(repos::router())
+                .merge(runs::router())
+                .merge(status::router()),
         )
         .split_for_parts()
 }

@@ -201,17 +201,34 @@ async fn patch_repo(
     Ok(Json(repo.into()))
 }
 
-/// Removes a repo from lab (its files are left alone).
+/// Removes a repo from lab (its files are left alone). Its ended runs stay
+/// listed; a repo with live runs cannot be removed.
 #[utoipa::path(delete, path = "/repos/{id}", tag = "repos",
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 204), (status = 404, body = ErrorBody)))]
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn delete_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     let key = RepoKey::parse(&id);
+    let repo = app
+        .store
+        .repo(&key)
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
+    let live = app
+        .store
+        .active_runs_of_repo(repo.id)
+        .await
+        .map_err(ApiError::internal)?;
+    if live > 0 {
+        return Err(ApiError::conflict(format!(
+            "repo '{}' has {live} live run(s): stop them first",
+            repo.name
+        )));
+    }
     app.store
-        .delete_repo(&key)
+        .delete_repo(&RepoKey::Id(repo.id))
         .await
         .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
     Ok(StatusCode::NO_CONTENT)

@@ -13,7 +13,7 @@ use super::AppState;
 use super::dto::{DefaultsBody, DefaultsPatchBody};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, Field};
-use crate::settings::{self, AfkPatch, Settings, SettingsPatch};
+use crate::settings::{self, AfkPatch, RunsPatch, Settings, SettingsPatch};
 use crate::validate::Errors;
 
 #[derive(Serialize, ToSchema)]
@@ -21,6 +21,14 @@ pub struct SettingsBody {
     /// Defaults per provider id.
     pub providers: BTreeMap<String, DefaultsBody>,
     pub afk: AfkBody,
+    pub runs: RunsBody,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RunsBody {
+    /// Hours an ended run's workspace is kept; `null` keeps it until the run
+    /// is removed.
+    pub workspace_retention_hours: Option<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -45,6 +53,9 @@ impl From<&Settings> for SettingsBody {
                 tick_seconds: s.afk.tick_seconds,
                 run_timeout_minutes: s.afk.run_timeout_minutes,
             },
+            runs: RunsBody {
+                workspace_retention_hours: s.runs.workspace_retention_hours,
+            },
         }
     }
 }
@@ -55,6 +66,15 @@ impl From<&Settings> for SettingsBody {
 pub struct SettingsPatchBody {
     pub providers: BTreeMap<String, DefaultsPatchBody>,
     pub afk: AfkPatchBody,
+    pub runs: RunsPatchBody,
+}
+
+/// `null` keeps workspaces until their run is removed.
+#[derive(Serialize, Deserialize, ToSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunsPatchBody {
+    #[schema(value_type = Option<i64>)]
+    pub workspace_retention_hours: Field<i64>,
 }
 
 /// `null` resets a limit to its built-in default.
@@ -87,6 +107,9 @@ impl SettingsPatchBody {
                 max_concurrent: self.afk.max_concurrent.change(),
                 tick_seconds: self.afk.tick_seconds.change(),
                 run_timeout_minutes: self.afk.run_timeout_minutes.change(),
+            },
+            runs: RunsPatch {
+                workspace_retention_hours: self.runs.workspace_retention_hours.change(),
             },
         })
     }

@@ -1,10 +1,20 @@
-//! Workspaces: the git worktree each run works in, and the repositories they
-//! come from.
+//! Workspaces: the git worktree each run works in, on a branch of its own,
+//! and the mirrors lab keeps of repos given by URL.
+//!
+//! Invariant: this is the only module that runs git.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::repo::RepoSource;
+use crate::repo::{Repo, RepoSource};
 use crate::validate::FieldError;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WorkspaceError(pub String);
 
 /// Checks that a repo's source can be used: a local path must hold a git
 /// repository (a work tree or a bare one). A URL is checked when lab first
@@ -28,4 +38,186 @@ pub fn check_source(source: &RepoSource) -> Result<(), FieldError> {
         );
     }
     Ok(())
+}
+
+/// A run's workspace, once made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    pub path: PathBuf,
+    pub branch: String,
+}
+
+pub struct Workspaces {
+    root: PathBuf,
+    mirrors: PathBuf,
+    /// git operations on one repo are serialised: worktree bookkeeping and
+    /// mirror fetches are not safe to run side by side.
+    locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+const FETCH_TIMEOUT: Duration = Duration::from_secs(300);
+const LOCAL_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Workspaces {
+    pub fn new(data_dir: &Path) -> Workspaces {
+        Workspaces {
+            root: data_dir.join("workspaces"),
+            mirrors: data_dir.join("mirrors"),
+            locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self, repo_id: i64) -> Arc<tokio::sync::Mutex<()>> {
+        self.locks
+            .lock()
+            .expect("workspace lock map poisoned")
+            .entry(repo_id)
+            .or_default()
+            .clone()
+    }
+
+    /// The path a run's workspace gets.
+    pub fn path_for(&self, run_id: i64) -> PathBuf {
+        self.root.join(run_id.to_string())
+    }
+
+    /// The repository worktrees of `repo` are made from.
+    fn git_dir(&self, repo: &Repo) -> PathBuf {
+        match &repo.source {
+            RepoSource::Path(p) => PathBuf::from(p),
+            RepoSource::Url(_) => self.mirrors.join(format!("{}.git", repo.id)),
+        }
+    }
+
+    /// Makes a worktree for run `run_id` on branch `branch`, from the repo's
+    /// default branch (for a URL repo, after fetching its mirror).
+    pub async fn create(
+        &self,
+        repo: &Repo,
+        run_id: i64,
+        branch: &str,
+    ) -> Result<Workspace, WorkspaceError> {
+        let lock = self.lock(repo.id);
+        let _guard = lock.lock().await;
+        let git_dir = self.git_dir(repo);
+        if let RepoSource::Url(url) = &repo.source {
+            self.refresh_mirror(url, &git_dir).await?;
+        }
+        std::fs::create_dir_all(&self.root)
+            .map_err(|e| WorkspaceError(format!("cannot create {}: {e}", self.root.display())))?;
+        let path = self.path_for(run_id);
+        let start = if matches!(repo.source, RepoSource::Url(_)) {
+            format!("refs/heads/{}", repo.default_branch)
+        } else {
+            repo.default_branch.clone()
+        };
+        let path_s = path.to_string_lossy().into_owned();
+        git(
+            &git_dir,
+            &["worktree", "add", "--quiet", "-b", branch, &path_s, &start],
+            LOCAL_TIMEOUT,
+        )
+        .await
+        .map_err(|e| {
+            if e.0.contains("invalid reference") || e.0.contains("not a valid") {
+                WorkspaceError(format!(
+                    "the repo has no branch '{}' to start from (set its default_branch)",
+                    repo.default_branch
+                ))
+            } else {
+                e
+            }
+        })?;
+        Ok(Workspace {
+            path,
+            branch: branch.to_owned(),
+        })
+    }
+
+    async fn refresh_mirror(&self, url: &str, mirror: &Path) -> Result<(), WorkspaceError> {
+        if mirror.join("HEAD").is_file() {
+            return git(
+                mirror,
+                &["fetch", "--prune", "--quiet", "origin"],
+                FETCH_TIMEOUT,
+            )
+            .await;
+        }
+        std::fs::create_dir_all(&self.mirrors).map_err(|e| {
+            WorkspaceError(format!("cannot create {}: {e}", self.mirrors.display()))
+        })?;
+        let m = mirror.to_string_lossy().into_owned();
+        git(
+            &self.mirrors,
+            &["clone", "--mirror", "--quiet", "--", url, &m],
+            FETCH_TIMEOUT,
+        )
+        .await
+    }
+
+    /// Removes a run's worktree (the branch stays: it may hold the agent's
+    /// work). Works when the repo is gone from lab or from disk.
+    pub async fn remove(&self, repo: Option<&Repo>, path: &Path) -> Result<(), WorkspaceError> {
+        if let Some(repo) = repo {
+            let lock = self.lock(repo.id);
+            let _guard = lock.lock().await;
+            let git_dir = self.git_dir(repo);
+            if git_dir.exists() {
+                let p = path.to_string_lossy().into_owned();
+                if git(
+                    &git_dir,
+                    &["worktree", "remove", "--force", "--force", &p],
+                    LOCAL_TIMEOUT,
+                )
+                .await
+                .is_ok()
+                {
+                    return Ok(());
+                }
+                let _ = std::fs::remove_dir_all(path);
+                let _ = git(&git_dir, &["worktree", "prune"], LOCAL_TIMEOUT).await;
+                return Ok(());
+            }
+        }
+        match std::fs::remove_dir_all(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(WorkspaceError(format!(
+                "cannot remove {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+}
+
+/// Runs git in `dir`, never asking for credentials on a terminal.
+async fn git(dir: &Path, args: &[&str], timeout: Duration) -> Result<(), WorkspaceError> {
+    let mut cmd = tokio::process::Command::new("git");
+    cmd.arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ASKPASS", "/bin/false")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(timeout, cmd.output())
+        .await
+        .map_err(|_| {
+            WorkspaceError(format!(
+                "git {} took longer than {} s",
+                args[0],
+                timeout.as_secs()
+            ))
+        })?
+        .map_err(|e| WorkspaceError(format!("cannot run git: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(WorkspaceError(format!(
+        "git {} failed: {}",
+        args[0],
+        String::from_utf8_lossy(&out.stderr).trim()
+    )))
 }

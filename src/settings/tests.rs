@@ -101,6 +101,7 @@ fn one_bad_field_rejects_the_whole_change_and_names_every_bad_field() {
                 tick_seconds: Change::Set(0),
                 ..AfkPatch::default()
             },
+            ..SettingsPatch::default()
         },
     )
     .unwrap_err();

@@ -9,6 +9,7 @@
 //! two writers queue on the lock instead of failing with "database is locked".
 
 mod repos;
+mod runs;
 mod settings;
 
 use std::str::FromStr;
@@ -22,6 +23,7 @@ use sqlx::sqlite::{
 use crate::validate::Invalid;
 
 pub use repos::RepoKey;
+pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -4,7 +4,7 @@ use sqlx::FromRow;
 
 use super::{Result, Store, in_tx, now_ms, on_db, options_json, parse_options};
 use crate::resolve::Defaults;
-use crate::settings::{self, AfkLimits, Settings, SettingsPatch};
+use crate::settings::{self, AfkLimits, RunSettings, Settings, SettingsPatch};
 
 #[derive(FromRow)]
 pub(super) struct ProviderRow {
@@ -37,12 +37,13 @@ struct GlobalRow {
     afk_max_concurrent: i64,
     afk_tick_seconds: i64,
     afk_run_timeout_minutes: i64,
+    workspace_retention_hours: Option<i64>,
 }
 
 const SELECT_PROVIDERS: &str = "SELECT provider, model_default, effort_default, afk_model_default, \
      afk_effort_default, afk_options FROM provider_settings ORDER BY provider";
-const SELECT_GLOBAL: &str = "SELECT afk_max_concurrent, afk_tick_seconds, afk_run_timeout_minutes \
-     FROM global_settings WHERE id = 1";
+const SELECT_GLOBAL: &str = "SELECT afk_max_concurrent, afk_tick_seconds, afk_run_timeout_minutes, \
+     workspace_retention_hours FROM global_settings WHERE id = 1";
 
 fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
     let mut s = Settings {
@@ -50,6 +51,9 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
             max_concurrent: g.afk_max_concurrent,
             tick_seconds: g.afk_tick_seconds,
             run_timeout_minutes: g.afk_run_timeout_minutes,
+        },
+        runs: RunSettings {
+            workspace_retention_hours: g.workspace_retention_hours,
         },
         ..Settings::default()
     };
@@ -99,14 +103,15 @@ impl Store {
                         .execute(&mut *tx)
                         .await?;
                     }
-                    if next.afk != current.afk {
+                    if next.afk != current.afk || next.runs != current.runs {
                         sqlx::query(
                             "UPDATE global_settings SET afk_max_concurrent = $1, afk_tick_seconds = $2, \
-                             afk_run_timeout_minutes = $3, updated_at = $4 WHERE id = 1",
+                             afk_run_timeout_minutes = $3, workspace_retention_hours = $4, updated_at = $5 WHERE id = 1",
                         )
                         .bind(next.afk.max_concurrent)
                         .bind(next.afk.tick_seconds)
                         .bind(next.afk.run_timeout_minutes)
+                        .bind(next.runs.workspace_retention_hours)
                         .bind(now)
                         .execute(&mut *tx)
                         .await?;

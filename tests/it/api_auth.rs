@@ -62,14 +62,7 @@ async fn the_token_file_is_private_and_stable_across_restarts(b: Backend) {
         .mode()
         & 0o777;
     assert_eq!(dir_mode, 0o700);
-    let TestServer {
-        running,
-        dir,
-        database_url,
-        ..
-    } = s;
-    running.unwrap().stop().await.unwrap();
-    let s2 = TestServer::start_in(dir, database_url).await;
+    let s2 = s.restart().await;
     assert_eq!(s2.token, token);
     s2.stop().await;
 }

@@ -205,3 +205,115 @@ fn completions_are_generated() {
 }
 
 on_both!(repos_settings_and_resolve, exit_codes_mean_something);
+
+async fn start_ps_logs_stop_rm(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("web").await;
+    let run = json(&labctl(
+        &s,
+        &[
+            "start",
+            "web",
+            "--prompt",
+            "FAKE_LINES=3",
+            "--effort",
+            "low",
+            "--json",
+        ],
+    ));
+    assert_eq!(run["state"], "running");
+    assert_eq!(run["effort"]["value"], "low");
+    let id = run["id"].as_i64().unwrap().to_string();
+    let text = ok(&labctl(&s, &["start", "web", "--prompt", "FAKE_EXIT=0"]));
+    assert!(text.contains("labctl attach"), "{text}");
+
+    let ps = json(&labctl(&s, &["ps", "--json"]));
+    assert!(
+        ps.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"].as_i64().map(|i| i.to_string()).as_deref() == Some(id.as_str()))
+    );
+    let table = ok(&labctl(&s, &["ps"]));
+    assert!(
+        table.contains("running") && table.contains("web"),
+        "{table}"
+    );
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let logs = ok(&labctl(&s, &["logs", &id]));
+        if logs.contains("fake-agent line 3") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{logs}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // `logs -f` follows until the run ends: stop it from another labctl.
+    let follower = Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args(["logs", "-f", &id])
+        .env("LAB_URL", &s.url)
+        .env("LAB_DATA_DIR", s.data_dir())
+        .env_remove("LAB_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let stopped = json(&labctl(&s, &["stop", &id, "--json"]));
+    assert_eq!(stopped["state"], "stopped");
+    let out = follower.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fake-agent line 3"));
+
+    let (c, err) = code(&labctl(&s, &["stop", &id]));
+    assert_eq!(c, 4, "{err}");
+    let (c, err) = code(&labctl(&s, &["attach", &id]));
+    assert_eq!(c, 4, "{err}");
+    assert!(err.contains("labctl logs"), "{err}");
+    ok(&labctl(&s, &["rm", &id]));
+    let (c, _) = code(&labctl(&s, &["logs", &id]));
+    assert_eq!(c, 3);
+    let (c, _) = code(&labctl(&s, &["start", "web", "--model", "gpt-6-sol"]));
+    assert_eq!(c, 5);
+    s.stop().await;
+}
+
+/// `labctl attach` in a real terminal (script(1) gives it one) becomes a
+/// tmux client of the run's session.
+async fn attach_joins_the_session(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("web").await;
+    let run = s.start_run("web", "stay").await;
+    let id = run["id"].as_i64().unwrap();
+    let socket = run["tmux_socket"].as_str().unwrap().to_owned();
+    let cmd = format!("{} attach {id}", env!("CARGO_BIN_EXE_labctl"));
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("LAB_URL", &s.url)
+        .env("LAB_DATA_DIR", s.data_dir())
+        .env("TERM", "xterm")
+        .env_remove("LAB_TOKEN")
+        .env_remove("TMUX")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut attached = String::new();
+    for _ in 0..100 {
+        let out = Command::new("tmux")
+            .args(["-S", &socket, "list-clients", "-F", "#{client_session}"])
+            .output()
+            .unwrap();
+        attached = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !attached.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(attached, run["session"].as_str().unwrap());
+    s.stop().await;
+}
+
+on_both!(start_ps_logs_stop_rm, attach_joins_the_session);

@@ -7,4 +7,6 @@ mod api_errors;
 mod api_repos;
 mod api_settings;
 mod labctl;
+mod readopt;
+mod runs;
 mod store;

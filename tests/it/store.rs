@@ -148,6 +148,7 @@ async fn concurrent_settings_changes_merge(b: Backend) {
                             tick_seconds: tick,
                             ..Default::default()
                         },
+                        ..SettingsPatch::default()
                     })
                     .await
                     .unwrap();

@@ -21,6 +21,12 @@ fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+/// Commits everything in `dir`.
+pub fn commit_all(dir: &Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", message]);
+}
+
 /// A repository with one commit on `main`, in `dir/name`.
 pub fn init_repo(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);

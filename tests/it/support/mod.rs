@@ -1,8 +1,10 @@
 //! Test support: real servers on 127.0.0.1:0, on SQLite and (when
 //! LAB_TEST_DATABASE_URL is set) on a fresh PostgreSQL database.
 
+pub mod agent;
 pub mod db;
 pub mod git;
+pub mod process;
 pub mod server;
 
 pub use db::Backend;

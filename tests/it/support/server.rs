@@ -17,6 +17,14 @@ pub struct TestServer {
     http: reqwest::Client,
 }
 
+impl Drop for TestServer {
+    /// Ends this server's tmux server and every agent in it.
+    fn drop(&mut self) {
+        let sock = self.data_dir().join("tmux.sock");
+        super::agent::kill_tmux(&sock);
+    }
+}
+
 /// A response: status and JSON body (Null when the body is not JSON).
 #[derive(Debug)]
 pub struct Resp {
@@ -54,13 +62,32 @@ impl TestServer {
     }
 
     pub async fn start_in(dir: TempDir, database_url: Option<String>) -> TestServer {
-        let cfg = lab::server::ServeConfig {
+        Self::start_with(dir, database_url, |_| {}).await
+    }
+
+    /// Starts a server after `tweak` changed its configuration.
+    pub async fn start_with(
+        dir: TempDir,
+        database_url: Option<String>,
+        tweak: impl FnOnce(&mut lab::server::ServeConfig),
+    ) -> TestServer {
+        let agent = super::agent::install(dir.path());
+        let mut cfg = lab::server::ServeConfig {
             data_dir: Some(dir.path().join("data")),
             listen: "127.0.0.1:0".into(),
             database_url: database_url.clone(),
+            public_url: None,
+            reconcile_ms: 100,
+            lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
+            provider_bins: [
+                ("claude-code".to_owned(), agent.clone()),
+                ("codex".to_owned(), agent),
+            ]
+            .into(),
         };
+        tweak(&mut cfg);
         let running = lab::server::start(&cfg).await.expect("server starts");
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        lab::init_tls();
         TestServer {
             url: format!("http://{}", running.addr),
             token: running.token.clone(),
@@ -83,6 +110,59 @@ impl TestServer {
         if let Some(r) = self.running.take() {
             r.stop().await.unwrap();
         }
+    }
+
+    /// Stops this server and starts a new one on the same data dir and
+    /// database. Runs keep going in tmux meanwhile.
+    pub async fn restart(mut self) -> TestServer {
+        if let Some(r) = self.running.take() {
+            r.stop().await.unwrap();
+        }
+        let placeholder = tempfile::tempdir().unwrap();
+        let dir = std::mem::replace(&mut self.dir, placeholder);
+        let url = self.database_url.clone();
+        drop(self);
+        TestServer::start_in(dir, url).await
+    }
+
+    pub fn runner(&self) -> &lab::run::Runner {
+        &self.running.as_ref().expect("server running").runner
+    }
+
+    /// Starts a manual run of `repo` and returns it.
+    pub async fn start_run(&self, repo: &str, prompt: &str) -> Value {
+        self.post(
+            "/api/v1/runs",
+            serde_json::json!({"repo": repo, "prompt": prompt}),
+        )
+        .await
+        .expect(201)
+    }
+
+    /// Polls a run until `pred` holds (at most `secs` seconds).
+    pub async fn wait_run(&self, id: i64, secs: u64, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let r = self.get(&format!("/api/v1/runs/{id}")).await.ok();
+            if pred(&r) {
+                return r;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "run {id} never got there: {r}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for a run's state.
+    pub async fn wait_state(&self, id: i64, state: &str) -> Value {
+        self.wait_run(id, 20, |r| r["state"] == state).await
+    }
+
+    /// What the fake agent of run `id` recorded in `file` (argv, env, cwd, pid, child).
+    pub async fn record(&self, id: i64, file: &str) -> Vec<u8> {
+        super::agent::record(self.dir.path(), id, file).await
     }
 
     pub async fn send(&self, rb: reqwest::RequestBuilder) -> Resp {

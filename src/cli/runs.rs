@@ -1,0 +1,248 @@
+//! `labctl start | ps | attach | stop | logs | rm`.
+
+use std::io::{IsTerminal, Write};
+use std::os::unix::process::CommandExt;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::client::{CliError, CliResult, Client, Exit};
+use super::output::{self, s};
+
+#[derive(Args)]
+pub struct StartArgs {
+    /// Repo name or id.
+    repo: String,
+    /// Model for this run (default: the repo's resolved manual default).
+    #[arg(long)]
+    model: Option<String>,
+    /// Effort for this run.
+    #[arg(long)]
+    effort: Option<String>,
+    /// First message to the agent.
+    #[arg(long, conflicts_with = "prompt_file")]
+    prompt: Option<String>,
+    /// Read the first message from a file ("-" for standard input).
+    #[arg(long)]
+    prompt_file: Option<String>,
+    /// Attach to the run's tmux session once it runs.
+    #[arg(long)]
+    attach: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct PsArgs {
+    /// Show ended runs too.
+    #[arg(long, short)]
+    all: bool,
+    /// Only this repo's runs.
+    #[arg(long)]
+    repo: Option<String>,
+    /// Only runs in this state.
+    #[arg(long)]
+    state: Option<String>,
+    /// Only this kind of run (manual, afk).
+    #[arg(long)]
+    kind: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct LogsArgs {
+    /// Run id.
+    run: String,
+    /// Keep printing output as it comes, until the run ends.
+    #[arg(long, short)]
+    follow: bool,
+    /// Print the terminal's raw bytes (colours, cursor moves) instead of text.
+    #[arg(long)]
+    raw: bool,
+}
+
+fn run_path(run: &str) -> CliResult<String> {
+    let id: i64 = run.parse().map_err(|_| {
+        CliError::new(
+            Exit::NotFound,
+            format!("'{run}' is not a run id (run ids are numbers; see labctl ps)"),
+        )
+    })?;
+    Ok(format!("/api/v1/runs/{id}"))
+}
+
+fn read_prompt(a: &StartArgs) -> CliResult<String> {
+    match (&a.prompt, a.prompt_file.as_deref()) {
+        (Some(p), _) => Ok(p.clone()),
+        (None, Some("-")) => std::io::read_to_string(std::io::stdin())
+            .map_err(|e| CliError::failure(format!("reading the prompt from standard input: {e}"))),
+        (None, Some(f)) => {
+            std::fs::read_to_string(f).map_err(|e| CliError::failure(format!("reading {f}: {e}")))
+        }
+        (None, None) => Ok(String::new()),
+    }
+}
+
+/// A spinner on stderr while `fut` runs, when stderr is a terminal.
+async fn with_spinner<T>(message: String, fut: impl std::future::Future<Output = T>) -> T {
+    if !std::io::stderr().is_terminal() {
+        return fut.await;
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_message(message);
+    pb.enable_steady_tick(Duration::from_millis(100));
+    let out = fut.await;
+    pb.finish_and_clear();
+    out
+}
+
+pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
+    let prompt = read_prompt(&a)?;
+    let body = json!({"repo": a.repo, "model": a.model, "effort": a.effort, "prompt": prompt});
+    let run = with_spinner(
+        format!("starting a run of {} (workspace, tmux session)…", a.repo),
+        client.post("/api/v1/runs", &body),
+    )
+    .await?;
+    if a.json {
+        output::json(&run);
+    } else {
+        output::run_started(&run);
+    }
+    if run["state"] == "failed" {
+        return Err(CliError::failure(format!(
+            "run {} failed to start: {}",
+            s(&run["id"]),
+            s(&run["state_reason"])
+        )));
+    }
+    if a.attach {
+        return attach_to(&run);
+    }
+    Ok(())
+}
+
+pub async fn ps(client: &Client, a: PsArgs) -> CliResult<()> {
+    let mut q = Vec::new();
+    for (k, v) in [("repo", &a.repo), ("state", &a.state), ("kind", &a.kind)] {
+        if let Some(v) = v {
+            q.push(format!("{k}={}", super::client::seg(v)));
+        }
+    }
+    let path = if q.is_empty() {
+        "/api/v1/runs".to_owned()
+    } else {
+        format!("/api/v1/runs?{}", q.join("&"))
+    };
+    let runs = client.get(&path).await?;
+    let shown: Vec<Value> = runs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| {
+            a.all
+                || a.state.is_some()
+                || matches!(
+                    r["state"].as_str(),
+                    Some("starting" | "running" | "waiting")
+                )
+        })
+        .cloned()
+        .collect();
+    output::runs(&Value::Array(shown), a.json, a.all);
+    Ok(())
+}
+
+pub async fn attach(client: &Client, run: &str) -> CliResult<()> {
+    let run = client.get(&run_path(run)?).await?;
+    attach_to(&run)
+}
+
+/// Replaces labctl with `tmux attach` to the run's session.
+fn attach_to(run: &Value) -> CliResult<()> {
+    let state = s(&run["state"]);
+    if !matches!(state.as_str(), "starting" | "running" | "waiting") {
+        return Err(CliError::new(
+            Exit::Conflict,
+            format!(
+                "run {} is {state}: nothing to attach to (labctl logs {} shows its output)",
+                s(&run["id"]),
+                s(&run["id"])
+            ),
+        ));
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::invalid(
+            "attach needs a terminal; run it from one",
+        ));
+    }
+    let socket = s(&run["tmux_socket"]);
+    let session = format!("={}", s(&run["session"]));
+    let err = std::process::Command::new("tmux")
+        .args(["-S", &socket, "attach-session", "-t", &session])
+        .env_remove("TMUX")
+        .exec();
+    Err(CliError::failure(format!("cannot run tmux: {err}")))
+}
+
+pub async fn stop(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
+    let path = format!("{}/stop", run_path(run)?);
+    let r = with_spinner(
+        format!("stopping run {run}…"),
+        client.post(&path, &Value::Null),
+    )
+    .await?;
+    if as_json {
+        output::json(&r);
+    } else {
+        println!("run {} {}", s(&r["id"]), s(&r["state"]));
+    }
+    Ok(())
+}
+
+pub async fn rm(client: &Client, run: &str) -> CliResult<()> {
+    client.delete(&run_path(run)?).await?;
+    println!("removed run {run} and its workspace (its branch stays)");
+    Ok(())
+}
+
+pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
+    let base = format!("{}/output", run_path(&a.run)?);
+    let format = if a.raw { "raw" } else { "text" };
+    let mut offset: u64 = 0;
+    let mut out = std::io::stdout();
+    loop {
+        let resp = client
+            .raw(client.request_get(&format!("{base}?offset={offset}&format={format}")))
+            .await?;
+        let next = header(&resp, "x-lab-log-offset")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(offset);
+        let state = header(&resp, "x-lab-run-state").unwrap_or_default();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| CliError::failure(format!("reading the output: {e}")))?;
+        out.write_all(&bytes)
+            .and_then(|()| out.flush())
+            .map_err(|e| CliError::failure(format!("writing the output: {e}")))?;
+        let more = next > offset;
+        offset = next;
+        if !a.follow {
+            return Ok(());
+        }
+        let live = matches!(state.as_str(), "starting" | "running" | "waiting");
+        if !live && !more {
+            return Ok(());
+        }
+        if !more {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
+    resp.headers().get(name)?.to_str().ok().map(str::to_owned)
+}

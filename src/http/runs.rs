@@ -1,0 +1,370 @@
+//! `/api/v1/runs`: start a manual run, list, show, stop, output, remove.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::dto::time;
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::resolve::{RunKind, Sourced};
+use crate::run::{LaunchError, LaunchRequest, Run, RunError, RunState, Runner};
+use crate::store::{RepoKey, RunFilter};
+use crate::validate::{self, FieldError};
+
+#[derive(Serialize, ToSchema)]
+pub struct RunBody {
+    pub id: i64,
+    pub kind: RunKind,
+    pub repo: String,
+    pub repo_id: Option<i64>,
+    pub provider: String,
+    pub model: Sourced,
+    pub effort: Sourced,
+    pub options: BTreeMap<String, Sourced>,
+    pub prompt: String,
+    pub state: RunState,
+    /// Why the run failed, ended or waits.
+    pub state_reason: Option<String>,
+    pub node: String,
+    pub session: String,
+    pub tmux_socket: String,
+    /// What to type to attach to the run's session (on the lab machine).
+    pub attach_command: String,
+    pub workspace: Option<String>,
+    pub workspace_removed: bool,
+    pub branch: Option<String>,
+    pub log_path: Option<String>,
+    pub pid: Option<i64>,
+    pub exit_status: Option<i64>,
+    pub exit_signal: Option<i64>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+}
+
+impl RunBody {
+    pub fn new(r: Run, runner: &Runner) -> RunBody {
+        RunBody {
+            attach_command: runner.tmux.attach_command(&r.session),
+            tmux_socket: runner.tmux.socket().to_string_lossy().into_owned(),
+            id: r.id,
+            kind: r.kind,
+            repo: r.repo_name,
+            repo_id: r.repo_id,
+            provider: r.provider,
+            model: r.model,
+            effort: r.effort,
+            options: r.options,
+            prompt: r.prompt,
+            state: r.state,
+            state_reason: r.state_reason,
+            node: r.node,
+            session: r.session,
+            workspace: r.workspace,
+            workspace_removed: r.workspace_removed_at.is_some(),
+            branch: r.branch,
+            log_path: r.log_path,
+            pid: r.pid,
+            exit_status: r.exit_status,
+            exit_signal: r.exit_signal,
+            created_at: time(r.created_at),
+            started_at: r.started_at.map(time),
+            ended_at: r.ended_at.map(time),
+        }
+    }
+}
+
+/// A manual run: the model and effort asked for override the repo's
+/// resolved base defaults for this one start.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRunBody {
+    /// Repo name or id.
+    pub repo: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// The first message to the agent.
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+pub fn launch_error(e: LaunchError) -> ApiError {
+    match e {
+        LaunchError::Invalid(i) => ApiError::invalid(i),
+        LaunchError::Unavailable(m) => {
+            ApiError::new(StatusCode::CONFLICT, "provider_unavailable", m)
+        }
+        LaunchError::Store(s) => ApiError::from_store(s, || "run".into()),
+    }
+}
+
+pub fn run_error(id: i64) -> impl FnOnce(RunError) -> ApiError {
+    move |e| match e {
+        RunError::NotFound => ApiError::not_found(format!("run {id} not found")),
+        RunError::Conflict(m) => ApiError::conflict(m),
+        RunError::Store(s) => ApiError::internal(s),
+        RunError::Io(m) => ApiError::internal(m),
+    }
+}
+
+/// Starts a manual run. An invalid model or effort is a 400 and nothing
+/// starts. A run that fails after it was recorded comes back with state
+/// `failed` and the reason.
+#[utoipa::path(post, path = "/runs", tag = "runs", request_body = StartRunBody,
+    responses((status = 201, body = RunBody), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn start_run(
+    State(app): State<AppState>,
+    ApiJson(body): ApiJson<StartRunBody>,
+) -> ApiResult<(StatusCode, Json<RunBody>)> {
+    let run = start_manual(
+        &app,
+        &body.repo,
+        body.model,
+        body.effort,
+        body.prompt.unwrap_or_default(),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(RunBody::new(run, &app.runner))))
+}
+
+/// The manual start path, shared by the API and the pages.
+pub async fn start_manual(
+    app: &AppState,
+    repo: &str,
+    model: Option<String>,
+    effort: Option<String>,
+    prompt: String,
+) -> ApiResult<Run> {
+    let key = RepoKey::parse(repo);
+    let (repo, global) = app
+        .store
+        .repo_with_global(&key)
+        .await
+        .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
+    app.runner
+        .launch(LaunchRequest {
+            repo,
+            global,
+            kind: RunKind::Manual,
+            model,
+            effort,
+            prompt,
+            env: BTreeMap::new(),
+        })
+        .await
+        .map_err(launch_error)
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Repo name or id.
+    pub repo: Option<String>,
+    /// starting, running, waiting, exited, failed, stopped.
+    pub state: Option<String>,
+    /// manual or afk.
+    pub kind: Option<String>,
+    /// At most this many, newest first (default 1000).
+    pub limit: Option<i64>,
+}
+
+impl ListQuery {
+    pub fn filter(self) -> Result<RunFilter, ApiError> {
+        let mut errs = validate::Errors::default();
+        let state = self.state.as_deref().and_then(|s| {
+            errs.check(
+                s.parse::<RunState>()
+                    .map_err(|m| FieldError::new("state", m).with_value(validate::shown(s))),
+            )
+        });
+        let kind = self.kind.as_deref().and_then(|k| {
+            errs.check(
+                k.parse::<RunKind>()
+                    .map_err(|m| FieldError::new("kind", m).with_value(validate::shown(k))),
+            )
+        });
+        let limit = self
+            .limit
+            .and_then(|l| errs.check(validate::int_range("limit", l, 1, 10_000)));
+        errs.finish()?;
+        Ok(RunFilter {
+            repo: self.repo.as_deref().map(RepoKey::parse),
+            state,
+            kind,
+            limit,
+        })
+    }
+}
+
+/// Runs, newest first, optionally filtered.
+#[utoipa::path(get, path = "/runs", tag = "runs", params(ListQuery),
+    responses((status = 200, body = Vec<RunBody>), (status = 400, body = ErrorBody)))]
+async fn list_runs(
+    State(app): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Vec<RunBody>>> {
+    let runs = app
+        .store
+        .runs(&q.filter()?)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(
+        runs.into_iter()
+            .map(|r| RunBody::new(r, &app.runner))
+            .collect(),
+    ))
+}
+
+/// A run id from the path: a number.
+pub fn run_id(s: &str) -> Result<i64, ApiError> {
+    s.parse::<i64>().map_err(|_| {
+        ApiError::not_found(format!(
+            "run '{}' not found: run ids are numbers",
+            validate::shown(s)
+        ))
+    })
+}
+
+#[utoipa::path(get, path = "/runs/{id}", tag = "runs", params(("id" = i64, Path)),
+    responses((status = 200, body = RunBody), (status = 404, body = ErrorBody)))]
+async fn get_run(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<RunBody>> {
+    let id = run_id(&id)?;
+    let run = app
+        .store
+        .run(id)
+        .await
+        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
+    Ok(Json(RunBody::new(run, &app.runner)))
+}
+
+/// Stops a live run: its whole process tree, then its session.
+#[utoipa::path(post, path = "/runs/{id}/stop", tag = "runs", params(("id" = i64, Path)),
+    responses((status = 200, body = RunBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn stop_run(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<RunBody>> {
+    let id = run_id(&id)?;
+    let run = app
+        .runner
+        .stop(id, "stopped by the operator")
+        .await
+        .map_err(run_error(id))?;
+    Ok(Json(RunBody::new(run, &app.runner)))
+}
+
+/// Removes an ended run, its workspace and its log. Its branch stays.
+#[utoipa::path(delete, path = "/runs/{id}", tag = "runs", params(("id" = i64, Path)),
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn delete_run(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let id = run_id(&id)?;
+    app.runner.remove(id).await.map_err(run_error(id))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct OutputQuery {
+    /// Byte offset in the log to start from (the `X-Lab-Log-Offset` of the
+    /// previous response).
+    pub offset: Option<u64>,
+    /// `text` (terminal control sequences removed, the default) or `raw`.
+    pub format: Option<String>,
+}
+
+/// The most one output response carries.
+const OUTPUT_CHUNK: u64 = 4 * 1024 * 1024;
+
+/// Reads a log from `offset`: the bytes and the offset after them.
+pub fn read_log(path: &str, offset: u64, max: u64) -> std::io::Result<(Vec<u8>, u64)> {
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(e),
+    };
+    let len = f.metadata()?.len();
+    let start = offset.min(len);
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    f.take(max).read_to_end(&mut buf)?;
+    let next = start + buf.len() as u64;
+    Ok((buf, next))
+}
+
+/// The run's terminal output so far, as text. Headers: `X-Lab-Log-Offset`
+/// (where to continue), `X-Lab-Run-State`.
+#[utoipa::path(get, path = "/runs/{id}/output", tag = "runs", params(("id" = i64, Path), OutputQuery),
+    responses((status = 200, content_type = "text/plain", body = String), (status = 404, body = ErrorBody)))]
+async fn run_output(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<OutputQuery>,
+) -> ApiResult<Response> {
+    let id = run_id(&id)?;
+    let raw = match q.format.as_deref() {
+        None | Some("text") => false,
+        Some("raw") => true,
+        Some(other) => {
+            return Err(FieldError::new("format", "must be text or raw")
+                .with_value(validate::shown(other))
+                .into());
+        }
+    };
+    let run = app
+        .store
+        .run(id)
+        .await
+        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
+    let Some(path) = run.log_path.as_deref() else {
+        return Err(ApiError::not_found(format!("run {id} has no log")));
+    };
+    let (bytes, next) =
+        read_log(path, q.offset.unwrap_or(0), OUTPUT_CHUNK).map_err(ApiError::internal)?;
+    let body = if raw {
+        bytes
+    } else {
+        strip_ansi_escapes::strip(&bytes)
+    };
+    let mut resp = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        body,
+    )
+        .into_response();
+    let h = resp.headers_mut();
+    h.insert("x-lab-log-offset", HeaderValue::from(next));
+    h.insert(
+        "x-lab-run-state",
+        HeaderValue::from_static(run.state.as_str()),
+    );
+    Ok(resp)
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start_run, list_runs))
+        .routes(routes!(get_run, delete_run))
+        .routes(routes!(stop_run))
+        .routes(routes!(run_output))
+}

@@ -1,0 +1,45 @@
+//! `GET /api/v1/status`: this node, its tmux server and its reconcile loop.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct StatusBody {
+    pub version: &'static str,
+    /// This node's id; runs record the node that owns their session.
+    pub node: String,
+    /// `sqlite` or `postgres`.
+    pub database: &'static str,
+    pub tmux_socket: String,
+    /// tmux client processes lab has started since it started.
+    pub tmux_calls: u64,
+    /// Reconcile passes since lab started.
+    pub reconcile_passes: usize,
+    /// Sessions on lab's tmux socket that no run owns.
+    pub stray_sessions: Vec<String>,
+}
+
+/// What this lab node is and how its run supervision is doing.
+#[utoipa::path(get, path = "/status", tag = "status", responses((status = 200, body = StatusBody)))]
+async fn status(State(app): State<AppState>) -> Json<StatusBody> {
+    let r = &app.runner;
+    Json(StatusBody {
+        version: env!("CARGO_PKG_VERSION"),
+        node: r.node().to_owned(),
+        database: app.store.backend(),
+        tmux_socket: r.tmux.socket().to_string_lossy().into_owned(),
+        tmux_calls: r.tmux.calls(),
+        reconcile_passes: r.passes(),
+        stray_sessions: r.strays(),
+    })
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(status))
+}

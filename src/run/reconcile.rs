@@ -1,0 +1,261 @@
+//! Reconcile: keeps run states true. One pass reads every pane of lab's tmux
+//! server in one tmux call, whatever the number of runs, and moves states:
+//!
+//! - a live pane: the run is running (a `starting` run left by a crash is
+//!   re-adopted, never spawned again);
+//! - a dead pane: the agent exited; its status is recorded, what is left of
+//!   its process tree is ended, and the session is closed;
+//! - no pane: the session vanished; the run failed, with that reason;
+//! - a pane no run owns: a stray, reported (and closed when it belonged to a
+//!   run that has already ended).
+//!
+//! The same pass runs at start-up, before lab serves anything.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::tmux::Pane;
+use super::{Run, RunState, Runner, SESSION_PREFIX, proctree, session_run_id};
+use crate::store::{Ending, StoreError};
+
+/// What one pass saw and did.
+#[derive(Debug, Default, Clone)]
+pub struct PassReport {
+    /// tmux client processes this pass started.
+    pub tmux_calls: u64,
+    /// Active runs of this node the pass looked at.
+    pub checked: usize,
+    /// Runs whose agent exited.
+    pub exited: Vec<i64>,
+    /// Runs whose session was gone.
+    pub lost: Vec<i64>,
+    /// `starting` runs found alive (re-adopted after a restart).
+    pub adopted: Vec<i64>,
+    pub strays: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl Runner {
+    /// One reconcile pass. `startup` is the pass before lab serves: no launch
+    /// can be in flight then.
+    pub async fn reconcile(&self, startup: bool) -> Result<PassReport, StoreError> {
+        let _one_at_a_time = self.pass_lock.lock().await;
+        let began = Instant::now();
+        let calls_before = self.tmux.calls();
+        let mut report = PassReport::default();
+        // Runs first, panes second: a run that went live before the runs
+        // were read has its session in the panes read after.
+        let runs = self.store.active_runs(&self.cfg.node).await?;
+        let in_flight = self.pending.load(Ordering::SeqCst) > 0;
+        let panes = match self.tmux.panes().await {
+            Ok(p) => p,
+            Err(e) => {
+                // Without a trustworthy view of tmux, change nothing.
+                tracing::warn!(error = %e, "reconcile skipped: cannot list tmux panes");
+                return Ok(report);
+            }
+        };
+        report.checked = runs.len();
+        let by_session: HashMap<&str, &Pane> =
+            panes.iter().map(|p| (p.session.as_str(), p)).collect();
+        let owned: HashSet<&str> = runs.iter().map(|r| r.session.as_str()).collect();
+        let mut to_close: Vec<String> = Vec::new();
+
+        for run in &runs {
+            if self.ending.lock().expect("poisoned").contains(&run.id) {
+                continue;
+            }
+            let launching = self.launching.lock().expect("poisoned").contains(&run.id);
+            match by_session.get(run.session.as_str()) {
+                Some(pane) if !pane.dead => {
+                    if run.state == RunState::Starting && !launching {
+                        self.store.mark_running(run.id, pane.pid).await?;
+                        report.adopted.push(run.id);
+                    }
+                }
+                Some(pane) => {
+                    if self.record_exit(run, pane).await? {
+                        report.exited.push(run.id);
+                    }
+                    to_close.push(run.session.clone());
+                }
+                None => {
+                    if launching || (run.state == RunState::Starting && in_flight && !startup) {
+                        continue;
+                    }
+                    let reason = if startup {
+                        "its tmux session was gone when lab started (was the machine restarted?)"
+                    } else {
+                        "its tmux session vanished"
+                    };
+                    let ended = self
+                        .store
+                        .finish_run(
+                            run.id,
+                            &Ending {
+                                state: RunState::Failed,
+                                reason: Some(reason.to_owned()),
+                                exit_status: None,
+                                exit_signal: None,
+                            },
+                        )
+                        .await?;
+                    if ended {
+                        tracing::warn!(run = run.id, session = %run.session, reason, "run lost");
+                        report.lost.push(run.id);
+                    }
+                }
+            }
+        }
+
+        for pane in &panes {
+            if owned.contains(pane.session.as_str()) {
+                continue;
+            }
+            let owner = match session_run_id(&pane.session) {
+                Some(id) => match self.store.run(id).await {
+                    Ok(r) => Some(r),
+                    Err(StoreError::NotFound) => None,
+                    Err(e) => return Err(e),
+                },
+                None => None,
+            };
+            // A run that went live after this pass read the runs is not a stray.
+            if owner.as_ref().is_some_and(|r| r.state.is_active()) {
+                continue;
+            }
+            let leftover = owner.is_some_and(|r| r.node == self.cfg.node);
+            if leftover {
+                // The run ended but lab stopped before closing its session.
+                if pane.dead {
+                    proctree::kill_tree(pane.pid, Duration::ZERO).await;
+                } else {
+                    proctree::kill_tree(pane.pid, self.cfg.stop_grace).await;
+                }
+                to_close.push(pane.session.clone());
+            } else if !self.launching_session(&pane.session) {
+                report.strays.push(pane.session.clone());
+            }
+        }
+
+        if !to_close.is_empty()
+            && let Err(e) = self.tmux.kill_sessions(&to_close).await
+        {
+            tracing::warn!(error = %e, "could not close ended sessions; the next pass retries");
+        }
+        self.report_strays(&report.strays);
+        report.tmux_calls = self.tmux.calls() - calls_before;
+        report.elapsed = began.elapsed();
+        self.passes.fetch_add(1, Ordering::Relaxed);
+        Ok(report)
+    }
+
+    /// Whether a session belongs to a launch in flight (its row may not be
+    /// visible to this pass yet).
+    fn launching_session(&self, session: &str) -> bool {
+        let Some(id) = session_run_id(session) else {
+            return false;
+        };
+        self.launching.lock().expect("poisoned").contains(&id)
+            || self.pending.load(Ordering::SeqCst) > 0
+    }
+
+    fn report_strays(&self, now: &[String]) {
+        let mut prev = self.strays.lock().expect("poisoned");
+        for s in now {
+            if !prev.contains(s) {
+                let hint = if s.starts_with(SESSION_PREFIX) {
+                    "no live run owns it"
+                } else {
+                    "lab did not make it"
+                };
+                tracing::warn!(session = %s, "stray tmux session on lab's socket: {hint}");
+            }
+        }
+        *prev = now.to_vec();
+    }
+
+    /// Records how a dead pane's agent ended and ends what is left of its
+    /// process tree. False when the run had already ended.
+    async fn record_exit(&self, run: &Run, pane: &Pane) -> Result<bool, StoreError> {
+        proctree::kill_tree(pane.pid, Duration::ZERO).await;
+        let reason = match (pane.status, pane.signal) {
+            (Some(s), _) => format!("the agent exited with status {s}"),
+            (None, Some(sig)) => format!("the agent was killed by signal {sig}"),
+            (None, None) => "the agent exited".to_owned(),
+        };
+        let ended = self
+            .store
+            .finish_run(
+                run.id,
+                &Ending {
+                    state: RunState::Exited,
+                    reason: Some(reason),
+                    exit_status: pane.status,
+                    exit_signal: pane.signal,
+                },
+            )
+            .await?;
+        if ended {
+            tracing::info!(run = run.id, status = ?pane.status, signal = ?pane.signal, "run exited");
+        }
+        Ok(ended)
+    }
+
+    /// Removes workspaces of runs that ended longer ago than the retention
+    /// setting allows.
+    pub async fn expire_workspaces(&self) -> Result<usize, StoreError> {
+        let settings = self.store.settings().await?;
+        let Some(hours) = settings.runs.workspace_retention_hours else {
+            return Ok(0);
+        };
+        let cutoff = crate::store::now_ms() - hours * 3_600_000;
+        let mut removed = 0;
+        for run in self
+            .store
+            .workspaces_to_expire(&self.cfg.node, cutoff)
+            .await?
+        {
+            match self.remove_workspace(&run).await {
+                Ok(()) => removed += 1,
+                Err(e) => {
+                    tracing::warn!(run = run.id, error = %e, "could not remove an expired workspace")
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Runs a pass every `reconcile_every` until `shutdown` turns true, and
+    /// the workspace retention about once a minute.
+    pub fn spawn_loop(
+        self: Arc<Self>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut last_expiry = Instant::now();
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.cfg.reconcile_every) => {}
+                    _ = shutdown.changed() => {}
+                }
+                if *shutdown.borrow() {
+                    break;
+                }
+                if let Err(e) = self.reconcile(false).await {
+                    tracing::warn!(error = %e, "reconcile pass failed");
+                }
+                if last_expiry.elapsed() >= Duration::from_secs(60) {
+                    last_expiry = Instant::now();
+                    if let Err(e) = self.expire_workspaces().await {
+                        tracing::warn!(error = %e, "workspace retention failed");
+                    }
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,440 @@
+//! The runner: the one launch path (manual and AFK runs alike), stop, and
+//! removal. It owns lab's tmux server and workspaces for this node.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::exec::Launch;
+use super::tmux::{SpawnArgs, Tmux};
+use super::workspace::Workspaces;
+use super::{Run, branch_name, proctree, session_name};
+use crate::http::auth::{digest, new_token};
+use crate::provider::{self, Provider, SpawnSpec};
+use crate::repo::Repo;
+use crate::resolve::{self, Defaults, RunKind};
+use crate::store::{Ending, NewRun, RunPlaces, Store, StoreError};
+use crate::validate::{self, Invalid};
+
+/// How this node runs agents.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub data_dir: PathBuf,
+    /// This node's id: runs it started are the ones it reconciles.
+    pub node: String,
+    /// The `lab` binary, which panes start as the exec shim.
+    pub lab_exe: PathBuf,
+    /// How runs reach lab (`LAB_URL` in their environment).
+    pub lab_url: String,
+    /// Provider binaries set explicitly (`LAB_<ID>_BIN`), by provider id.
+    pub bins: HashMap<String, PathBuf>,
+    pub reconcile_every: Duration,
+    /// How long a stopped process tree gets between SIGTERM and SIGKILL.
+    pub stop_grace: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The provider's CLI cannot be started on this node.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("run not found")]
+    NotFound,
+    #[error("{0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Store(StoreError),
+    #[error("{0}")]
+    Io(String),
+}
+
+impl From<StoreError> for RunError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => RunError::NotFound,
+            StoreError::Conflict(m) => RunError::Conflict(m),
+            other => RunError::Store(other),
+        }
+    }
+}
+
+/// What to launch.
+pub struct LaunchRequest {
+    pub repo: Repo,
+    /// The global defaults of the repo's provider.
+    pub global: Defaults,
+    pub kind: RunKind,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub prompt: String,
+    /// Extra variables for the run's environment (`LAB_ISSUE` for AFK runs).
+    pub env: BTreeMap<String, String>,
+}
+
+pub struct Runner {
+    pub store: Store,
+    pub tmux: Tmux,
+    pub workspaces: Workspaces,
+    pub cfg: RunnerConfig,
+    /// Runs between their insert and their session: reconcile leaves them be.
+    pub(super) launching: Mutex<HashSet<i64>>,
+    /// Launches that have not yet registered their run id.
+    pub(super) pending: AtomicUsize,
+    /// Runs being stopped: the stop, not reconcile, records how they ended.
+    pub(super) ending: Mutex<HashSet<i64>>,
+    /// Sessions on lab's socket that no run owns, as of the last pass.
+    pub(super) strays: Mutex<Vec<String>>,
+    pub(super) passes: AtomicUsize,
+    /// One reconcile pass at a time.
+    pub(super) pass_lock: tokio::sync::Mutex<()>,
+}
+
+impl Runner {
+    pub fn new(store: Store, cfg: RunnerConfig) -> anyhow::Result<Runner> {
+        let unset: Vec<String> = provider::all()
+            .iter()
+            .flat_map(|p| p.command_line(&SpawnSpec::default()).env_remove)
+            .collect();
+        let tmux = Tmux::new(&cfg.data_dir, &unset)?;
+        Ok(Runner {
+            store,
+            tmux,
+            workspaces: Workspaces::new(&cfg.data_dir),
+            cfg,
+            launching: Mutex::new(HashSet::new()),
+            pending: AtomicUsize::new(0),
+            ending: Mutex::new(HashSet::new()),
+            strays: Mutex::new(Vec::new()),
+            passes: AtomicUsize::new(0),
+            pass_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn node(&self) -> &str {
+        &self.cfg.node
+    }
+
+    fn run_dir(&self, id: i64) -> PathBuf {
+        self.cfg.data_dir.join("runs").join(id.to_string())
+    }
+
+    /// The binary of a provider: `LAB_<ID>_BIN` when set, else the CLI's
+    /// name on `PATH`.
+    pub fn binary_for(&self, p: &dyn Provider) -> Result<PathBuf, String> {
+        if let Some(b) = self.cfg.bins.get(p.id()) {
+            return if is_executable(b) {
+                Ok(b.clone())
+            } else {
+                Err(format!(
+                    "{} is set to {}, which is not an executable file",
+                    p.binary_env_var(),
+                    b.display()
+                ))
+            };
+        }
+        find_on_path(p.binary()).ok_or_else(|| {
+            format!(
+                "the {} CLI ('{}') is not on lab's PATH; install it or set {} to its path",
+                p.name(),
+                p.binary(),
+                p.binary_env_var()
+            )
+        })
+    }
+
+    /// The one launch path. Validation failures and a missing CLI start
+    /// nothing and write nothing. Once the run is recorded, any later
+    /// failure ends it as `failed` with the reason, and the run is returned.
+    pub async fn launch(&self, req: LaunchRequest) -> Result<Run, LaunchError> {
+        let resolved = resolve::resolve_request(
+            &req.repo,
+            &req.global,
+            req.kind,
+            req.model.as_deref(),
+            req.effort.as_deref(),
+        )?;
+        let prompt = validate::prompt("prompt", &req.prompt).map_err(Invalid::from)?;
+        let p = req.repo.provider().map_err(Invalid::from)?;
+        let program = self.binary_for(p).map_err(LaunchError::Unavailable)?;
+        let token = new_token();
+        let token_hash = hex::encode(digest(&token));
+
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        let inserted = self
+            .store
+            .insert_run(
+                &NewRun {
+                    kind: req.kind,
+                    repo_id: req.repo.id,
+                    repo_name: &req.repo.name,
+                    resolved: &resolved,
+                    prompt: &prompt,
+                    node: &self.cfg.node,
+                    token_hash: &token_hash,
+                },
+                |id| RunPlaces {
+                    session: session_name(&req.repo.name, id),
+                    workspace: self.workspaces.path_for(id).to_string_lossy().into_owned(),
+                    branch: branch_name(id),
+                    log_path: self
+                        .run_dir(id)
+                        .join("output.log")
+                        .to_string_lossy()
+                        .into_owned(),
+                },
+            )
+            .await;
+        if let Ok(run) = &inserted {
+            self.launching.lock().expect("poisoned").insert(run.id);
+        }
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        let run = inserted?;
+
+        let started = self.start(&req, &run, p, &resolved, program, &token).await;
+        self.launching.lock().expect("poisoned").remove(&run.id);
+        if let Err(reason) = started {
+            tracing::warn!(run = run.id, %reason, "run failed to start");
+            self.store
+                .finish_run(
+                    run.id,
+                    &Ending {
+                        state: super::RunState::Failed,
+                        reason: Some(reason),
+                        exit_status: None,
+                        exit_signal: None,
+                    },
+                )
+                .await?;
+        }
+        Ok(self.store.run(run.id).await?)
+    }
+
+    /// Workspace, launch file, session. Errors are the reason the run failed.
+    async fn start(
+        &self,
+        req: &LaunchRequest,
+        run: &Run,
+        p: &dyn Provider,
+        resolved: &resolve::Resolved,
+        program: PathBuf,
+        token: &str,
+    ) -> Result<(), String> {
+        let branch = run.branch.clone().unwrap_or_else(|| branch_name(run.id));
+        let ws = self
+            .workspaces
+            .create(&req.repo, run.id, &branch)
+            .await
+            .map_err(|e| format!("could not create the workspace: {e}"))?;
+        let dir = self.run_dir(run.id);
+        create_private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let log = dir.join("output.log");
+        std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+
+        let spec = SpawnSpec {
+            session_name: run.session.clone(),
+            model: resolved.model.value.clone(),
+            effort: resolved.effort.value.clone(),
+            options: resolved.option_values(),
+            initial_prompt: run.prompt.clone(),
+            working_dir: ws.path.clone(),
+        };
+        let cl = p.command_line(&spec);
+        let mut env: BTreeMap<String, String> = cl.env.into_iter().collect();
+        env.extend(req.env.clone());
+        env.insert("LAB_URL".into(), self.cfg.lab_url.clone());
+        env.insert("LAB_RUN_ID".into(), run.id.to_string());
+        env.insert("LAB_TOKEN".into(), token.to_owned());
+        let env_remove = cl.env_remove;
+        let launch = Launch {
+            program,
+            args: cl.args,
+            cwd: ws.path.clone(),
+            env,
+            env_remove,
+            path_prepend: self
+                .cfg
+                .lab_exe
+                .parent()
+                .map(Path::to_path_buf)
+                .into_iter()
+                .collect(),
+        };
+        let launch_file = dir.join("launch.json");
+        launch
+            .write(&launch_file)
+            .map_err(|e| format!("cannot write {}: {e}", launch_file.display()))?;
+        let argv = vec![
+            self.cfg.lab_exe.to_string_lossy().into_owned(),
+            "__exec".to_owned(),
+            launch_file.to_string_lossy().into_owned(),
+        ];
+        let pid = match self
+            .tmux
+            .spawn(SpawnArgs {
+                session: &run.session,
+                cwd: &ws.path,
+                argv: &argv,
+                log: &log,
+            })
+            .await
+        {
+            Ok(pid) => pid,
+            Err(e) => {
+                let _ = std::fs::remove_file(&launch_file);
+                return Err(format!("could not start the tmux session: {e}"));
+            }
+        };
+        self.store
+            .mark_running(run.id, pid)
+            .await
+            .map_err(|e| format!("could not record the run as running: {e}"))?;
+        tracing::info!(run = run.id, session = %run.session, pid, "run started");
+        Ok(())
+    }
+
+    /// Stops a live run: its whole process tree, then its session.
+    pub async fn stop(&self, id: i64, why: &str) -> Result<Run, RunError> {
+        let run = self.store.run(id).await?;
+        if !run.state.is_active() {
+            return Err(RunError::Conflict(format!(
+                "run {id} already {}",
+                run.state
+            )));
+        }
+        if run.node != self.cfg.node {
+            return Err(RunError::Conflict(format!(
+                "run {id} lives on lab node '{}'; stop it there",
+                run.node
+            )));
+        }
+        if self.launching.lock().expect("poisoned").contains(&id) {
+            return Err(RunError::Conflict(format!(
+                "run {id} is still starting; try again in a moment"
+            )));
+        }
+        if !self.ending.lock().expect("poisoned").insert(id) {
+            return Err(RunError::Conflict(format!(
+                "run {id} is already being stopped"
+            )));
+        }
+        let result = self.end_tree(&run, why).await;
+        self.ending.lock().expect("poisoned").remove(&id);
+        result?;
+        Ok(self.store.run(id).await?)
+    }
+
+    async fn end_tree(&self, run: &Run, why: &str) -> Result<(), RunError> {
+        let pid = match run.pid {
+            Some(pid) => Some(pid),
+            None => self.tmux.panes().await.ok().and_then(|ps| {
+                ps.into_iter()
+                    .find(|p| p.session == run.session)
+                    .map(|p| p.pid)
+            }),
+        };
+        let killed = match pid {
+            Some(pid) => proctree::kill_tree(pid, self.cfg.stop_grace).await,
+            None => 0,
+        };
+        self.tmux
+            .kill_sessions(std::slice::from_ref(&run.session))
+            .await
+            .map_err(|e| RunError::Io(e.to_string()))?;
+        self.store
+            .finish_run(
+                run.id,
+                &Ending {
+                    state: super::RunState::Stopped,
+                    reason: Some(why.to_owned()),
+                    exit_status: None,
+                    exit_signal: None,
+                },
+            )
+            .await?;
+        tracing::info!(run = run.id, processes = killed, "run stopped");
+        Ok(())
+    }
+
+    /// Removes an ended run: its workspace, its log, its row.
+    pub async fn remove(&self, id: i64) -> Result<(), RunError> {
+        let run = self.store.run(id).await?;
+        if run.state.is_active() {
+            return Err(RunError::Conflict(format!(
+                "run {id} is {}: stop it first",
+                run.state
+            )));
+        }
+        self.remove_workspace(&run).await?;
+        let dir = self.run_dir(id);
+        if let Err(e) = std::fs::remove_dir_all(&dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(RunError::Io(format!(
+                "cannot remove {}: {e}",
+                dir.display()
+            )));
+        }
+        self.store.delete_run(id).await?;
+        Ok(())
+    }
+
+    /// Removes an ended run's workspace, if it still has one.
+    pub(super) async fn remove_workspace(&self, run: &Run) -> Result<(), RunError> {
+        let Some(path) = run
+            .workspace
+            .as_deref()
+            .filter(|_| run.workspace_removed_at.is_none())
+        else {
+            return Ok(());
+        };
+        let repo = match run.repo_id {
+            Some(id) => self.store.repo(&crate::store::RepoKey::Id(id)).await.ok(),
+            None => None,
+        };
+        self.workspaces
+            .remove(repo.as_ref(), Path::new(path))
+            .await
+            .map_err(|e| RunError::Io(e.to_string()))?;
+        self.store.mark_workspace_removed(run.id).await?;
+        Ok(())
+    }
+
+    /// Sessions on lab's socket that no run owns, as of the last pass.
+    pub fn strays(&self) -> Vec<String> {
+        self.strays.lock().expect("poisoned").clone()
+    }
+
+    pub fn passes(&self) -> usize {
+        self.passes.load(Ordering::Relaxed)
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}

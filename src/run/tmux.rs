@@ -1,0 +1,393 @@
+//! lab's own tmux server: one socket in the data dir, sessions made only by
+//! lab, commands built with `tmux_interface` and run without a shell.
+//!
+//! What tmux does to arguments, and what this module does about it:
+//! - an argument ending in `;` separates commands: [`arg`] escapes the final
+//!   `;` as `\;`, which tmux turns back into `;`;
+//! - `-s`, `-c`, `-F` and `pipe-pane`'s command are read as formats: [`fmt_arg`]
+//!   doubles every `#`;
+//! - `-t name` matches by prefix: targets are always `=name` (`=name:` for a
+//!   window or pane);
+//! - a client command line may not exceed ~16 KB: the agent's own argv never
+//!   reaches tmux. The pane runs `lab __exec <launch file>`, which reads the
+//!   argv and environment from a file and execs the agent (see `exec.rs`).
+//!
+//! Invariant: this is the only module that runs tmux.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tmux_interface::{
+    KillSession, ListPanes, NewSession, PipePane, SetOption, Tmux as TmuxCmd, TmuxCommand,
+    TmuxCommands,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TmuxError {
+    #[error("cannot run tmux: {0} (is tmux installed?)")]
+    Spawn(std::io::Error),
+    #[error("tmux {what} failed: {message}")]
+    Failed { what: &'static str, message: String },
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// One pane of lab's server (lab makes one pane per session).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pane {
+    pub session: String,
+    pub pid: i64,
+    pub dead: bool,
+    /// Exit status when the process exited normally.
+    pub status: Option<i64>,
+    /// The signal that ended the process, when one did.
+    pub signal: Option<i64>,
+}
+
+/// What the pane runs: program and arguments, all made by lab.
+pub struct SpawnArgs<'a> {
+    pub session: &'a str,
+    pub cwd: &'a Path,
+    pub argv: &'a [String],
+    pub log: &'a Path,
+}
+
+pub struct Tmux {
+    socket: PathBuf,
+    conf: PathBuf,
+    calls: AtomicU64,
+}
+
+/// The longest socket path a Unix socket takes (sun_path is 108 bytes).
+const MAX_SOCKET_PATH: usize = 107;
+
+const PANE_FORMAT: &str =
+    "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}";
+
+impl Tmux {
+    /// Prepares lab's tmux server for this data dir: the socket path (a short
+    /// fallback under the runtime or temp dir when the data dir's is too long
+    /// for a Unix socket) and the config file the server starts with.
+    pub fn new(data_dir: &Path, unset_env: &[String]) -> Result<Tmux, TmuxError> {
+        let socket = socket_path(data_dir)?;
+        let conf = data_dir.join("tmux.conf");
+        let mut text = String::from(
+            "# Written by lab at start-up; read when lab starts its tmux server.\n\
+             set-option -g remain-on-exit on\n\
+             set-option -g history-limit 50000\n\
+             set-option -g status-right 'lab run #S'\n",
+        );
+        for var in unset_env {
+            text.push_str(&format!("set-environment -g -u {var}\n"));
+        }
+        std::fs::write(&conf, text)
+            .map_err(|e| TmuxError::Setup(format!("cannot write {}: {e}", conf.display())))?;
+        Ok(Tmux {
+            socket,
+            conf,
+            calls: AtomicU64::new(0),
+        })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// tmux client processes started so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// What a person types to attach to a session.
+    pub fn attach_command(&self, session: &str) -> String {
+        format!(
+            "tmux -S {} attach-session -t ={session}",
+            shell_quote(&self.socket.to_string_lossy())
+        )
+    }
+
+    fn base(&self) -> TmuxCmd<'static> {
+        TmuxCmd::new()
+            .socket_path(arg(&self.socket.to_string_lossy()))
+            .file(arg(&self.conf.to_string_lossy()))
+    }
+
+    async fn run(
+        &self,
+        what: &'static str,
+        cmd: TmuxCommand<'static>,
+    ) -> Result<String, TmuxError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let mut c = tokio::process::Command::from(cmd.to_command());
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // lab may itself run inside tmux; its variable would confuse the client.
+        c.env_remove("TMUX");
+        let out = c.output().await.map_err(TmuxError::Spawn)?;
+        if out.status.success() {
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        Err(TmuxError::Failed {
+            what,
+            message: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        })
+    }
+
+    /// Starts a detached session running `argv`, with its output appended
+    /// to `log`, in one tmux call. Returns the pane's process id.
+    pub async fn spawn(&self, a: SpawnArgs<'_>) -> Result<i64, TmuxError> {
+        let target = format!("={}:", a.session);
+        let mut new = NewSession::new()
+            .detached()
+            .print()
+            .format("#{pane_pid}")
+            .session_name(fmt_arg(a.session))
+            .start_directory(fmt_arg(&a.cwd.to_string_lossy()))
+            .width(200)
+            .height(50)
+            .build();
+        // `--` then at least two arguments: tmux execs them directly, no shell.
+        new.push_param("--");
+        for part in a.argv {
+            new.push_param(arg(part));
+        }
+        let keep = SetOption::new()
+            .target_pane(target.clone())
+            .option("remain-on-exit")
+            .value("on")
+            .build();
+        let pipe_cmd = format!("exec cat >> {}", shell_quote(&a.log.to_string_lossy()));
+        let pipe = PipePane::new()
+            .target_pane(target)
+            .shell_command(fmt_arg(&pipe_cmd))
+            .build();
+        let cmds = TmuxCommands::new()
+            .add_command(new)
+            .add_command(keep)
+            .add_command(pipe);
+        let out = self.run("new-session", chain(self.base(), cmds)).await?;
+        out.trim().parse().map_err(|_| TmuxError::Failed {
+            what: "new-session",
+            message: format!("unexpected output {out:?}"),
+        })
+    }
+
+    /// Every pane on lab's server, in one tmux call. No server means no panes.
+    pub async fn panes(&self) -> Result<Vec<Pane>, TmuxError> {
+        let cmd = self
+            .base()
+            .command(ListPanes::new().all().format(PANE_FORMAT).build())
+            .build();
+        match self.run("list-panes", cmd).await {
+            Ok(out) => Ok(out.lines().filter_map(parse_pane).collect()),
+            Err(TmuxError::Failed { message, .. }) if no_server(&message) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Kills sessions, as few tmux calls as the command-length limit allows.
+    /// Sessions that are already gone are not an error.
+    pub async fn kill_sessions(&self, sessions: &[String]) -> Result<(), TmuxError> {
+        let mut batch = TmuxCommands::new();
+        let mut size = 0;
+        let mut pending = 0;
+        for s in sessions {
+            let kill = KillSession::new().target_session(format!("={s}")).build();
+            size += s.len() + 20;
+            batch = batch.add_command(kill);
+            pending += 1;
+            if size > 12_000 {
+                self.kill_batch(std::mem::take(&mut batch), sessions)
+                    .await?;
+                size = 0;
+                pending = 0;
+            }
+        }
+        if pending > 0 {
+            self.kill_batch(batch, sessions).await?;
+        }
+        Ok(())
+    }
+
+    async fn kill_batch(
+        &self,
+        batch: TmuxCommands<'static>,
+        all: &[String],
+    ) -> Result<(), TmuxError> {
+        match self.run("kill-session", chain(self.base(), batch)).await {
+            Ok(_) => Ok(()),
+            Err(TmuxError::Failed { message, .. }) if no_server(&message) => Ok(()),
+            // One missing session stops the rest of a batch: kill one by one.
+            Err(TmuxError::Failed { message, .. }) if message.contains("can't find session") => {
+                for s in all {
+                    let cmd = self
+                        .base()
+                        .command(KillSession::new().target_session(format!("={s}")).build())
+                        .build();
+                    match self.run("kill-session", cmd).await {
+                        Ok(_) => {}
+                        Err(TmuxError::Failed { message, .. })
+                            if message.contains("can't find session") || no_server(&message) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `tmux -V`.
+    pub async fn version(&self) -> Result<String, TmuxError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let out = tokio::process::Command::new("tmux")
+            .arg("-V")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(TmuxError::Spawn)?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+}
+
+/// Joins commands with tmux's `;` separator into one client call.
+fn chain(base: TmuxCmd<'static>, mut cmds: TmuxCommands<'static>) -> TmuxCommand<'static> {
+    cmds.separator(";");
+    base.commands(cmds).build()
+}
+
+fn no_server(message: &str) -> bool {
+    message.contains("no server running")
+        || (message.contains("error connecting to") && message.contains("No such file"))
+}
+
+fn parse_pane(line: &str) -> Option<Pane> {
+    let mut f = line.split('\t');
+    let session = f.next()?.to_owned();
+    let pid = f.next()?.parse().ok()?;
+    let dead = f.next()? == "1";
+    let num = |s: Option<&str>| s.and_then(|s| s.parse().ok());
+    Some(Pane {
+        session,
+        pid,
+        dead,
+        status: num(f.next()),
+        signal: num(f.next()),
+    })
+}
+
+/// An argument as tmux must receive it to pass it on unchanged: a final `;`
+/// would end the command, so it is sent as `\;`.
+pub fn arg(s: &str) -> String {
+    match s.strip_suffix(';') {
+        Some(head) => format!("{head}\\;"),
+        None => s.to_owned(),
+    }
+}
+
+/// An argument tmux reads as a format: every `#` doubled, then [`arg`].
+pub fn fmt_arg(s: &str) -> String {
+    arg(&s.replace('#', "##"))
+}
+
+/// Single-quotes for `sh`.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// `<data-dir>/tmux.sock`, or when that is too long for a Unix socket, a
+/// stable short path named after the data dir in a private folder.
+pub fn socket_path(data_dir: &Path) -> Result<PathBuf, TmuxError> {
+    let preferred = data_dir.join("tmux.sock");
+    if preferred.as_os_str().len() <= MAX_SOCKET_PATH {
+        return Ok(preferred);
+    }
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let canonical = data_dir
+        .canonicalize()
+        .unwrap_or_else(|_| data_dir.to_path_buf());
+    let hash = hex::encode(&Sha256::digest(canonical.as_os_str().as_encoded_bytes())[..8]);
+    let uid = rustix::process::getuid().as_raw();
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!("lab-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let meta = std::fs::metadata(&dir)
+        .map_err(|e| TmuxError::Setup(format!("cannot create {}: {e}", dir.display())))?;
+    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(TmuxError::Setup(format!(
+            "the data dir's socket path {} is longer than {MAX_SOCKET_PATH} bytes, and the fallback folder {} \
+             is not private to this user: use a shorter --data-dir",
+            preferred.display(),
+            dir.display()
+        )));
+    }
+    let path = dir.join(format!("{hash}.sock"));
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(TmuxError::Setup(format!(
+            "the tmux socket path {} is longer than {MAX_SOCKET_PATH} bytes: use a shorter --data-dir",
+            preferred.display()
+        )));
+    }
+    tracing::warn!(
+        preferred = %preferred.display(),
+        socket = %path.display(),
+        "the data dir is too deep for a Unix socket; lab's tmux socket lives at the fallback path"
+    );
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_final_semicolon_is_escaped_and_nothing_else_changes() {
+        assert_eq!(arg("a;"), "a\\;");
+        assert_eq!(arg(";"), "\\;");
+        assert_eq!(arg("a\\;"), "a\\\\;");
+        assert_eq!(arg("a;b"), "a;b");
+        assert_eq!(arg("#{x} $(y)"), "#{x} $(y)");
+        assert_eq!(fmt_arg("/d#{x};"), "/d##{x}\\;");
+    }
+
+    #[test]
+    fn panes_parse() {
+        assert_eq!(
+            parse_pane("lab-1-x\t42\t1\t3\t"),
+            Some(Pane {
+                session: "lab-1-x".into(),
+                pid: 42,
+                dead: true,
+                status: Some(3),
+                signal: None
+            })
+        );
+        assert_eq!(
+            parse_pane("lab-2-x\t43\t0\t\t"),
+            Some(Pane {
+                session: "lab-2-x".into(),
+                pid: 43,
+                dead: false,
+                status: None,
+                signal: None
+            })
+        );
+        assert_eq!(parse_pane("garbage"), None);
+    }
+
+    #[test]
+    fn long_data_dirs_get_a_short_socket() {
+        let short = Path::new("/tmp/x");
+        assert_eq!(socket_path(short).unwrap(), Path::new("/tmp/x/tmux.sock"));
+        let long = std::env::temp_dir().join("d".repeat(120));
+        let p = socket_path(&long).unwrap();
+        assert!(p.as_os_str().len() <= MAX_SOCKET_PATH, "{}", p.display());
+        assert_eq!(socket_path(&long).unwrap(), p, "stable");
+    }
+}

@@ -1,0 +1,354 @@
+//! Run rows. State changes are conditional updates (`WHERE state IN …`), so
+//! two parties racing to end a run (a stop and the reconcile loop, say)
+//! cannot both win.
+
+use sqlx::FromRow;
+
+use super::{RepoKey, Result, Store, StoreError, in_tx, now_ms, on_db};
+use crate::resolve::{Resolved, RunKind, Source, Sourced};
+use crate::run::{ACTIVE_STATES_SQL, Run, RunState};
+
+const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
+     options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, exit_status, \
+     exit_signal, created_at, started_at, ended_at, workspace_removed_at";
+
+#[derive(FromRow)]
+struct RunRow {
+    id: i64,
+    kind: String,
+    repo_id: Option<i64>,
+    repo_name: String,
+    provider: String,
+    model: String,
+    model_source: String,
+    effort: String,
+    effort_source: String,
+    options: String,
+    prompt: String,
+    state: String,
+    state_reason: Option<String>,
+    node: String,
+    session: String,
+    workspace: Option<String>,
+    branch: Option<String>,
+    log_path: Option<String>,
+    pid: Option<i64>,
+    exit_status: Option<i64>,
+    exit_signal: Option<i64>,
+    created_at: i64,
+    started_at: Option<i64>,
+    ended_at: Option<i64>,
+    workspace_removed_at: Option<i64>,
+}
+
+fn source(s: &str) -> Result<Source> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|_| StoreError::Corrupt(format!("unknown provenance '{s}'")))
+}
+
+impl TryFrom<RunRow> for Run {
+    type Error = StoreError;
+    fn try_from(r: RunRow) -> Result<Run> {
+        let corrupt =
+            |what: &str, e: String| StoreError::Corrupt(format!("run {} {what}: {e}", r.id));
+        Ok(Run {
+            id: r.id,
+            kind: r.kind.parse().map_err(|e| corrupt("kind", e))?,
+            repo_id: r.repo_id,
+            model: Sourced {
+                value: r.model,
+                source: source(&r.model_source)?,
+            },
+            effort: Sourced {
+                value: r.effort,
+                source: source(&r.effort_source)?,
+            },
+            options: serde_json::from_str(&r.options)
+                .map_err(|e| corrupt("options", e.to_string()))?,
+            state: r.state.parse().map_err(|e| corrupt("state", e))?,
+            repo_name: r.repo_name,
+            provider: r.provider,
+            prompt: r.prompt,
+            state_reason: r.state_reason,
+            node: r.node,
+            session: r.session,
+            workspace: r.workspace,
+            branch: r.branch,
+            log_path: r.log_path,
+            pid: r.pid,
+            exit_status: r.exit_status,
+            exit_signal: r.exit_signal,
+            created_at: r.created_at,
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+            workspace_removed_at: r.workspace_removed_at,
+        })
+    }
+}
+
+/// A run about to start.
+pub struct NewRun<'a> {
+    pub kind: RunKind,
+    pub repo_id: i64,
+    pub repo_name: &'a str,
+    pub resolved: &'a Resolved,
+    pub prompt: &'a str,
+    pub node: &'a str,
+    pub token_hash: &'a str,
+}
+
+/// Where a run lives, derived from its id once the id is known.
+pub struct RunPlaces {
+    pub session: String,
+    pub workspace: String,
+    pub branch: String,
+    pub log_path: String,
+}
+
+/// Which runs to list.
+#[derive(Debug, Default, Clone)]
+pub struct RunFilter {
+    pub repo: Option<RepoKey>,
+    pub state: Option<RunState>,
+    pub kind: Option<RunKind>,
+    pub limit: Option<i64>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Ending {
+    pub state: RunState,
+    pub reason: Option<String>,
+    pub exit_status: Option<i64>,
+    pub exit_signal: Option<i64>,
+}
+
+impl Store {
+    /// Records a new run in state `starting`, with every place it will use
+    /// (session, workspace, branch, log), so a crash at any later point
+    /// leaves a row that reconcile can match to what exists.
+    pub async fn insert_run(
+        &self,
+        new: &NewRun<'_>,
+        places: impl FnOnce(i64) -> RunPlaces,
+    ) -> Result<Run> {
+        let now = now_ms();
+        let options = serde_json::to_string(&new.resolved.options).unwrap_or_else(|_| "{}".into());
+        let select = format!("SELECT {COLUMNS} FROM runs WHERE id = $1");
+        let row: RunRow = in_tx!(self.db(), tx => {
+            let (id,): (i64,) = sqlx::query_as(
+                "INSERT INTO runs (kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
+                 options, prompt, state, node, session, token_hash, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13) RETURNING id",
+            )
+            .bind(new.kind.as_str())
+            .bind(new.repo_id)
+            .bind(new.repo_name)
+            .bind(new.resolved.provider)
+            .bind(&new.resolved.model.value)
+            .bind(new.resolved.model.source.as_str())
+            .bind(&new.resolved.effort.value)
+            .bind(new.resolved.effort.source.as_str())
+            .bind(&options)
+            .bind(new.prompt)
+            .bind(new.node)
+            .bind(new.token_hash)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+            let p = places(id);
+            sqlx::query("UPDATE runs SET session = $1, workspace = $2, branch = $3, log_path = $4 WHERE id = $5")
+                .bind(&p.session)
+                .bind(&p.workspace)
+                .bind(&p.branch)
+                .bind(&p.log_path)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            let row: RunRow = sqlx::query_as(sqlx::AssertSqlSafe(select)).bind(id).fetch_one(&mut *tx).await?;
+            Ok::<_, StoreError>(row)
+        })?;
+        row.try_into()
+    }
+
+    pub async fn run(&self, id: i64) -> Result<Run> {
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE id = $1");
+        let row: Option<RunRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?
+        });
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// Runs, newest first.
+    pub async fn runs(&self, f: &RunFilter) -> Result<Vec<Run>> {
+        let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1 = 1");
+        let mut n = 0;
+        let mut next = || {
+            n += 1;
+            format!("${n}")
+        };
+        match &f.repo {
+            Some(RepoKey::Id(_)) => sql.push_str(&format!(" AND repo_id = {}", next())),
+            Some(RepoKey::Name(_)) => sql.push_str(&format!(" AND repo_name = {}", next())),
+            None => {}
+        }
+        if f.state.is_some() {
+            sql.push_str(&format!(" AND state = {}", next()));
+        }
+        if f.kind.is_some() {
+            sql.push_str(&format!(" AND kind = {}", next()));
+        }
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", next()));
+        let rows: Vec<RunRow> = on_db!(self.db(), pool => {
+            let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+            match &f.repo {
+                Some(RepoKey::Id(id)) => q = q.bind(*id),
+                Some(RepoKey::Name(name)) => q = q.bind(name.clone()),
+                None => {}
+            }
+            if let Some(s) = f.state {
+                q = q.bind(s.as_str());
+            }
+            if let Some(k) = f.kind {
+                q = q.bind(k.as_str());
+            }
+            q.bind(f.limit.unwrap_or(1000)).fetch_all(pool).await?
+        });
+        rows.into_iter().map(Run::try_from).collect()
+    }
+
+    /// The runs of `node` that may still have a live process.
+    pub async fn active_runs(&self, node: &str) -> Result<Vec<Run>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs WHERE node = $1 AND state IN {ACTIVE_STATES_SQL} ORDER BY id"
+        );
+        let rows: Vec<RunRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(node).fetch_all(pool).await?
+        });
+        rows.into_iter().map(Run::try_from).collect()
+    }
+
+    /// `starting` → `running`. False when the run was no longer starting.
+    pub async fn mark_running(&self, id: i64, pid: i64) -> Result<bool> {
+        let now = now_ms();
+        let n = on_db!(self.db(), pool => {
+            sqlx::query("UPDATE runs SET state = 'running', pid = $1, started_at = $2 WHERE id = $3 AND state = 'starting'")
+                .bind(pid)
+                .bind(now)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// Moves a live run between `running` and `waiting` (with the reason).
+    pub async fn set_live_state(
+        &self,
+        id: i64,
+        state: RunState,
+        reason: Option<&str>,
+    ) -> Result<bool> {
+        let sql = format!(
+            "UPDATE runs SET state = $1, state_reason = $2 WHERE id = $3 AND state IN {ACTIVE_STATES_SQL}"
+        );
+        let n = on_db!(self.db(), pool => {
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(state.as_str())
+                .bind(reason)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// Ends a live run. False when it had already ended (someone else won).
+    pub async fn finish_run(&self, id: i64, e: &Ending) -> Result<bool> {
+        let now = now_ms();
+        let sql = format!(
+            "UPDATE runs SET state = $1, state_reason = $2, exit_status = $3, exit_signal = $4, ended_at = $5, \
+             token_hash = NULL WHERE id = $6 AND state IN {ACTIVE_STATES_SQL}"
+        );
+        let n = on_db!(self.db(), pool => {
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(e.state.as_str())
+                .bind(&e.reason)
+                .bind(e.exit_status)
+                .bind(e.exit_signal)
+                .bind(now)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    pub async fn mark_workspace_removed(&self, id: i64) -> Result<()> {
+        let now = now_ms();
+        on_db!(self.db(), pool => {
+            sqlx::query("UPDATE runs SET workspace_removed_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(id)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Ended runs of `node` whose workspace is still there and that ended
+    /// before `cutoff` (ms).
+    pub async fn workspaces_to_expire(&self, node: &str, cutoff: i64) -> Result<Vec<Run>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs WHERE node = $1 AND state NOT IN {ACTIVE_STATES_SQL} \
+             AND workspace_removed_at IS NULL AND ended_at < $2 ORDER BY id LIMIT 100"
+        );
+        let rows: Vec<RunRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(node).bind(cutoff).fetch_all(pool).await?
+        });
+        rows.into_iter().map(Run::try_from).collect()
+    }
+
+    /// Deletes an ended run. `Conflict` when it is still live.
+    pub async fn delete_run(&self, id: i64) -> Result<()> {
+        let sql = format!("DELETE FROM runs WHERE id = $1 AND state NOT IN {ACTIVE_STATES_SQL}");
+        let n = on_db!(self.db(), pool => {
+            sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).execute(pool).await?.rows_affected()
+        });
+        if n == 1 {
+            return Ok(());
+        }
+        match self.run(id).await {
+            Ok(r) => Err(StoreError::Conflict(format!(
+                "run {id} is {}: stop it first",
+                r.state
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// How many live runs a repo has.
+    pub async fn active_runs_of_repo(&self, repo_id: i64) -> Result<i64> {
+        let sql = format!(
+            "SELECT COUNT(*) FROM runs WHERE repo_id = $1 AND state IN {ACTIVE_STATES_SQL}"
+        );
+        let (n,): (i64,) = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(repo_id).fetch_one(pool).await?
+        });
+        Ok(n)
+    }
+
+    /// The live run a run token belongs to.
+    pub async fn run_for_token(&self, token_hash: &str) -> Result<Option<Run>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs WHERE token_hash = $1 AND state IN {ACTIVE_STATES_SQL}"
+        );
+        let row: Option<RunRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(token_hash).fetch_optional(pool).await?
+        });
+        row.map(Run::try_from).transpose()
+    }
+}

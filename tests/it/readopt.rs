@@ -1,0 +1,249 @@
+//! A real `lab serve` process, killed with -9 while runs are live, then
+//! started again: every live run is re-adopted, none respawned, none lost.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::on_both;
+use crate::support::agent::{self, kill_tmux};
+use crate::support::process::LabProcess;
+use crate::support::{Backend, git};
+
+struct Api<'a>(&'a LabProcess);
+
+impl Api<'_> {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut rb = reqwest::Client::new()
+            .request(method, format!("{}{path}", self.0.url))
+            .bearer_auth(&self.0.token);
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        let r = rb.send().await.unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+    async fn get(&self, path: &str) -> Value {
+        let (s, v) = self.call(reqwest::Method::GET, path, None).await;
+        assert!(s.is_success(), "{path}: {s} {v}");
+        v
+    }
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let (s, v) = self.call(reqwest::Method::POST, path, Some(body)).await;
+        assert!(s.is_success(), "{path}: {s} {v}");
+        v
+    }
+    async fn wait_state(&self, id: i64, state: &str) -> Value {
+        for _ in 0..200 {
+            let r = self.get(&format!("/api/v1/runs/{id}")).await;
+            if r["state"] == state {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("run {id} never became {state}");
+    }
+}
+
+fn sessions(socket: &std::path::Path) -> Vec<String> {
+    let out = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(socket)
+        .args(["list-sessions", "-F", "#{session_name}"])
+        .output()
+        .unwrap();
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    v.sort();
+    v
+}
+
+async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
+    let tmp = tempfile::Builder::new()
+        .prefix("lab-it-")
+        .tempdir()
+        .unwrap();
+    let agent_bin = agent::install(tmp.path());
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = b.fresh_url().await;
+    let socket = data.join("tmux.sock");
+
+    let mut lab = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
+    let api = Api(&lab);
+    let path = git::init_repo(tmp.path(), "r");
+    api.post("/api/v1/repos", json!({"name": "r", "path": path}))
+        .await;
+    let mut live = Vec::new();
+    for i in 0..3 {
+        let r = api
+            .post(
+                "/api/v1/runs",
+                json!({"repo": "r", "prompt": format!("stay {i}")}),
+            )
+            .await;
+        assert_eq!(r["state"], "running");
+        live.push(r);
+    }
+    let ends_while_down = api
+        .post(
+            "/api/v1/runs",
+            json!({"repo": "r", "prompt": "FAKE_EXIT=7 FAKE_SLEEP_MS=1500"}),
+        )
+        .await;
+    let vanishes = api
+        .post("/api/v1/runs", json!({"repo": "r", "prompt": "stay"}))
+        .await;
+    let pids: Vec<i64> = live.iter().map(|r| r["pid"].as_i64().unwrap()).collect();
+    // Wait for every agent to have started (it records its argv once).
+    for r in live.iter().chain([&ends_while_down, &vanishes]) {
+        agent::record(tmp.path(), r["id"].as_i64().unwrap(), "argv").await;
+    }
+    let argv_mtime = |id: i64| {
+        std::fs::metadata(tmp.path().join("records").join(id.to_string()).join("argv"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let before: Vec<_> = live
+        .iter()
+        .map(|r| argv_mtime(r["id"].as_i64().unwrap()))
+        .collect();
+
+    lab.kill9();
+    // While lab is down: one agent exits, one session disappears, and a
+    // session nobody made appears on lab's socket.
+    let gone = vanishes["session"].as_str().unwrap();
+    let st = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .args(["kill-session", "-t", &format!("={gone}")])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .args(["new-session", "-d", "-s", "intruder", "--", "sleep", "300"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+
+    let lab2 = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
+    let api = Api(&lab2);
+    for (i, r) in live.iter().enumerate() {
+        let id = r["id"].as_i64().unwrap();
+        let now = api.get(&format!("/api/v1/runs/{id}")).await;
+        assert_eq!(
+            now["state"], "running",
+            "run {id} was not re-adopted: {now}"
+        );
+        assert_eq!(now["pid"].as_i64().unwrap(), pids[i], "same process");
+        assert!(agent::pid_alive(pids[i]));
+        assert_eq!(argv_mtime(id), before[i], "run {id} was spawned again");
+    }
+    let ended = api
+        .wait_state(ends_while_down["id"].as_i64().unwrap(), "exited")
+        .await;
+    assert_eq!(ended["exit_status"], 7);
+    let lost = api.get(&format!("/api/v1/runs/{}", vanishes["id"])).await;
+    assert_eq!(lost["state"], "failed");
+    assert!(
+        lost["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("session was gone"),
+        "{lost}"
+    );
+    // No duplicate sessions: the three live runs, and the intruder, reported.
+    let mut want: Vec<String> = live
+        .iter()
+        .map(|r| r["session"].as_str().unwrap().to_owned())
+        .collect();
+    want.push("intruder".into());
+    want.sort();
+    assert_eq!(sessions(&socket), want);
+    let status = api.get("/api/v1/status").await;
+    assert_eq!(status["stray_sessions"], json!(["intruder"]));
+    assert!(
+        lab2.log().contains("stray tmux session"),
+        "reported in the log"
+    );
+    // And they stay manageable: stop one.
+    let id = live[0]["id"].as_i64().unwrap();
+    let stopped = api
+        .post(&format!("/api/v1/runs/{id}/stop"), json!(null))
+        .await;
+    assert_eq!(stopped["state"], "stopped");
+    drop(lab2);
+    kill_tmux(&socket);
+}
+
+async fn the_agent_never_sees_lab_secrets_or_override_variables(b: Backend) {
+    let tmp = tempfile::Builder::new()
+        .prefix("lab-it-")
+        .tempdir()
+        .unwrap();
+    let agent_bin = agent::install(tmp.path());
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = b.fresh_url().await;
+    let lab = LabProcess::start(
+        &data,
+        db.as_deref(),
+        &agent_bin,
+        &[
+            ("CLAUDE_CODE_EFFORT_LEVEL", "low"),
+            ("LAB_GITHUB_TOKEN", "ghp_secret"),
+            ("KEEP_ME", "yes"),
+        ],
+    )
+    .await;
+    let api = Api(&lab);
+    let path = git::init_repo(tmp.path(), "r");
+    api.post("/api/v1/repos", json!({"name": "r", "path": path}))
+        .await;
+    let r = api
+        .post("/api/v1/runs", json!({"repo": "r", "effort": "max"}))
+        .await;
+    let id = r["id"].as_i64().unwrap();
+    let env = agent::env(&agent::record(tmp.path(), id, "env").await);
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(!names.contains(&"CLAUDE_CODE_EFFORT_LEVEL"), "{names:?}");
+    assert!(!names.contains(&"LAB_GITHUB_TOKEN"), "{names:?}");
+    assert!(!names.contains(&"LAB_CLAUDE_CODE_BIN"), "{names:?}");
+    assert!(!names.contains(&"LAB_DATA_DIR"), "{names:?}");
+    assert!(
+        names.contains(&"KEEP_ME"),
+        "ordinary variables pass: {names:?}"
+    );
+    let mut lab_vars: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| n.starts_with("LAB_"))
+        .collect();
+    lab_vars.sort();
+    assert_eq!(lab_vars, ["LAB_RUN_ID", "LAB_TOKEN", "LAB_URL"]);
+    let argv = agent::argv(&agent::record(tmp.path(), id, "argv").await);
+    assert!(
+        argv.windows(2)
+            .any(|w| w[0] == b"--effort" && w[1] == b"max")
+    );
+    drop(lab);
+    kill_tmux(&data.join("tmux.sock"));
+}
+
+on_both!(
+    kill_9_then_restart_readopts_every_live_run,
+    the_agent_never_sees_lab_secrets_or_override_variables
+);

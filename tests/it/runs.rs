@@ -1,0 +1,424 @@
+//! Manual runs in real tmux, with real git worktrees and the fake agent.
+
+use serde_json::{Value, json};
+
+use crate::on_both;
+use crate::support::agent::{self, pid_alive};
+use crate::support::{Backend, TestServer, git};
+
+fn id(v: &Value) -> i64 {
+    v["id"].as_i64().unwrap()
+}
+
+/// The hostile prompt of the runs issue: it must arrive as one argv element,
+/// byte for byte, and nothing in it may run.
+fn hostile_prompt(pwned: &std::path::Path) -> String {
+    let p = pwned.display();
+    let mut s = format!(
+        "a; touch {p}.1;\nb\\; run-shell 'touch {p}.2';\n$(touch {p}.3) `touch {p}.4` \"q\" 'q' #{{pane_pid}} #S ##{{x}} \
+         unicode: żółć 🚀 ⟨⟩ \t tab\n"
+    );
+    while s.len() < 100 * 1024 {
+        s.push_str("lorem ipsum; dolor $(sit) `amet` #{consectetur} ");
+    }
+    // The last argument tmux would see ends in `;` followed by what looks
+    // like a tmux command.
+    s.push_str(&format!(" ; run-shell 'touch {p}.5' ;"));
+    s
+}
+
+async fn a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let pwned = s.tmp().join("pwned");
+    let prompt = hostile_prompt(&pwned);
+    assert!(prompt.len() > 100 * 1024);
+    let run = s.start_run("r", &prompt).await;
+    assert_eq!(run["state"], "running", "{run}");
+    let argv = agent::argv(&s.record(id(&run), "argv").await);
+    let want: Vec<Vec<u8>> = ["--model", "sonnet", "--effort", "high", "--", &prompt]
+        .iter()
+        .map(|a| a.as_bytes().to_vec())
+        .collect();
+    assert_eq!(argv.len(), want.len());
+    assert!(argv == want, "argv differs");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for i in 1..=5 {
+        assert!(
+            !std::path::Path::new(&format!("{}.{i}", pwned.display())).exists(),
+            "pwned.{i} was created"
+        );
+    }
+    // The prompt is stored as given.
+    assert_eq!(
+        s.get(&format!("/api/v1/runs/{}", id(&run))).await.ok()["prompt"],
+        prompt.as_str()
+    );
+    s.stop().await;
+}
+
+async fn each_run_has_its_own_worktree_branch_and_token(b: Backend) {
+    let s = TestServer::start(b).await;
+    let repo = s.add_repo("r").await;
+    let r1 = s.start_run("r", "one").await;
+    let r2 = s.start_run("r", "two").await;
+    let mut seen = Vec::new();
+    for r in [&r1, &r2] {
+        let cwd = String::from_utf8(s.record(id(r), "cwd").await).unwrap();
+        assert_eq!(cwd.trim(), r["workspace"].as_str().unwrap());
+        assert!(
+            std::path::Path::new(cwd.trim()).join("README.md").exists(),
+            "a checkout of main"
+        );
+        let env = agent::env(&s.record(id(r), "env").await);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("LAB_RUN_ID"), Some(id(r).to_string()));
+        assert_eq!(get("LAB_URL").as_deref(), Some(s.url.as_str()));
+        let token = get("LAB_TOKEN").unwrap();
+        assert_ne!(token, s.token, "a run never gets the admin token");
+        assert_eq!(token.len(), 64);
+        seen.push((cwd, r["branch"].as_str().unwrap().to_owned(), token));
+    }
+    assert_ne!(seen[0], seen[1]);
+    let branches = std::process::Command::new("git")
+        .args([
+            "-C",
+            repo["path"].as_str().unwrap(),
+            "branch",
+            "--list",
+            "lab/*",
+        ])
+        .output()
+        .unwrap();
+    let branches = String::from_utf8_lossy(&branches.stdout);
+    for (_, branch, _) in &seen {
+        assert!(branches.contains(branch.as_str()), "{branches}");
+    }
+    s.stop().await;
+}
+
+async fn exit_status_is_recorded(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let ok = s.start_run("r", "FAKE_LINES=2 FAKE_EXIT=0").await;
+    let bad = s.start_run("r", "FAKE_EXIT=3 FAKE_SLEEP_MS=200").await;
+    let ok = s.wait_state(id(&ok), "exited").await;
+    let bad = s.wait_state(id(&bad), "exited").await;
+    assert_eq!(ok["exit_status"], 0);
+    assert_eq!(bad["exit_status"], 3);
+    assert!(bad["state_reason"].as_str().unwrap().contains("status 3"));
+    assert!(bad["ended_at"].is_string());
+    // The output stays readable after the run ended, and its session is gone.
+    let out = s
+        .send(s.req(
+            reqwest::Method::GET,
+            &format!("/api/v1/runs/{}/output", id(&ok)),
+        ))
+        .await;
+    let text = out.body.as_str().unwrap().to_owned();
+    assert!(
+        text.contains("fake-agent line 2") && text.contains("exiting with 0"),
+        "{text}"
+    );
+    let sessions = s.runner().tmux.panes().await.unwrap();
+    assert!(
+        sessions
+            .iter()
+            .all(|p| p.session != ok["session"].as_str().unwrap()),
+        "{sessions:?}"
+    );
+    s.stop().await;
+}
+
+async fn stop_ends_the_agent_and_its_child(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "work forever").await;
+    let pid: i64 = String::from_utf8(s.record(id(&run), "pid").await)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let child: i64 = String::from_utf8(s.record(id(&run), "child").await)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(run["pid"], pid, "the pane's pid is the agent's");
+    assert!(pid_alive(pid) && pid_alive(child));
+    let stopped = s
+        .post(&format!("/api/v1/runs/{}/stop", id(&run)), json!(null))
+        .await
+        .ok();
+    assert_eq!(stopped["state"], "stopped");
+    for _ in 0..40 {
+        if !pid_alive(pid) && !pid_alive(child) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!pid_alive(pid), "the agent survived");
+    assert!(!pid_alive(child), "its child survived");
+    // Stopping again is a conflict; the state stays.
+    let e = s
+        .post(&format!("/api/v1/runs/{}/stop", id(&run)), json!(null))
+        .await
+        .expect(409);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already stopped"),
+        "{e}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        s.get(&format!("/api/v1/runs/{}", id(&run))).await.ok()["state"],
+        "stopped"
+    );
+    s.stop().await;
+}
+
+async fn invalid_starts_start_nothing(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let calls_before = s.runner().tmux.calls();
+    let cases = [
+        (json!({"repo": "r", "model": "gpt-5.5"}), 400, "model"),
+        (json!({"repo": "r", "effort": "extreme"}), 400, "effort"),
+        (json!({"repo": "r", "prompt": "nul\u{0}"}), 400, "prompt"),
+        (
+            json!({"repo": "r", "prompt": "x".repeat(121 * 1024)}),
+            400,
+            "prompt",
+        ),
+        (json!({"repo": "r", "kind": "afk"}), 400, ""),
+        (json!({"repo": "nope"}), 404, ""),
+        (json!({"model": "opus"}), 400, ""),
+    ];
+    for (body, status, field) in cases {
+        let e = s.post("/api/v1/runs", body.clone()).await.expect(status);
+        if !field.is_empty() {
+            assert_eq!(e["error"]["field"], field, "{body}");
+        }
+    }
+    assert_eq!(
+        s.get("/api/v1/runs").await.ok(),
+        json!([]),
+        "nothing recorded"
+    );
+    assert_eq!(s.runner().tmux.calls(), calls_before, "no tmux call made");
+    s.stop().await;
+}
+
+async fn a_missing_cli_is_a_clear_conflict(b: Backend) {
+    let dir = tempfile::Builder::new()
+        .prefix("lab-it-")
+        .tempdir()
+        .unwrap();
+    let url = b.fresh_url().await;
+    // Point codex at a path that does not exist.
+    let s = TestServer::start_with(dir, url, |cfg| {
+        cfg.provider_bins
+            .insert("codex".into(), "/nonexistent/codex".into());
+    })
+    .await;
+    s.add_repo("r").await;
+    s.patch("/api/v1/repos/r", json!({"provider": "codex"}))
+        .await
+        .ok();
+    let e = s
+        .post("/api/v1/runs", json!({"repo": "r"}))
+        .await
+        .expect(409);
+    assert_eq!(e["error"]["code"], "provider_unavailable");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("LAB_CODEX_BIN"),
+        "{e}"
+    );
+    assert_eq!(s.get("/api/v1/runs").await.ok(), json!([]));
+    s.stop().await;
+}
+
+async fn remove_deletes_an_ended_run_and_its_workspace(b: Backend) {
+    let s = TestServer::start(b).await;
+    let repo = s.add_repo("r").await;
+    let live = s.start_run("r", "stay").await;
+    let e = s
+        .delete(&format!("/api/v1/runs/{}", id(&live)))
+        .await
+        .expect(409);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stop it first")
+    );
+    // A repo with a live run cannot be removed either.
+    s.delete("/api/v1/repos/r").await.expect(409);
+    s.post(&format!("/api/v1/runs/{}/stop", id(&live)), json!(null))
+        .await
+        .ok();
+    let ws = live["workspace"].as_str().unwrap().to_owned();
+    assert!(std::path::Path::new(&ws).exists());
+    assert_eq!(
+        s.delete(&format!("/api/v1/runs/{}", id(&live)))
+            .await
+            .status,
+        204
+    );
+    assert!(!std::path::Path::new(&ws).exists(), "workspace removed");
+    s.get(&format!("/api/v1/runs/{}", id(&live)))
+        .await
+        .expect(404);
+    let wt = std::process::Command::new("git")
+        .args(["-C", repo["path"].as_str().unwrap(), "worktree", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&wt.stdout).contains(&ws),
+        "git forgot the worktree"
+    );
+    // The branch stays: it may hold the agent's work.
+    let br = std::process::Command::new("git")
+        .args([
+            "-C",
+            repo["path"].as_str().unwrap(),
+            "branch",
+            "--list",
+            live["branch"].as_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!br.stdout.is_empty());
+    s.stop().await;
+}
+
+async fn retention_removes_old_workspaces_only_of_ended_runs(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let done = s.start_run("r", "FAKE_EXIT=0").await;
+    let live = s.start_run("r", "stay").await;
+    s.wait_state(id(&done), "exited").await;
+    // No retention set: nothing is removed.
+    assert_eq!(s.runner().expire_workspaces().await.unwrap(), 0);
+    s.patch(
+        "/api/v1/settings",
+        json!({"runs": {"workspace_retention_hours": 0}}),
+    )
+    .await
+    .ok();
+    assert_eq!(s.runner().expire_workspaces().await.unwrap(), 1);
+    let done = s.get(&format!("/api/v1/runs/{}", id(&done))).await.ok();
+    assert_eq!(done["workspace_removed"], true);
+    assert!(!std::path::Path::new(done["workspace"].as_str().unwrap()).exists());
+    assert!(
+        std::path::Path::new(live["workspace"].as_str().unwrap()).exists(),
+        "a live run keeps its workspace"
+    );
+    s.stop().await;
+}
+
+async fn a_url_repo_runs_from_a_mirror(b: Backend) {
+    let s = TestServer::start(b).await;
+    let src = git::init_repo(&s.tmp(), "upstream");
+    let url = format!("file://{}", src.display());
+    s.post("/api/v1/repos", json!({"name": "u", "url": url}))
+        .await
+        .expect(201);
+    let run = s.start_run("u", "hello").await;
+    assert_eq!(run["state"], "running", "{run}");
+    let cwd = String::from_utf8(s.record(id(&run), "cwd").await).unwrap();
+    assert!(std::path::Path::new(cwd.trim()).join("README.md").exists());
+    assert!(s.data_dir().join("mirrors").read_dir().unwrap().count() == 1);
+    // A new commit upstream is fetched before the next run.
+    std::fs::write(src.join("NEW.md"), "new").unwrap();
+    git::commit_all(&src, "second");
+    let run2 = s.start_run("u", "again").await;
+    let cwd2 = String::from_utf8(s.record(id(&run2), "cwd").await).unwrap();
+    assert!(
+        std::path::Path::new(cwd2.trim()).join("NEW.md").exists(),
+        "the mirror was fetched"
+    );
+    // A branch that does not exist fails the run with a clear reason.
+    s.patch("/api/v1/repos/u", json!({"default_branch": "nope"}))
+        .await
+        .ok();
+    let bad = s
+        .post("/api/v1/runs", json!({"repo": "u"}))
+        .await
+        .expect(201);
+    assert_eq!(bad["state"], "failed");
+    assert!(
+        bad["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("no branch 'nope'"),
+        "{bad}"
+    );
+    s.stop().await;
+}
+
+async fn listing_filters(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("a").await;
+    s.add_repo("c").await;
+    let r1 = s.start_run("a", "FAKE_EXIT=0").await;
+    let r2 = s.start_run("c", "stay").await;
+    s.wait_state(id(&r1), "exited").await;
+    let ids = |v: Value| v.as_array().unwrap().iter().map(id).collect::<Vec<_>>();
+    assert_eq!(ids(s.get("/api/v1/runs").await.ok()), [id(&r2), id(&r1)]);
+    assert_eq!(ids(s.get("/api/v1/runs?repo=a").await.ok()), [id(&r1)]);
+    assert_eq!(
+        ids(s.get("/api/v1/runs?state=running").await.ok()),
+        [id(&r2)]
+    );
+    assert_eq!(
+        ids(s.get("/api/v1/runs?kind=afk").await.ok()),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        ids(s.get("/api/v1/runs?kind=manual&limit=1").await.ok()),
+        [id(&r2)]
+    );
+    s.get("/api/v1/runs?state=done").await.expect(400);
+    s.get("/api/v1/runs?limit=0").await.expect(400);
+    s.get("/api/v1/runs/abc").await.expect(404);
+    s.stop().await;
+}
+
+/// One pass costs the same number of tmux calls at 1, 50 and 200 live runs.
+async fn reconcile_costs_a_constant_number_of_tmux_calls(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let mut live = 0;
+    for target in [1, 50, 200] {
+        while live < target {
+            let r = s.start_run("r", "stay").await;
+            assert_eq!(r["state"], "running", "{r}");
+            live += 1;
+        }
+        let report = s.runner().reconcile(false).await.unwrap();
+        assert_eq!(report.checked, target);
+        assert_eq!(report.tmux_calls, 1, "at {target} runs: {report:?}");
+        assert!(report.exited.is_empty() && report.lost.is_empty());
+    }
+    s.stop().await;
+}
+
+on_both!(
+    a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs,
+    each_run_has_its_own_worktree_branch_and_token,
+    exit_status_is_recorded,
+    stop_ends_the_agent_and_its_child,
+    invalid_starts_start_nothing,
+    a_missing_cli_is_a_clear_conflict,
+    remove_deletes_an_ended_run_and_its_workspace,
+    retention_removes_old_workspaces_only_of_ended_runs,
+    a_url_repo_runs_from_a_mirror,
+    listing_filters,
+    reconcile_costs_a_constant_number_of_tmux_calls,
+);

@@ -1,0 +1,75 @@
+//! The fake agent CLI (fake-agent.sh) and what it records.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Writes the fake agent into `dir`, recording under `dir/records`.
+pub fn install(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let rec = dir.join("records");
+    std::fs::create_dir_all(&rec).unwrap();
+    let script = include_str!("fake-agent.sh").replace("@@REC@@", &rec.to_string_lossy());
+    let path = dir.join("fake-agent");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Waits (up to 10 s) for the fake agent of run `id` to record `file`.
+pub async fn record(dir: &Path, id: i64, file: &str) -> Vec<u8> {
+    let path = dir.join("records").join(id.to_string()).join(file);
+    for _ in 0..200 {
+        if let Ok(b) = std::fs::read(&path)
+            && !b.is_empty()
+        {
+            return b;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the fake agent of run {id} never wrote {file}");
+}
+
+/// The fake agent's argv, split at NULs.
+pub fn argv(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect();
+    v.pop(); // after the last NUL
+    v
+}
+
+/// The fake agent's environment, from `env -0`.
+pub fn env(bytes: &[u8]) -> Vec<(String, String)> {
+    argv(bytes)
+        .into_iter()
+        .filter_map(|kv| {
+            let s = String::from_utf8_lossy(&kv).into_owned();
+            let (k, v) = s.split_once('=')?;
+            Some((k.to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
+/// Kills a tmux server and what runs in it.
+pub fn kill_tmux(socket: &Path) {
+    if socket.exists() {
+        let _ = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(socket)
+            .arg("kill-server")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+pub fn pid_alive(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let state = s
+                .rsplit_once(')')
+                .map(|(_, r)| r.trim_start().chars().next())
+                .unwrap_or(None);
+            !matches!(state, Some('Z') | Some('X'))
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# lab's fake agent CLI, for tests. It records its argv (NUL-separated), its
+# environment (env -0), its working directory and its pid under
+# $REC/<LAB_RUN_ID>/, prints like an agent, starts a child process, and then
+# does what its prompt (the last argument) asks:
+#   FAKE_EXIT=<n>     exit with status n (after FAKE_SLEEP_MS, default 0)
+#   FAKE_LINES=<n>    print n numbered lines first
+#   FAKE_TICK_MS=<ms> print a numbered line every ms milliseconds
+#   FAKE_RUN=<file>   run the shell script <file> (given its path), then exit with its status
+# Without FAKE_EXIT or FAKE_RUN it runs until it is stopped.
+REC='@@REC@@'
+id=${LAB_RUN_ID:-none}
+d="$REC/$id"
+mkdir -p "$d"
+printf '%s\0' "$@" > "$d/argv"
+env -0 > "$d/env"
+pwd > "$d/cwd"
+echo $$ > "$d/pid"
+prompt=
+for a in "$@"; do prompt=$a; done
+
+num() { # num NAME: the digits after NAME= in the prompt, or nothing
+  case "$prompt" in
+    *"$1="*) v=${prompt#*"$1="}; printf '%s' "${v%%[!0-9]*}" ;;
+  esac
+}
+exit_code=$(num FAKE_EXIT)
+sleep_ms=$(num FAKE_SLEEP_MS)
+lines=$(num FAKE_LINES)
+tick=$(num FAKE_TICK_MS)
+
+echo "fake-agent: run $id, $# arguments, prompt of ${#prompt} characters"
+sleep 100000 &
+echo $! > "$d/child"
+
+i=0
+while [ "$i" -lt "${lines:-0}" ]; do i=$((i + 1)); echo "fake-agent line $i"; done
+
+case "$prompt" in
+  *FAKE_RUN=*)
+    f=${prompt#*FAKE_RUN=}; f=${f%% *}
+    sh "$f"; code=$?
+    echo "fake-agent: script exited $code"
+    kill "$(cat "$d/child")" 2>/dev/null
+    exit "$code" ;;
+esac
+
+if [ -n "$exit_code" ]; then
+  [ -n "$sleep_ms" ] && sleep "$(awk -v m="$sleep_ms" 'BEGIN{printf "%.3f", m/1000}')"
+  echo "fake-agent: exiting with $exit_code"
+  kill "$(cat "$d/child")" 2>/dev/null
+  exit "$exit_code"
+fi
+
+if [ -n "$tick" ]; then
+  pause=$(awk -v m="$tick" 'BEGIN{printf "%.3f", m/1000}')
+  n=0
+  while :; do n=$((n + 1)); echo "tick $n $(date +%s%N)"; sleep "$pause"; done
+fi
+while :; do sleep 3600; done

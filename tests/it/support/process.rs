@@ -1,0 +1,99 @@
+//! `lab serve` as a real process, for what an in-process server cannot show:
+//! `kill -9` and re-adoption, and the environment lab itself was started with.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct LabProcess {
+    child: Option<Child>,
+    pub url: String,
+    pub token: String,
+    pub data_dir: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl LabProcess {
+    /// Starts `lab serve` on `data_dir` with the fake agent as both CLIs.
+    pub async fn start(
+        data_dir: &Path,
+        database_url: Option<&str>,
+        agent: &Path,
+        env: &[(&str, &str)],
+    ) -> LabProcess {
+        lab::init_tls();
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
+        cmd.args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--reconcile-ms",
+            "100",
+        ])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("LAB_CLAUDE_CODE_BIN", agent)
+        .env("LAB_CODEX_BIN", agent)
+        .env("LAB_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(data_dir.with_extension("log"))
+                .unwrap(),
+        ));
+        if let Some(url) = database_url {
+            cmd.arg("--database-url").arg(url);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut lab = LabProcess {
+            child: Some(cmd.spawn().expect("lab serve starts")),
+            url: format!("http://127.0.0.1:{port}"),
+            token: String::new(),
+            data_dir: data_dir.to_path_buf(),
+        };
+        let http = reqwest::Client::new();
+        for _ in 0..200 {
+            let up = http.get(format!("{}/healthz", lab.url)).send().await;
+            if up.is_ok_and(|r| r.status().is_success()) {
+                lab.token = std::fs::read_to_string(data_dir.join("token"))
+                    .unwrap()
+                    .trim()
+                    .to_owned();
+                return lab;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("lab serve did not come up; log: {}", lab.log());
+    }
+
+    /// `kill -9`: no shutdown of any kind.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default()
+    }
+}
+
+impl Drop for LabProcess {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
