@@ -17,7 +17,7 @@ use super::dto::time;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::resolve::{RunKind, Sourced};
-use crate::run::{LaunchError, LaunchRequest, Run, RunError, RunState, Runner};
+use crate::run::{LaunchError, LaunchRequest, LaunchTimings, Run, RunError, RunState, Runner};
 use crate::store::{RepoKey, RunFilter};
 use crate::validate::{self, FieldError};
 
@@ -128,16 +128,20 @@ pub fn run_error(id: i64) -> impl FnOnce(RunError) -> ApiError {
 async fn start_run(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<StartRunBody>,
-) -> ApiResult<(StatusCode, Json<RunBody>)> {
-    let run = start_manual(
-        &app,
-        &body.repo,
-        body.model,
-        body.effort,
-        body.prompt.unwrap_or_default(),
-    )
-    .await?;
-    Ok((StatusCode::CREATED, Json(RunBody::new(run, &app.runner))))
+) -> ApiResult<Response> {
+    let prompt = body.prompt.unwrap_or_default();
+    let (run, t) = start_manual(&app, &body.repo, body.model, body.effort, prompt).await?;
+    let timing = format!(
+        "workspace;dur={:.3}, tmux;dur={:.3}, total;dur={:.3}",
+        t.workspace.as_secs_f64() * 1e3,
+        t.tmux.as_secs_f64() * 1e3,
+        t.total.as_secs_f64() * 1e3
+    );
+    let mut resp = (StatusCode::CREATED, Json(RunBody::new(run, &app.runner))).into_response();
+    if let Ok(v) = HeaderValue::from_str(&timing) {
+        resp.headers_mut().insert("server-timing", v);
+    }
+    Ok(resp)
 }
 
 /// The manual start path, shared by the API and the pages.
@@ -147,7 +151,7 @@ pub async fn start_manual(
     model: Option<String>,
     effort: Option<String>,
     prompt: String,
-) -> ApiResult<Run> {
+) -> ApiResult<(Run, LaunchTimings)> {
     let key = RepoKey::parse(repo);
     let (repo, global) = app
         .store
@@ -155,7 +159,7 @@ pub async fn start_manual(
         .await
         .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
     app.runner
-        .launch(LaunchRequest {
+        .launch_timed(LaunchRequest {
             repo,
             global,
             kind: RunKind::Manual,

@@ -23,6 +23,17 @@ pub struct StatusBody {
     pub reconcile_passes: usize,
     /// Sessions on lab's tmux socket that no run owns.
     pub stray_sessions: Vec<String>,
+    pub last_pass: Option<PassBody>,
+}
+
+/// The last reconcile pass.
+#[derive(Serialize, ToSchema)]
+pub struct PassBody {
+    /// Live runs of this node it looked at.
+    pub runs: usize,
+    /// tmux client processes it started.
+    pub tmux_calls: u64,
+    pub elapsed_ms: f64,
 }
 
 /// What this lab node is and how its run supervision is doing.
@@ -37,6 +48,11 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
         tmux_calls: r.tmux.calls(),
         reconcile_passes: r.passes(),
         stray_sessions: r.strays(),
+        last_pass: r.last_pass().map(|p| PassBody {
+            runs: p.checked,
+            tmux_calls: p.tmux_calls,
+            elapsed_ms: p.elapsed.as_secs_f64() * 1e3,
+        }),
     })
 }
 

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::resolve::{RunKind, Sourced};
 
 pub use reconcile::PassReport;
-pub use runner::{LaunchError, LaunchRequest, RunError, Runner, RunnerConfig};
+pub use runner::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner, RunnerConfig};
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]

@@ -72,8 +72,10 @@ impl Runner {
             let launching = self.launching.lock().expect("poisoned").contains(&run.id);
             match by_session.get(run.session.as_str()) {
                 Some(pane) if !pane.dead => {
-                    if run.state == RunState::Starting && !launching {
-                        self.store.mark_running(run.id, pane.pid).await?;
+                    if run.state == RunState::Starting
+                        && !launching
+                        && self.store.mark_running(run.id, pane.pid).await?.is_some()
+                    {
                         report.adopted.push(run.id);
                     }
                 }
@@ -151,6 +153,7 @@ impl Runner {
         report.tmux_calls = self.tmux.calls() - calls_before;
         report.elapsed = began.elapsed();
         self.passes.fetch_add(1, Ordering::Relaxed);
+        *self.last_pass.lock().expect("poisoned") = Some(report.clone());
         Ok(report)
     }
 

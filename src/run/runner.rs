@@ -68,6 +68,17 @@ impl From<StoreError> for RunError {
     }
 }
 
+/// Where a launch spent its time (for the `Server-Timing` header and the
+/// spawn benchmark).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LaunchTimings {
+    pub total: Duration,
+    /// Creating the git worktree (and fetching a mirror).
+    pub workspace: Duration,
+    /// The one tmux call that starts the session.
+    pub tmux: Duration,
+}
+
 /// What to launch.
 pub struct LaunchRequest {
     pub repo: Repo,
@@ -97,6 +108,7 @@ pub struct Runner {
     pub(super) passes: AtomicUsize,
     /// One reconcile pass at a time.
     pub(super) pass_lock: tokio::sync::Mutex<()>,
+    pub(super) last_pass: Mutex<Option<super::PassReport>>,
 }
 
 impl Runner {
@@ -117,6 +129,7 @@ impl Runner {
             strays: Mutex::new(Vec::new()),
             passes: AtomicUsize::new(0),
             pass_lock: tokio::sync::Mutex::new(()),
+            last_pass: Mutex::new(None),
         })
     }
 
@@ -156,6 +169,13 @@ impl Runner {
     /// nothing and write nothing. Once the run is recorded, any later
     /// failure ends it as `failed` with the reason, and the run is returned.
     pub async fn launch(&self, req: LaunchRequest) -> Result<Run, LaunchError> {
+        self.launch_timed(req).await.map(|(run, _)| run)
+    }
+
+    /// [`Runner::launch`], and where it spent its time.
+    pub async fn launch_timed(&self, req: LaunchRequest) -> Result<(Run, LaunchTimings), LaunchError> {
+        let began = std::time::Instant::now();
+        let mut timings = LaunchTimings::default();
         let resolved = resolve::resolve_request(
             &req.repo,
             &req.global,
@@ -200,8 +220,12 @@ impl Runner {
         self.pending.fetch_sub(1, Ordering::SeqCst);
         let run = inserted?;
 
-        let started = self.start(&req, &run, p, &resolved, program, &token).await;
+        let started = self.start(&req, &run, p, &resolved, program, &token, &mut timings).await;
         self.launching.lock().expect("poisoned").remove(&run.id);
+        if let Ok(Some(now)) = started {
+            timings.total = began.elapsed();
+            return Ok((now, timings));
+        }
         if let Err(reason) = started {
             tracing::warn!(run = run.id, %reason, "run failed to start");
             self.store
@@ -216,7 +240,9 @@ impl Runner {
                 )
                 .await?;
         }
-        Ok(self.store.run(run.id).await?)
+        let run = self.store.run(run.id).await?;
+        timings.total = began.elapsed();
+        Ok((run, timings))
     }
 
     /// Workspace, launch file, session. Errors are the reason the run failed.
@@ -228,13 +254,16 @@ impl Runner {
         resolved: &resolve::Resolved,
         program: PathBuf,
         token: &str,
-    ) -> Result<(), String> {
+        timings: &mut LaunchTimings,
+    ) -> Result<Option<Run>, String> {
         let branch = run.branch.clone().unwrap_or_else(|| branch_name(run.id));
+        let t = std::time::Instant::now();
         let ws = self
             .workspaces
             .create(&req.repo, run.id, &branch)
             .await
             .map_err(|e| format!("could not create the workspace: {e}"))?;
+        timings.workspace = t.elapsed();
         let dir = self.run_dir(run.id);
         create_private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let log = dir.join("output.log");
@@ -278,6 +307,7 @@ impl Runner {
             "__exec".to_owned(),
             launch_file.to_string_lossy().into_owned(),
         ];
+        let t = std::time::Instant::now();
         let pid = match self
             .tmux
             .spawn(SpawnArgs {
@@ -294,12 +324,14 @@ impl Runner {
                 return Err(format!("could not start the tmux session: {e}"));
             }
         };
-        self.store
+        timings.tmux = t.elapsed();
+        let now = self
+            .store
             .mark_running(run.id, pid)
             .await
             .map_err(|e| format!("could not record the run as running: {e}"))?;
         tracing::info!(run = run.id, session = %run.session, pid, "run started");
-        Ok(())
+        Ok(now)
     }
 
     /// Stops a live run: its whole process tree, then its session.
@@ -416,6 +448,11 @@ impl Runner {
 
     pub fn passes(&self) -> usize {
         self.passes.load(Ordering::Relaxed)
+    }
+
+    /// What the last reconcile pass saw and cost.
+    pub fn last_pass(&self) -> Option<super::PassReport> {
+        self.last_pass.lock().expect("poisoned").clone()
     }
 }
 

@@ -6,6 +6,8 @@
 //!   `;` as `\;`, which tmux turns back into `;`;
 //! - `-s`, `-c`, `-F` and `pipe-pane`'s command are read as formats: [`fmt_arg`]
 //!   doubles every `#`;
+//! - dead panes are kept (`remain-on-exit`, set server-wide) until lab has
+//!   read their exit status;
 //! - `-t name` matches by prefix: targets are always `=name` (`=name:` for a
 //!   window or pane);
 //! - a client command line may not exceed ~16 KB: the agent's own argv never
@@ -135,6 +137,21 @@ impl Tmux {
         })
     }
 
+    /// Makes a server that is already running keep dead panes (a server lab
+    /// starts reads the same from its config). Call once at start-up, so
+    /// that starting a run needs no per-session option.
+    pub async fn prepare(&self) -> Result<(), TmuxError> {
+        let cmd = self
+            .base()
+            .command(SetOption::new().global().option("remain-on-exit").value("on").build())
+            .build();
+        match self.run("set-option", cmd).await {
+            Ok(_) => Ok(()),
+            Err(TmuxError::Failed { message, .. }) if no_server(&message) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Starts a detached session running `argv`, with its output appended
     /// to `log`, in one tmux call. Returns the pane's process id.
     pub async fn spawn(&self, a: SpawnArgs<'_>) -> Result<i64, TmuxError> {
@@ -153,11 +170,6 @@ impl Tmux {
         for part in a.argv {
             new.push_param(arg(part));
         }
-        let keep = SetOption::new()
-            .target_pane(target.clone())
-            .option("remain-on-exit")
-            .value("on")
-            .build();
         let pipe_cmd = format!("exec cat >> {}", shell_quote(&a.log.to_string_lossy()));
         let pipe = PipePane::new()
             .target_pane(target)
@@ -165,7 +177,6 @@ impl Tmux {
             .build();
         let cmds = TmuxCommands::new()
             .add_command(new)
-            .add_command(keep)
             .add_command(pipe);
         let out = self.run("new-session", chain(self.base(), cmds)).await?;
         out.trim().parse().map_err(|_| TmuxError::Failed {

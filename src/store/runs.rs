@@ -4,7 +4,7 @@
 
 use sqlx::FromRow;
 
-use super::{RepoKey, Result, Store, StoreError, in_tx, now_ms, on_db};
+use super::{RepoKey, Result, Store, StoreError, now_ms, on_db};
 use crate::resolve::{Resolved, RunKind, Source, Sourced};
 use crate::run::{ACTIVE_STATES_SQL, Run, RunState};
 
@@ -134,8 +134,13 @@ impl Store {
     ) -> Result<Run> {
         let now = now_ms();
         let options = serde_json::to_string(&new.resolved.options).unwrap_or_else(|_| "{}".into());
-        let select = format!("SELECT {COLUMNS} FROM runs WHERE id = $1");
-        let row: RunRow = in_tx!(self.db(), tx => {
+        let update = format!(
+            "UPDATE runs SET session = $1, workspace = $2, branch = $3, log_path = $4 WHERE id = $5 RETURNING {COLUMNS}"
+        );
+        // Two statements, no transaction: nothing outside the database
+        // happens between them, so a crash in between leaves a `starting` row
+        // with no session, which the next reconcile pass fails.
+        let row: RunRow = on_db!(self.db(), pool => {
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO runs (kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
                  options, prompt, state, node, session, token_hash, created_at) \
@@ -154,20 +159,18 @@ impl Store {
             .bind(new.node)
             .bind(new.token_hash)
             .bind(now)
-            .fetch_one(&mut *tx)
+            .fetch_one(pool)
             .await?;
             let p = places(id);
-            sqlx::query("UPDATE runs SET session = $1, workspace = $2, branch = $3, log_path = $4 WHERE id = $5")
+            sqlx::query_as(sqlx::AssertSqlSafe(update))
                 .bind(&p.session)
                 .bind(&p.workspace)
                 .bind(&p.branch)
                 .bind(&p.log_path)
                 .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            let row: RunRow = sqlx::query_as(sqlx::AssertSqlSafe(select)).bind(id).fetch_one(&mut *tx).await?;
-            Ok::<_, StoreError>(row)
-        })?;
+                .fetch_one(pool)
+                .await?
+        });
         row.try_into()
     }
 
@@ -228,19 +231,18 @@ impl Store {
         rows.into_iter().map(Run::try_from).collect()
     }
 
-    /// `starting` → `running`. False when the run was no longer starting.
-    pub async fn mark_running(&self, id: i64, pid: i64) -> Result<bool> {
+    /// `starting` → `running`; the run as it is now, or `None` when it was
+    /// no longer starting.
+    pub async fn mark_running(&self, id: i64, pid: i64) -> Result<Option<Run>> {
         let now = now_ms();
-        let n = on_db!(self.db(), pool => {
-            sqlx::query("UPDATE runs SET state = 'running', pid = $1, started_at = $2 WHERE id = $3 AND state = 'starting'")
-                .bind(pid)
-                .bind(now)
-                .bind(id)
-                .execute(pool)
-                .await?
-                .rows_affected()
+        let sql = format!(
+            "UPDATE runs SET state = 'running', pid = $1, started_at = $2 WHERE id = $3 AND state = 'starting' \
+             RETURNING {COLUMNS}"
+        );
+        let row: Option<RunRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(pid).bind(now).bind(id).fetch_optional(pool).await?
         });
-        Ok(n == 1)
+        row.map(Run::try_from).transpose()
     }
 
     /// Moves a live run between `running` and `waiting` (with the reason).
