@@ -25,8 +25,16 @@ struct Lab {
 }
 
 impl Lab {
-    async fn call(&self, m: reqwest::Method, path: &str, body: Option<Value>) -> (Value, reqwest::header::HeaderMap) {
-        let mut rb = self.http.request(m, format!("{}{path}", self.url)).bearer_auth(&self.token);
+    async fn call(
+        &self,
+        m: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (Value, reqwest::header::HeaderMap) {
+        let mut rb = self
+            .http
+            .request(m, format!("{}{path}", self.url))
+            .bearer_auth(&self.token);
         if let Some(b) = body {
             rb = rb.json(&b);
         }
@@ -41,7 +49,12 @@ impl Lab {
 fn cpu_ticks(pid: u32) -> (u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<u64> = rest.split(' ').skip(11).take(4).map(|x| x.parse().unwrap_or(0)).collect();
+    let f: Vec<u64> = rest
+        .split(' ')
+        .skip(11)
+        .take(4)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
     (f[0] + f[1], f[2] + f[3])
 }
 
@@ -69,10 +82,18 @@ fn tmux(socket: &Path, args: &[&str]) -> bool {
 }
 
 async fn wait_pass(lab: &Lab, runs: usize) -> Value {
-    let before = lab.call(reqwest::Method::GET, "/api/v1/status", None).await.0["reconcile_passes"].as_u64().unwrap();
+    let before = lab
+        .call(reqwest::Method::GET, "/api/v1/status", None)
+        .await
+        .0["reconcile_passes"]
+        .as_u64()
+        .unwrap();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let s = lab.call(reqwest::Method::GET, "/api/v1/status", None).await.0;
+        let s = lab
+            .call(reqwest::Method::GET, "/api/v1/status", None)
+            .await
+            .0;
         if s["reconcile_passes"].as_u64().unwrap() > before + 1 && s["last_pass"]["runs"] == runs {
             return s["last_pass"].clone();
         }
@@ -82,11 +103,17 @@ async fn wait_pass(lab: &Lab, runs: usize) -> Value {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     lab::init_tls();
-    let spawns: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(30);
+    let spawns: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(30);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let lab_bin = root.join("target/release/lab");
     assert!(lab_bin.exists(), "build first: cargo build --release");
-    let tmp = tempfile::Builder::new().prefix("lab-bench-").tempdir().unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("lab-bench-")
+        .tempdir()
+        .unwrap();
     let t = tmp.path();
     let agent = t.join("agent");
     std::fs::write(&agent, "#!/bin/sh\nexec sleep 100000\n").unwrap();
@@ -96,7 +123,10 @@ async fn main() {
     }
     let repo = t.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
-    for args in [&["init", "-q", "-b", "main"][..], &["commit", "-q", "--allow-empty", "-m", "x"]] {
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["commit", "-q", "--allow-empty", "-m", "x"],
+    ] {
         let ok = Command::new("git")
             .arg("-C")
             .arg(&repo)
@@ -109,7 +139,11 @@ async fn main() {
             .unwrap();
         assert!(ok.success());
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let data = t.join("data");
     let child = Command::new(&lab_bin)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
@@ -129,9 +163,22 @@ async fn main() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let token = std::fs::read_to_string(data.join("token")).unwrap().trim().to_owned();
-    let lab = Lab { child, url, token, http };
-    lab.call(reqwest::Method::POST, "/api/v1/repos", Some(json!({"name": "bench", "path": repo}))).await;
+    let token = std::fs::read_to_string(data.join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let lab = Lab {
+        child,
+        url,
+        token,
+        http,
+    };
+    lab.call(
+        reqwest::Method::POST,
+        "/api/v1/repos",
+        Some(json!({"name": "bench", "path": repo})),
+    )
+    .await;
 
     // Spawn overhead, alternating lab and bare tmux.
     let bare_sock = t.join("bare.sock");
@@ -140,7 +187,11 @@ async fn main() {
     for i in 0..spawns {
         let t0 = Instant::now();
         let (run, h) = lab
-            .call(reqwest::Method::POST, "/api/v1/runs", Some(json!({"repo": "bench", "prompt": "hello"})))
+            .call(
+                reqwest::Method::POST,
+                "/api/v1/runs",
+                Some(json!({"repo": "bench", "prompt": "hello"})),
+            )
             .await;
         let total = t0.elapsed().as_secs_f64() * 1e3;
         assert_eq!(run["state"], "running");
@@ -163,35 +214,75 @@ async fn main() {
         let agent_s = agent.to_string_lossy();
         assert!(tmux(
             &bare_sock,
-            &["new-session", "-d", "-s", &format!("bare{i}"), "--", &agent_s, "--model", "sonnet", "--effort", "high", "--", "hello"]
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                &format!("bare{i}"),
+                "--",
+                &agent_s,
+                "--model",
+                "sonnet",
+                "--effort",
+                "high",
+                "--",
+                "hello"
+            ]
         ));
         bare_ms.push(t0.elapsed().as_secs_f64() * 1e3);
     }
-    let (l, lw, w, b) = (median(&mut lab_ms), median(&mut lab_no_ws), median(&mut ws_ms), median(&mut bare_ms));
+    let (l, lw, w, b) = (
+        median(&mut lab_ms),
+        median(&mut lab_no_ws),
+        median(&mut ws_ms),
+        median(&mut bare_ms),
+    );
     println!("## Spawn ({spawns} of each, alternated)\n");
     println!("| what | median |\n| --- | --- |");
     println!("| bare `tmux new-session -d` | {b:.2} ms |");
     println!("| lab `POST /api/v1/runs`, total | {l:.2} ms |");
     println!("| of which the git worktree | {w:.2} ms |");
-    println!("| lab without the worktree | {lw:.2} ms ({:.2}× bare tmux) |", lw / b);
-    println!("| (server side: launch total {:.2} ms, its tmux call {:.2} ms) | |", median(&mut server_ms), median(&mut tmux_ms));
+    println!(
+        "| lab without the worktree | {lw:.2} ms ({:.2}× bare tmux) |",
+        lw / b
+    );
+    println!(
+        "| (server side: launch total {:.2} ms, its tmux call {:.2} ms) | |",
+        median(&mut server_ms),
+        median(&mut tmux_ms)
+    );
     tmux(&bare_sock, &["kill-server"]);
 
     // Reconcile cost and idle CPU and memory at growing run counts.
     println!("\n## Reconcile, CPU, memory\n");
-    println!("| live runs | tmux calls per pass | pass time | lab RSS |\n| --- | --- | --- | --- |");
+    println!(
+        "| live runs | tmux calls per pass | pass time | lab RSS |\n| --- | --- | --- | --- |"
+    );
     let mut live = spawns;
     for target in [1usize, 100, 500] {
         if live > target {
             // Start over from fewer runs: stop the extra ones.
-            let runs = lab.call(reqwest::Method::GET, "/api/v1/runs?state=running", None).await.0;
+            let runs = lab
+                .call(reqwest::Method::GET, "/api/v1/runs?state=running", None)
+                .await
+                .0;
             for r in runs.as_array().unwrap().iter().take(live - target) {
-                lab.call(reqwest::Method::POST, &format!("/api/v1/runs/{}/stop", r["id"]), None).await;
+                lab.call(
+                    reqwest::Method::POST,
+                    &format!("/api/v1/runs/{}/stop", r["id"]),
+                    None,
+                )
+                .await;
             }
             live = target;
         }
         while live < target {
-            lab.call(reqwest::Method::POST, "/api/v1/runs", Some(json!({"repo": "bench"}))).await;
+            lab.call(
+                reqwest::Method::POST,
+                "/api/v1/runs",
+                Some(json!({"repo": "bench"})),
+            )
+            .await;
             live += 1;
         }
         let pass = wait_pass(&lab, target).await;
@@ -209,8 +300,13 @@ async fn main() {
             let hz = 100.0;
             let own = (own1 - own0) as f64 / hz / secs as f64 * 100.0;
             let kids = (kids1 - kids0) as f64 / hz / secs as f64 * 100.0;
-            println!("\nidle CPU over {secs} s at 100 live runs: lab {own:.2}% of a core, its tmux calls {kids:.2}%, together {:.2}%\n", own + kids);
-            println!("| live runs | tmux calls per pass | pass time | lab RSS |\n| --- | --- | --- | --- |");
+            println!(
+                "\nidle CPU over {secs} s at 100 live runs: lab {own:.2}% of a core, its tmux calls {kids:.2}%, together {:.2}%\n",
+                own + kids
+            );
+            println!(
+                "| live runs | tmux calls per pass | pass time | lab RSS |\n| --- | --- | --- | --- |"
+            );
         }
     }
     let Lab { mut child, .. } = lab;

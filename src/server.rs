@@ -147,7 +147,11 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         store.clone(),
         runner_config(cfg, &data_dir, addr)?,
     )?);
-    runner.tmux.prepare().await.context("cannot configure lab's tmux server")?;
+    runner
+        .tmux
+        .prepare()
+        .await
+        .context("cannot configure lab's tmux server")?;
     // Re-adoption: before serving anything, match runs to what tmux has.
     let pass = runner
         .reconcile(true)

@@ -19,6 +19,8 @@ CREATE TABLE runs (
     branch               TEXT,
     log_path             TEXT,
     pid                  BIGINT,
+    -- the pid's start time (clock ticks after boot): pid and start identify the process
+    pid_start            BIGINT,
     exit_status          BIGINT,
     exit_signal          BIGINT,
     token_hash           TEXT,

@@ -19,6 +19,8 @@ CREATE TABLE runs (
     branch               TEXT,
     log_path             TEXT,
     pid                  INTEGER,
+    -- the pid's start time (clock ticks after boot): pid and start identify the process
+    pid_start            INTEGER,
     exit_status          INTEGER,
     exit_signal          INTEGER,
     token_hash           TEXT,

@@ -6,13 +6,19 @@
 //! through tmux: lab writes them to a launch file (mode 0600, in the run's
 //! folder), tmux runs the shim with only lab-made arguments, and the shim
 //! reads the file, deletes it (it holds the run's token), sets the exact
-//! environment, changes into the workspace, and replaces itself with the
-//! agent. The pane's process id is the agent's.
+//! environment, changes into the workspace, and starts the agent.
+//!
+//! The shim stays as the agent's parent and the pane's process, waits for the
+//! agent, and writes how it ended to the run's exit file before it exits with
+//! the same status. lab reads the exit status from that file: tmux learns a
+//! pane's status from SIGCHLD, and on a loaded machine it was seen to report
+//! a pane dead seconds before (or without ever) reporting its status. While
+//! it waits, the shim ignores the keyboard's signals (Ctrl-C in an attached
+//! session is for the agent, as with a shell's foreground job).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +35,33 @@ pub struct Launch {
     pub env_remove: Vec<String>,
     /// Folders put in front of `PATH` (where `labctl` lives).
     pub path_prepend: Vec<PathBuf>,
+    /// Where the shim writes how the agent ended.
+    pub exit_file: PathBuf,
+}
+
+/// How an agent ended, as the shim saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentExit {
+    /// Exit status, when the agent exited.
+    pub code: Option<i64>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i64>,
+}
+
+impl AgentExit {
+    /// Reads an exit file, if the shim wrote one.
+    pub fn read(path: &Path) -> Option<AgentExit> {
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    }
+
+    fn write(&self, path: &Path) -> std::io::Result<()> {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec(self).map_err(std::io::Error::other)?,
+        )?;
+        std::fs::rename(&tmp, path)
+    }
 }
 
 impl Launch {
@@ -96,16 +129,75 @@ pub fn exec_main(launch_file: &Path) -> i32 {
         return 126;
     }
     let env = launch.environment(std::env::vars());
-    let err = std::process::Command::new(&launch.program)
+    let mut child = match std::process::Command::new(&launch.program)
         .args(&launch.args)
         .env_clear()
         .envs(&env)
-        .exec();
-    eprintln!("lab: cannot start {}: {err}", launch.program.display());
-    if err.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(err) => {
+            eprintln!("lab: cannot start {}: {err}", launch.program.display());
+            let code = if err.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            let _ = AgentExit {
+                code: Some(code),
+                signal: None,
+            }
+            .write(&launch.exit_file);
+            return code as i32;
+        }
+    };
+    ignore_job_control();
+    let status = loop {
+        match child.wait() {
+            Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                eprintln!("lab: lost the agent: {e}");
+                return 125;
+            }
+        }
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let exit = AgentExit {
+        code: status.code().map(i64::from),
+        signal: status.signal().map(i64::from),
+    };
+    if let Err(e) = exit.write(&launch.exit_file) {
+        eprintln!(
+            "lab: cannot record the agent's exit in {}: {e}",
+            launch.exit_file.display()
+        );
+    }
+    match (exit.code, exit.signal) {
+        (Some(c), _) => c as i32,
+        (None, Some(sig)) => 128 + sig as i32,
+        (None, None) => 125,
+    }
+}
+
+/// The shim waits like a shell waits for its foreground job: the keyboard's
+/// signals are for the agent. Ignored only after the agent started, so the
+/// agent keeps the default handling. SIGHUP is not ignored: when the terminal
+/// goes (the session or the tmux server is killed), the shim ends and the
+/// kernel hangs up the agent with it.
+fn ignore_job_control() {
+    for sig in [
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
+    ] {
+        // SAFETY: setting a signal's disposition to SIG_IGN has no
+        // preconditions; no handler code runs.
+        unsafe {
+            libc::signal(sig, libc::SIG_IGN);
+        }
     }
 }
 
@@ -122,6 +214,7 @@ mod tests {
             env: [("LAB_RUN_ID".to_owned(), "7".to_owned())].into(),
             env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".into()],
             path_prepend: vec!["/opt/lab/bin".into()],
+            exit_file: "/x/exit.json".into(),
         };
         let env = l.environment(
             [

@@ -119,12 +119,28 @@ pub struct Run {
     pub branch: Option<String>,
     pub log_path: Option<String>,
     pub pid: Option<i64>,
+    /// When `pid` started (clock ticks after boot): with `pid`, what
+    /// identifies the process (pids are reused).
+    pub pid_start: Option<i64>,
     pub exit_status: Option<i64>,
     pub exit_signal: Option<i64>,
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
     pub workspace_removed_at: Option<i64>,
+}
+
+impl Run {
+    /// What identifies this run's processes.
+    pub fn mark(&self) -> proctree::RunMark {
+        proctree::RunMark {
+            root: self
+                .pid
+                .zip(self.pid_start.and_then(|s| u64::try_from(s).ok())),
+            run_id: self.id,
+            node: self.node.clone(),
+        }
+    }
 }
 
 /// The tmux session name of a run: made by lab, never taken from input.

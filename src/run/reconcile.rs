@@ -18,9 +18,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::exec::AgentExit;
 use super::tmux::Pane;
 use super::{Run, RunState, Runner, SESSION_PREFIX, proctree, session_run_id};
 use crate::store::{Ending, StoreError};
+
+/// How long a dead pane may go without an exit status before lab records
+/// the run as exited with an unknown status.
+const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// What one pass saw and did.
 #[derive(Debug, Default, Clone)]
@@ -51,6 +56,9 @@ impl Runner {
         // were read has its session in the panes read after.
         let runs = self.store.active_runs(&self.cfg.node).await?;
         let in_flight = self.pending.load(Ordering::SeqCst) > 0;
+        // Launches as of the read: a launch that ends after it may create its
+        // session after the panes are listed.
+        let launching_then = self.launching.lock().expect("poisoned").clone();
         let panes = match self.tmux.panes().await {
             Ok(p) => p,
             Err(e) => {
@@ -69,18 +77,26 @@ impl Runner {
             if self.ending.lock().expect("poisoned").contains(&run.id) {
                 continue;
             }
-            let launching = self.launching.lock().expect("poisoned").contains(&run.id);
+            let launching = launching_then.contains(&run.id)
+                || self.launching.lock().expect("poisoned").contains(&run.id);
             match by_session.get(run.session.as_str()) {
                 Some(pane) if !pane.dead => {
                     if run.state == RunState::Starting
                         && !launching
-                        && self.store.mark_running(run.id, pane.pid).await?.is_some()
+                        && self
+                            .store
+                            .mark_running(run.id, pane.pid, proctree::start_time(pane.pid))
+                            .await?
+                            .is_some()
                     {
                         report.adopted.push(run.id);
                     }
                 }
                 Some(pane) => {
-                    if self.record_exit(run, pane).await? {
+                    let Some(end) = self.ending(run, pane) else {
+                        continue;
+                    };
+                    if self.record_exit(run, end).await? {
                         report.exited.push(run.id);
                     }
                     to_close.push(run.session.clone());
@@ -103,6 +119,7 @@ impl Runner {
                                 reason: Some(reason.to_owned()),
                                 exit_status: None,
                                 exit_signal: None,
+                                from: Some(run.state),
                             },
                         )
                         .await?;
@@ -130,14 +147,10 @@ impl Runner {
             if owner.as_ref().is_some_and(|r| r.state.is_active()) {
                 continue;
             }
-            let leftover = owner.is_some_and(|r| r.node == self.cfg.node);
-            if leftover {
+            let leftover = owner.filter(|r| r.node == self.cfg.node);
+            if let Some(run) = leftover {
                 // The run ended but lab stopped before closing its session.
-                if pane.dead {
-                    proctree::kill_tree(pane.pid, Duration::ZERO).await;
-                } else {
-                    proctree::kill_tree(pane.pid, self.cfg.stop_grace).await;
-                }
+                proctree::kill_run(&run.mark(), self.cfg.stop_grace).await;
                 to_close.push(pane.session.clone());
             } else if !self.launching_session(&pane.session) {
                 report.strays.push(pane.session.clone());
@@ -155,6 +168,43 @@ impl Runner {
         self.passes.fetch_add(1, Ordering::Relaxed);
         *self.last_pass.lock().expect("poisoned") = Some(report.clone());
         Ok(report)
+    }
+
+    /// How a dead pane's agent ended, once that is known. The exec shim
+    /// writes it to the run's exit file; without that file (the shim itself
+    /// was killed), tmux's status of the pane. tmux marks a pane dead when its
+    /// terminal closes and may learn the status later: while the pane's
+    /// process still lives (it let go of the terminal), the run goes on; else
+    /// lab waits up to [`EXIT_WAIT`] and then records an unknown status.
+    fn ending(&self, run: &Run, pane: &Pane) -> Option<AgentExit> {
+        let mut waiting = self.exit_wait.lock().expect("poisoned");
+        let known = AgentExit::read(&self.exit_file(run.id)).or((pane.status.is_some()
+            || pane.signal.is_some())
+        .then_some(AgentExit {
+            code: pane.status,
+            signal: pane.signal,
+        }));
+        if let Some(end) = known {
+            waiting.remove(&run.id);
+            return Some(end);
+        }
+        let first = *waiting.entry(run.id).or_insert_with(Instant::now);
+        // Alive: the very process lab started (not a reused pid).
+        let alive = run.pid == Some(pane.pid)
+            && proctree::start_time(pane.pid)
+                .is_some_and(|s| run.pid_start == i64::try_from(s).ok());
+        if alive || first.elapsed() < EXIT_WAIT {
+            return None;
+        }
+        waiting.remove(&run.id);
+        tracing::warn!(
+            run = run.id,
+            "the agent's pane is dead but nothing reported its exit status"
+        );
+        Some(AgentExit {
+            code: None,
+            signal: None,
+        })
     }
 
     /// Whether a session belongs to a launch in flight (its row may not be
@@ -184,12 +234,12 @@ impl Runner {
 
     /// Records how a dead pane's agent ended and ends what is left of its
     /// process tree. False when the run had already ended.
-    async fn record_exit(&self, run: &Run, pane: &Pane) -> Result<bool, StoreError> {
-        proctree::kill_tree(pane.pid, Duration::ZERO).await;
-        let reason = match (pane.status, pane.signal) {
+    async fn record_exit(&self, run: &Run, end: AgentExit) -> Result<bool, StoreError> {
+        proctree::kill_run(&run.mark(), Duration::ZERO).await;
+        let reason = match (end.code, end.signal) {
             (Some(s), _) => format!("the agent exited with status {s}"),
             (None, Some(sig)) => format!("the agent was killed by signal {sig}"),
-            (None, None) => "the agent exited".to_owned(),
+            (None, None) => "the agent exited; its exit status is unknown".to_owned(),
         };
         let ended = self
             .store
@@ -198,13 +248,14 @@ impl Runner {
                 &Ending {
                     state: RunState::Exited,
                     reason: Some(reason),
-                    exit_status: pane.status,
-                    exit_signal: pane.signal,
+                    exit_status: end.code,
+                    exit_signal: end.signal,
+                    from: None,
                 },
             )
             .await?;
         if ended {
-            tracing::info!(run = run.id, status = ?pane.status, signal = ?pane.signal, "run exited");
+            tracing::info!(run = run.id, status = ?end.code, signal = ?end.signal, "run exited");
         }
         Ok(ended)
     }

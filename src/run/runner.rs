@@ -79,6 +79,16 @@ pub struct LaunchTimings {
     pub tmux: Duration,
 }
 
+/// A recorded run, and what starting it needs.
+struct Plan<'a> {
+    req: &'a LaunchRequest,
+    run: &'a Run,
+    provider: &'a dyn Provider,
+    resolved: &'a resolve::Resolved,
+    program: PathBuf,
+    token: &'a str,
+}
+
 /// What to launch.
 pub struct LaunchRequest {
     pub repo: Repo,
@@ -109,6 +119,8 @@ pub struct Runner {
     /// One reconcile pass at a time.
     pub(super) pass_lock: tokio::sync::Mutex<()>,
     pub(super) last_pass: Mutex<Option<super::PassReport>>,
+    /// Dead panes whose exit status tmux has not reported yet, since when.
+    pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
 }
 
 impl Runner {
@@ -130,11 +142,17 @@ impl Runner {
             passes: AtomicUsize::new(0),
             pass_lock: tokio::sync::Mutex::new(()),
             last_pass: Mutex::new(None),
+            exit_wait: Mutex::new(HashMap::new()),
         })
     }
 
     pub fn node(&self) -> &str {
         &self.cfg.node
+    }
+
+    /// Where the exec shim writes how a run's agent ended.
+    pub fn exit_file(&self, id: i64) -> PathBuf {
+        self.run_dir(id).join("exit.json")
     }
 
     fn run_dir(&self, id: i64) -> PathBuf {
@@ -173,7 +191,10 @@ impl Runner {
     }
 
     /// [`Runner::launch`], and where it spent its time.
-    pub async fn launch_timed(&self, req: LaunchRequest) -> Result<(Run, LaunchTimings), LaunchError> {
+    pub async fn launch_timed(
+        &self,
+        req: LaunchRequest,
+    ) -> Result<(Run, LaunchTimings), LaunchError> {
         let began = std::time::Instant::now();
         let mut timings = LaunchTimings::default();
         let resolved = resolve::resolve_request(
@@ -220,7 +241,15 @@ impl Runner {
         self.pending.fetch_sub(1, Ordering::SeqCst);
         let run = inserted?;
 
-        let started = self.start(&req, &run, p, &resolved, program, &token, &mut timings).await;
+        let plan = Plan {
+            req: &req,
+            run: &run,
+            provider: p,
+            resolved: &resolved,
+            program,
+            token: &token,
+        };
+        let started = self.start(plan, &mut timings).await;
         self.launching.lock().expect("poisoned").remove(&run.id);
         if let Ok(Some(now)) = started {
             timings.total = began.elapsed();
@@ -236,6 +265,7 @@ impl Runner {
                         reason: Some(reason),
                         exit_status: None,
                         exit_signal: None,
+                        from: None,
                     },
                 )
                 .await?;
@@ -248,14 +278,17 @@ impl Runner {
     /// Workspace, launch file, session. Errors are the reason the run failed.
     async fn start(
         &self,
-        req: &LaunchRequest,
-        run: &Run,
-        p: &dyn Provider,
-        resolved: &resolve::Resolved,
-        program: PathBuf,
-        token: &str,
+        plan: Plan<'_>,
         timings: &mut LaunchTimings,
     ) -> Result<Option<Run>, String> {
+        let Plan {
+            req,
+            run,
+            provider: p,
+            resolved,
+            program,
+            token,
+        } = plan;
         let branch = run.branch.clone().unwrap_or_else(|| branch_name(run.id));
         let t = std::time::Instant::now();
         let ws = self
@@ -283,6 +316,8 @@ impl Runner {
         env.insert("LAB_URL".into(), self.cfg.lab_url.clone());
         env.insert("LAB_RUN_ID".into(), run.id.to_string());
         env.insert("LAB_TOKEN".into(), token.to_owned());
+        // LAB_RUN_ID and LAB_NODE mark the run's processes (see proctree).
+        env.insert("LAB_NODE".into(), self.cfg.node.clone());
         let env_remove = cl.env_remove;
         let launch = Launch {
             program,
@@ -297,6 +332,7 @@ impl Runner {
                 .map(Path::to_path_buf)
                 .into_iter()
                 .collect(),
+            exit_file: self.exit_file(run.id),
         };
         let launch_file = dir.join("launch.json");
         launch
@@ -327,7 +363,7 @@ impl Runner {
         timings.tmux = t.elapsed();
         let now = self
             .store
-            .mark_running(run.id, pid)
+            .mark_running(run.id, pid, proctree::start_time(pid))
             .await
             .map_err(|e| format!("could not record the run as running: {e}"))?;
         tracing::info!(run = run.id, session = %run.session, pid, "run started");
@@ -366,18 +402,7 @@ impl Runner {
     }
 
     async fn end_tree(&self, run: &Run, why: &str) -> Result<(), RunError> {
-        let pid = match run.pid {
-            Some(pid) => Some(pid),
-            None => self.tmux.panes().await.ok().and_then(|ps| {
-                ps.into_iter()
-                    .find(|p| p.session == run.session)
-                    .map(|p| p.pid)
-            }),
-        };
-        let killed = match pid {
-            Some(pid) => proctree::kill_tree(pid, self.cfg.stop_grace).await,
-            None => 0,
-        };
+        let killed = proctree::kill_run(&run.mark(), self.cfg.stop_grace).await;
         self.tmux
             .kill_sessions(std::slice::from_ref(&run.session))
             .await
@@ -390,6 +415,7 @@ impl Runner {
                     reason: Some(why.to_owned()),
                     exit_status: None,
                     exit_signal: None,
+                    from: None,
                 },
             )
             .await?;

@@ -143,7 +143,13 @@ impl Tmux {
     pub async fn prepare(&self) -> Result<(), TmuxError> {
         let cmd = self
             .base()
-            .command(SetOption::new().global().option("remain-on-exit").value("on").build())
+            .command(
+                SetOption::new()
+                    .global()
+                    .option("remain-on-exit")
+                    .value("on")
+                    .build(),
+            )
             .build();
         match self.run("set-option", cmd).await {
             Ok(_) => Ok(()),
@@ -175,9 +181,7 @@ impl Tmux {
             .target_pane(target)
             .shell_command(fmt_arg(&pipe_cmd))
             .build();
-        let cmds = TmuxCommands::new()
-            .add_command(new)
-            .add_command(pipe);
+        let cmds = TmuxCommands::new().add_command(new).add_command(pipe);
         let out = self.run("new-session", chain(self.base(), cmds)).await?;
         out.trim().parse().map_err(|_| TmuxError::Failed {
             what: "new-session",
@@ -187,14 +191,23 @@ impl Tmux {
 
     /// Every pane on lab's server, in one tmux call. No server means no panes.
     pub async fn panes(&self) -> Result<Vec<Pane>, TmuxError> {
-        let cmd = self
-            .base()
-            .command(ListPanes::new().all().format(PANE_FORMAT).build())
-            .build();
-        match self.run("list-panes", cmd).await {
-            Ok(out) => Ok(out.lines().filter_map(parse_pane).collect()),
-            Err(TmuxError::Failed { message, .. }) if no_server(&message) => Ok(Vec::new()),
-            Err(e) => Err(e),
+        let mut tries = 0;
+        loop {
+            let cmd = self
+                .base()
+                .command(ListPanes::new().all().format(PANE_FORMAT).build())
+                .build();
+            match self.run("list-panes", cmd).await {
+                Ok(out) => return Ok(out.lines().filter_map(parse_pane).collect()),
+                Err(TmuxError::Failed { message, .. }) if no_server(&message) => {
+                    return Ok(Vec::new());
+                }
+                Err(TmuxError::Failed { message, .. }) if transient(&message) && tries < 3 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -252,14 +265,8 @@ impl Tmux {
 
     /// `tmux -V`.
     pub async fn version(&self) -> Result<String, TmuxError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        let out = tokio::process::Command::new("tmux")
-            .arg("-V")
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .map_err(TmuxError::Spawn)?;
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        let out = self.run("-V", TmuxCmd::new().version().build()).await?;
+        Ok(out.trim().to_owned())
     }
 }
 
@@ -269,9 +276,17 @@ fn chain(base: TmuxCmd<'static>, mut cmds: TmuxCommands<'static>) -> TmuxCommand
     base.commands(cmds).build()
 }
 
+/// The server is not there, or has no sessions: no panes.
 fn no_server(message: &str) -> bool {
     message.contains("no server running")
+        || message.contains("no current target")
         || (message.contains("error connecting to") && message.contains("No such file"))
+}
+
+/// The server went away while answering (it exits with its last session):
+/// asking again gets a clear answer.
+fn transient(message: &str) -> bool {
+    message.contains("server exited unexpectedly") || message.contains("lost server")
 }
 
 fn parse_pane(line: &str) -> Option<Pane> {

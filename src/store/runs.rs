@@ -9,7 +9,7 @@ use crate::resolve::{Resolved, RunKind, Source, Sourced};
 use crate::run::{ACTIVE_STATES_SQL, Run, RunState};
 
 const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
-     options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, exit_status, \
+     options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
      exit_signal, created_at, started_at, ended_at, workspace_removed_at";
 
 #[derive(FromRow)]
@@ -33,6 +33,7 @@ struct RunRow {
     branch: Option<String>,
     log_path: Option<String>,
     pid: Option<i64>,
+    pid_start: Option<i64>,
     exit_status: Option<i64>,
     exit_signal: Option<i64>,
     created_at: i64,
@@ -76,6 +77,7 @@ impl TryFrom<RunRow> for Run {
             branch: r.branch,
             log_path: r.log_path,
             pid: r.pid,
+            pid_start: r.pid_start,
             exit_status: r.exit_status,
             exit_signal: r.exit_signal,
             created_at: r.created_at,
@@ -121,6 +123,9 @@ pub struct Ending {
     pub reason: Option<String>,
     pub exit_status: Option<i64>,
     pub exit_signal: Option<i64>,
+    /// End the run only if it is still in this state (the state a decision
+    /// was based on); `None`: in any live state.
+    pub from: Option<RunState>,
 }
 
 impl Store {
@@ -233,14 +238,20 @@ impl Store {
 
     /// `starting` → `running`; the run as it is now, or `None` when it was
     /// no longer starting.
-    pub async fn mark_running(&self, id: i64, pid: i64) -> Result<Option<Run>> {
+    pub async fn mark_running(
+        &self,
+        id: i64,
+        pid: i64,
+        pid_start: Option<u64>,
+    ) -> Result<Option<Run>> {
         let now = now_ms();
         let sql = format!(
-            "UPDATE runs SET state = 'running', pid = $1, started_at = $2 WHERE id = $3 AND state = 'starting' \
-             RETURNING {COLUMNS}"
+            "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = $3 \
+             WHERE id = $4 AND state = 'starting' RETURNING {COLUMNS}"
         );
+        let start = pid_start.and_then(|s| i64::try_from(s).ok());
         let row: Option<RunRow> = on_db!(self.db(), pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(pid).bind(now).bind(id).fetch_optional(pool).await?
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(pid).bind(start).bind(now).bind(id).fetch_optional(pool).await?
         });
         row.map(Run::try_from).transpose()
     }
@@ -267,12 +278,17 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Ends a live run. False when it had already ended (someone else won).
+    /// Ends a live run. False when it had already ended (someone else won),
+    /// or was no longer in `e.from`.
     pub async fn finish_run(&self, id: i64, e: &Ending) -> Result<bool> {
         let now = now_ms();
+        let from = match e.from {
+            Some(st) => format!("= '{}'", st.as_str()),
+            None => format!("IN {ACTIVE_STATES_SQL}"),
+        };
         let sql = format!(
             "UPDATE runs SET state = $1, state_reason = $2, exit_status = $3, exit_signal = $4, ended_at = $5, \
-             token_hash = NULL WHERE id = $6 AND state IN {ACTIVE_STATES_SQL}"
+             token_hash = NULL WHERE id = $6 AND state {from}"
         );
         let n = on_db!(self.db(), pool => {
             sqlx::query(sqlx::AssertSqlSafe(sql))

@@ -14,14 +14,15 @@ pub struct TestServer {
     pub token: String,
     pub dir: TempDir,
     pub database_url: Option<String>,
+    /// This server's tmux socket, killed when the test ends.
+    socket: PathBuf,
     http: reqwest::Client,
 }
 
 impl Drop for TestServer {
     /// Ends this server's tmux server and every agent in it.
     fn drop(&mut self) {
-        let sock = self.data_dir().join("tmux.sock");
-        super::agent::kill_tmux(&sock);
+        super::agent::kill_tmux(&self.socket);
     }
 }
 
@@ -88,7 +89,14 @@ impl TestServer {
         tweak(&mut cfg);
         let running = lab::server::start(&cfg).await.expect("server starts");
         lab::init_tls();
+        // Logs go to the test's output: shown when a test fails.
+        let filter = std::env::var("LAB_LOG").unwrap_or_else(|_| "warn,lab::run=debug".to_owned());
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
         TestServer {
+            socket: running.runner.tmux.socket().to_path_buf(),
             url: format!("http://{}", running.addr),
             token: running.token.clone(),
             running: Some(running),
@@ -99,7 +107,10 @@ impl TestServer {
     }
 
     pub fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
+        match &self.running {
+            Some(r) => r.runner.cfg.data_dir.clone(),
+            None => self.dir.path().join("data"),
+        }
     }
 
     pub fn tmp(&self) -> PathBuf {
@@ -119,6 +130,8 @@ impl TestServer {
             r.stop().await.unwrap();
         }
         let placeholder = tempfile::tempdir().unwrap();
+        // Keep the tmux server (and its runs) alive across the restart.
+        self.socket = placeholder.path().join("none.sock");
         let dir = std::mem::replace(&mut self.dir, placeholder);
         let url = self.database_url.clone();
         drop(self);
