@@ -151,6 +151,7 @@ async fn main() {
         .arg(&data)
         .env("LAB_CLAUDE_CODE_BIN", &agent)
         .env("LAB_LOG", "warn")
+        .env("HOME", t.join("home"))
         .stdin(Stdio::null())
         .spawn()
         .unwrap();

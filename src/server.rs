@@ -44,6 +44,9 @@ pub struct ServeConfig {
     /// Provider binaries by provider id; `LAB_<ID>_BIN` fills this.
     #[arg(skip)]
     pub provider_bins: HashMap<String, PathBuf>,
+    /// The agents' home (default: lab's own `HOME`).
+    #[arg(skip)]
+    pub agent_home: Option<PathBuf>,
 }
 
 /// The default data dir: `$XDG_DATA_HOME/lab`, or `~/.local/share/lab`.
@@ -233,6 +236,10 @@ fn runner_config(
         bins,
         reconcile_every: std::time::Duration::from_millis(cfg.reconcile_ms),
         stop_grace: std::time::Duration::from_secs(3),
+        agent_home: match &cfg.agent_home {
+            Some(h) => h.clone(),
+            None => dirs::home_dir().context("cannot tell lab's home folder (set HOME)")?,
+        },
     })
 }
 

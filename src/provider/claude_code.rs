@@ -1,6 +1,10 @@
 //! Claude Code (`claude`).
 
-use super::{BOOL_VALUES, CommandLine, OptionSpec, OptionType, Provider, SpawnSpec};
+use super::config::Format;
+use super::{
+    BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue,
+    OptionSpec, OptionType, Provider, SpawnSpec, Verdict, first_line,
+};
 
 pub struct ClaudeCode;
 
@@ -8,6 +12,15 @@ pub struct ClaudeCode;
 /// `ultracode` is a keyword Claude Code reacts to in a prompt, not a flag.
 pub const ULTRACODE_DIRECTIVE: &str =
     "ultracode: plan this task, then fan substantial parts out to parallel sub-agents.";
+
+/// Claude Code keeps onboarding and folder trust in `.claude.json`, in its
+/// config folder (the home unless `CLAUDE_CONFIG_DIR` is set).
+const STATE: ConfigFile = ConfigFile {
+    dir_env: "CLAUDE_CONFIG_DIR",
+    default_dir: "",
+    name: ".claude.json",
+    format: Format::Json,
+};
 
 const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
@@ -23,17 +36,11 @@ const OPTIONS: &[OptionSpec] = &[
         key: "permission_mode",
         label: "Permission mode",
         ty: OptionType::Enum,
-        values: &[
-            "bypassPermissions",
-            "acceptEdits",
-            "auto",
-            "dontAsk",
-            "plan",
-            "manual",
-        ],
+        values: &["bypassPermissions", "dontAsk"],
         default: "bypassPermissions",
-        description: "What Claude Code may do without asking (--permission-mode). An AFK run \
-                      has nobody to ask: any mode but bypassPermissions can leave it waiting.",
+        description: "What Claude Code may do without asking (--permission-mode). An AFK run has \
+                      nobody to ask: bypassPermissions allows every tool; dontAsk refuses what is \
+                      not allowed instead of asking. Modes that ask a person are not offered.",
     },
 ];
 
@@ -53,7 +60,6 @@ impl Provider for ClaudeCode {
             "opus",
             "haiku",
             "fable",
-            "best",
             "opusplan",
             "sonnet[1m]",
             "opus[1m]",
@@ -80,9 +86,21 @@ impl Provider for ClaudeCode {
             "--effort".to_owned(),
             spec.effort.clone(),
         ];
+        let mut env = vec![("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned())];
         if let Some(mode) = spec.options.get("permission_mode") {
             args.push("--permission-mode".to_owned());
             args.push(mode.clone());
+            if mode == "bypassPermissions" {
+                // Pre-answers the "Bypass Permissions mode" confirmation,
+                // which otherwise defaults to "No, exit".
+                args.push("--settings".to_owned());
+                args.push(r#"{"skipDangerousModePermissionPrompt":true}"#.to_owned());
+                if spec.runs_as_root {
+                    // Claude Code refuses this mode as root unless told it is
+                    // in a sandbox.
+                    env.push(("IS_SANDBOX".to_owned(), "1".to_owned()));
+                }
+            }
         }
         let prompt = initial_prompt(spec);
         if !prompt.is_empty() {
@@ -92,8 +110,88 @@ impl Provider for ClaudeCode {
         }
         CommandLine {
             args,
-            env: Vec::new(),
+            env,
+            // It overrides --effort.
             env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".to_owned()],
+        }
+    }
+
+    fn prepare(&self, spec: &SpawnSpec) -> Vec<ConfigEdit> {
+        let ws = spec.working_dir.to_string_lossy().into_owned();
+        vec![
+            ConfigEdit {
+                file: STATE,
+                path: vec!["hasCompletedOnboarding".into()],
+                value: ConfigValue::Bool(true),
+            },
+            // The folder-trust dialog defaults to "No, exit" and is asked per
+            // exact folder (trusting a parent does not cover it).
+            ConfigEdit {
+                file: STATE,
+                path: vec![
+                    "projects".into(),
+                    ws.clone(),
+                    "hasTrustDialogAccepted".into(),
+                ],
+                value: ConfigValue::Bool(true),
+            },
+            ConfigEdit {
+                file: STATE,
+                path: vec![
+                    "projects".into(),
+                    ws,
+                    "hasCompletedProjectOnboarding".into(),
+                ],
+                value: ConfigValue::Bool(true),
+            },
+        ]
+    }
+
+    fn workspace_entries(&self, workspace: &std::path::Path) -> Vec<ConfigEntry> {
+        vec![ConfigEntry {
+            file: STATE,
+            path: vec!["projects".into(), workspace.to_string_lossy().into_owned()],
+        }]
+    }
+
+    /// Without a terminal, Claude Code prints its answer and exits; with no
+    /// account, an argv it accepts ends at "Not logged in". Unknown models
+    /// and efforts are only warned about, on stderr.
+    fn check_verdict(&self, o: &CheckOutcome) -> Verdict {
+        if o.stdout.contains("Not logged in") {
+            if o.stderr.trim().is_empty() {
+                Verdict::Accepted
+            } else {
+                Verdict::Warning(first_line(&o.stderr))
+            }
+        } else if o.code.is_some_and(|c| c != 0) && !o.stderr.trim().is_empty() {
+            Verdict::Rejected(first_line(&o.stderr))
+        } else {
+            Verdict::Unknown(format!(
+                "exit {:?}: {}",
+                o.code,
+                first_line(&format!("{}{}", o.stdout, o.stderr))
+            ))
+        }
+    }
+
+    fn attention(&self, screen: &str) -> Option<&'static str> {
+        let has = |s: &str| screen.contains(s);
+        if has("Not logged in") || has("Select login method") {
+            Some("not logged in: attach and run /login")
+        } else if has("Quick safety check") || has("Yes, I trust this folder") {
+            Some("waits at the folder-trust dialog")
+        } else if has("Bypass Permissions mode") && has("Yes, I accept") {
+            Some("waits at the bypass-permissions confirmation")
+        } else if has("limit reached") || has("usage limit") {
+            Some("usage limit reached")
+        } else if has("Do you want to proceed?")
+            || has("Do you want to make this edit")
+            || has("Do you want to create")
+        {
+            Some("waits for a permission answer")
+        } else {
+            None
         }
     }
 }

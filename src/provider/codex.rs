@@ -1,8 +1,31 @@
 //! OpenAI Codex CLI (`codex`).
 
-use super::{CommandLine, OptionSpec, OptionType, Provider, SpawnSpec};
+use super::config::Format;
+use super::{
+    CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue, OptionSpec,
+    OptionType, Provider, SpawnSpec, Verdict, first_line,
+};
 
 pub struct Codex;
+
+/// Codex keeps trust and notices in `config.toml`, in its home folder
+/// (`~/.codex` unless `CODEX_HOME` is set).
+const CONFIG: ConfigFile = ConfigFile {
+    dir_env: "CODEX_HOME",
+    default_dir: ".codex",
+    name: "config.toml",
+    format: Format::Toml,
+};
+
+/// Models the pinned Codex offers to replace with a newer one, and the
+/// replacement, as `codex debug models` lists them. Marking the notice seen
+/// keeps the chosen model without a dialog.
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("gpt-5.5", "gpt-6-sol"),
+    ("gpt-5.6-sol", "gpt-6-sol"),
+    ("gpt-5.6-terra", "gpt-6-sol"),
+    ("gpt-5.6-luna", "gpt-6-luna"),
+];
 
 const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
@@ -36,24 +59,26 @@ impl Provider for Codex {
     }
     fn models(&self) -> &'static [&'static str] {
         &[
-            "gpt-5.5",
-            "gpt-5.6-sol",
-            "gpt-5.6-terra",
-            "gpt-5.6-luna",
+            "gpt-6.2-sol",
+            "gpt-6.2-astra",
+            "gpt-6.1-sol",
+            "gpt-6.1-terra",
             "gpt-6-sol",
             "gpt-6-astra",
             "gpt-6-luna",
-            "gpt-6.1-sol",
-            "gpt-6.1-terra",
-            "gpt-6.2-sol",
-            "gpt-6.2-astra",
+            "gpt-5.6-sol",
+            "gpt-5.6-terra",
+            "gpt-5.6-luna",
+            "gpt-5.5",
         ]
     }
+    /// The efforts every listed model supports (newer ones add `max` and
+    /// `ultra`, and no model supports `minimal`).
     fn efforts(&self) -> &'static [&'static str] {
         &["low", "medium", "high", "xhigh"]
     }
     fn default_model(&self) -> &'static str {
-        "gpt-5.5"
+        "gpt-6.2-sol"
     }
     fn default_effort(&self) -> &'static str {
         "medium"
@@ -63,6 +88,8 @@ impl Provider for Codex {
     }
 
     fn command_line(&self, spec: &SpawnSpec) -> CommandLine {
+        // `-c` is always given: without one, codex starts a background daemon
+        // that outlives the run's session.
         let mut args = vec![
             "-m".to_owned(),
             spec.model.clone(),
@@ -85,6 +112,80 @@ impl Provider for Codex {
             args,
             env: Vec::new(),
             env_remove: Vec::new(),
+        }
+    }
+
+    fn prepare(&self, spec: &SpawnSpec) -> Vec<ConfigEdit> {
+        let mut edits = vec![ConfigEdit {
+            file: CONFIG,
+            path: vec![
+                "projects".into(),
+                spec.working_dir.to_string_lossy().into_owned(),
+                "trust_level".into(),
+            ],
+            value: ConfigValue::Str("trusted".into()),
+        }];
+        if let Some((_, to)) = MIGRATIONS.iter().find(|(from, _)| *from == spec.model) {
+            edits.push(ConfigEdit {
+                file: CONFIG,
+                path: vec![
+                    "notice".into(),
+                    "model_migrations".into(),
+                    spec.model.clone(),
+                ],
+                value: ConfigValue::Str((*to).into()),
+            });
+        }
+        edits
+    }
+
+    fn workspace_entries(&self, workspace: &std::path::Path) -> Vec<ConfigEntry> {
+        vec![ConfigEntry {
+            file: CONFIG,
+            path: vec!["projects".into(), workspace.to_string_lossy().into_owned()],
+        }]
+    }
+
+    /// Codex parses its arguments (exit 2 when it cannot), then loads its
+    /// config with the `-c` overrides (exit 1 "Error loading config"), and
+    /// only then refuses a stdin that is not a terminal: reaching that
+    /// refusal means the argv was accepted.
+    fn check_verdict(&self, o: &CheckOutcome) -> Verdict {
+        let err: String = o
+            .stderr
+            .lines()
+            .filter(|l| !l.starts_with("WARNING: proceeding"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if o.code == Some(2) {
+            Verdict::Rejected(first_line(&err))
+        } else if err.contains("stdin is not a terminal") {
+            Verdict::Accepted
+        } else if o.code == Some(1) {
+            Verdict::Rejected(first_line(&err))
+        } else {
+            Verdict::Unknown(format!(
+                "exit {:?}: {}",
+                o.code,
+                first_line(&format!("{}{err}", o.stdout))
+            ))
+        }
+    }
+
+    fn attention(&self, screen: &str) -> Option<&'static str> {
+        let has = |s: &str| screen.contains(s);
+        if has("Sign in with ChatGPT") || has("Sign in with Device Code") {
+            Some("not logged in: attach and sign in")
+        } else if has("Trust this folder?") || has("Trust and continue") {
+            Some("waits at the folder-trust dialog")
+        } else if has("Try new model") && has("Use existing model") {
+            Some("waits at a model-migration notice")
+        } else if has("usage limit") || has("rate limit") {
+            Some("usage limit reached")
+        } else if has("Would you like to run the following command?") || has("Allow command?") {
+            Some("waits for an approval")
+        } else {
+            None
         }
     }
 }

@@ -8,12 +8,20 @@
 
 mod claude_code;
 mod codex;
+pub mod config;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use claude_code::ClaudeCode;
 pub use codex::Codex;
+pub use config::{ConfigEdit, ConfigEntry, ConfigFile, ConfigValue};
+
+/// The CLI versions lab's catalogs, flags and config edits were checked
+/// against, by provider id. The contract tests run these versions; `lab
+/// doctor` says when an installed CLI is another one. (`.ci/run` reads this
+/// list to install them.)
+pub const CHECKED_VERSIONS: &[(&str, &str)] = &[("claude-code", "2.1.332"), ("codex", "0.171.0")];
 
 /// The type of a spawn option's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +71,9 @@ pub struct SpawnSpec {
     pub initial_prompt: String,
     /// The run's workspace.
     pub working_dir: PathBuf,
+    /// Whether the agent runs as root (some CLIs refuse unattended modes as
+    /// root unless told they are sandboxed).
+    pub runs_as_root: bool,
 }
 
 impl SpawnSpec {
@@ -107,6 +118,41 @@ pub trait Provider: Send + Sync + 'static {
     /// Turns a spawn spec into a command line. Pure: no IO, no process.
     fn command_line(&self, spec: &SpawnSpec) -> CommandLine;
 
+    /// What must be in the CLI's own config so that this start meets no
+    /// first-run dialog (folder trust, onboarding, model notices).
+    fn prepare(&self, _spec: &SpawnSpec) -> Vec<ConfigEdit> {
+        Vec::new()
+    }
+
+    /// Config entries that belong to one workspace, removed with it.
+    fn workspace_entries(&self, _workspace: &std::path::Path) -> Vec<ConfigEntry> {
+        Vec::new()
+    }
+
+    /// Whether a screen of the CLI shows it waiting for a person, and why
+    /// ("login required"). Pure: matched against text.
+    fn attention(&self, _screen: &str) -> Option<&'static str> {
+        None
+    }
+
+    /// Reads the outcome of an offline argv check (see `run::cli_check`): the
+    /// CLI ran with this argv, no terminal, no account.
+    fn check_verdict(&self, outcome: &CheckOutcome) -> Verdict;
+
+    /// Arguments that make the CLI print its version.
+    fn version_args(&self) -> &'static [&'static str] {
+        &["--version"]
+    }
+
+    /// The CLI version lab was checked against.
+    fn checked_version(&self) -> &'static str {
+        CHECKED_VERSIONS
+            .iter()
+            .find(|(id, _)| *id == self.id())
+            .map(|(_, v)| *v)
+            .unwrap_or("unknown")
+    }
+
     fn option_spec(&self, key: &str) -> Option<&'static OptionSpec> {
         self.spawn_options().iter().find(|o| o.key == key)
     }
@@ -116,6 +162,38 @@ pub trait Provider: Send + Sync + 'static {
     fn binary_env_var(&self) -> String {
         format!("LAB_{}_BIN", self.id().to_uppercase().replace('-', "_"))
     }
+}
+
+/// What a CLI did when lab ran it with an argv to check, offline.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOutcome {
+    /// Exit code; `None` when it was killed (timeout).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Whether a CLI accepts an argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Accepted,
+    /// Accepted, but the CLI warned (an unknown model or effort is only a
+    /// warning to Claude Code: a stale catalog would go unnoticed).
+    Warning(String),
+    Rejected(String),
+    /// The outcome says neither.
+    Unknown(String),
+}
+
+/// The first non-empty line of a CLI's output, for a verdict.
+pub fn first_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(300)
+        .collect()
 }
 
 static CLAUDE_CODE: ClaudeCode = ClaudeCode;
@@ -155,6 +233,13 @@ mod tests {
                     assert_eq!(o.values, BOOL_VALUES, "{}.{}", p.id(), o.key);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_provider_has_a_checked_version() {
+        for p in all() {
+            assert_ne!(p.checked_version(), "unknown", "{}", p.id());
         }
     }
 

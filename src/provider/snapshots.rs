@@ -18,6 +18,7 @@ fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> Sp
             .collect::<BTreeMap<_, _>>(),
         initial_prompt: prompt.into(),
         working_dir: "/work/demo".into(),
+        runs_as_root: false,
     }
 }
 
@@ -51,6 +52,7 @@ fn claude_manual_without_prompt() {
             "opus"
             "--effort"
             "max"
+            env DISABLE_AUTOUPDATER="1"
             env -CLAUDE_CODE_EFFORT_LEVEL
         "#]],
     );
@@ -68,6 +70,7 @@ fn claude_manual_with_prompt() {
             "low"
             "--"
             "fix the build"
+            env DISABLE_AUTOUPDATER="1"
             env -CLAUDE_CODE_EFFORT_LEVEL
         "#]],
     );
@@ -93,8 +96,11 @@ fn claude_ultracode_prepends_its_directive_to_a_prompt() {
             "xhigh"
             "--permission-mode"
             "bypassPermissions"
+            "--settings"
+            "{\"skipDangerousModePermissionPrompt\":true}"
             "--"
             "ultracode: plan this task, then fan substantial parts out to parallel sub-agents.\n\nResolve issue 7."
+            env DISABLE_AUTOUPDATER="1"
             env -CLAUDE_CODE_EFFORT_LEVEL
         "#]],
     );
@@ -107,7 +113,7 @@ fn claude_ultracode_adds_nothing_to_an_empty_prompt() {
         spec(
             "opus",
             "high",
-            &[("ultracode", "true"), ("permission_mode", "acceptEdits")],
+            &[("ultracode", "true"), ("permission_mode", "dontAsk")],
             "",
         ),
         expect![[r#"
@@ -116,7 +122,8 @@ fn claude_ultracode_adds_nothing_to_an_empty_prompt() {
             "--effort"
             "high"
             "--permission-mode"
-            "acceptEdits"
+            "dontAsk"
+            env DISABLE_AUTOUPDATER="1"
             env -CLAUDE_CODE_EFFORT_LEVEL
         "#]],
     );
@@ -129,7 +136,7 @@ fn claude_ultracode_off_leaves_the_prompt_alone() {
         spec(
             "haiku",
             "medium",
-            &[("ultracode", "false"), ("permission_mode", "plan")],
+            &[("ultracode", "false"), ("permission_mode", "dontAsk")],
             "-starts with a dash",
         ),
         expect![[r#"
@@ -138,9 +145,40 @@ fn claude_ultracode_off_leaves_the_prompt_alone() {
             "--effort"
             "medium"
             "--permission-mode"
-            "plan"
+            "dontAsk"
             "--"
             "-starts with a dash"
+            env DISABLE_AUTOUPDATER="1"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn claude_bypass_as_root_says_it_is_sandboxed() {
+    let mut s = spec(
+        "opus",
+        "high",
+        &[("permission_mode", "bypassPermissions")],
+        "go",
+    );
+    s.runs_as_root = true;
+    check(
+        "claude-code",
+        s,
+        expect![[r#"
+            "--model"
+            "opus"
+            "--effort"
+            "high"
+            "--permission-mode"
+            "bypassPermissions"
+            "--settings"
+            "{\"skipDangerousModePermissionPrompt\":true}"
+            "--"
+            "go"
+            env DISABLE_AUTOUPDATER="1"
+            env IS_SANDBOX="1"
             env -CLAUDE_CODE_EFFORT_LEVEL
         "#]],
     );

@@ -5,6 +5,8 @@
 //! shim in [`exec`]); git runs only in [`workspace`]; processes are signalled
 //! only by [`proctree`].
 
+pub mod agent_config;
+pub mod cli_check;
 pub mod exec;
 pub mod proctree;
 mod reconcile;

@@ -189,10 +189,10 @@ pub async fn kill_run(mark: &RunMark, grace: Duration) -> usize {
 mod tests {
     use super::*;
 
-    fn mark(root: Option<(i64, u64)>) -> RunMark {
+    fn mark(run_id: i64, root: Option<(i64, u64)>) -> RunMark {
         RunMark {
             root,
-            run_id: 424_242,
+            run_id,
             node: format!("test-{}", std::process::id()),
         }
     }
@@ -211,7 +211,7 @@ mod tests {
 
     #[tokio::test]
     async fn kills_the_tree_children_that_ignore_signals_and_marked_orphans() {
-        let m = mark(None);
+        let m = mark(1, None);
         // A root with a child that ignores HUP and TERM, and an orphan that
         // left the tree (setsid, then its parent exits) but carries the mark.
         let mut child = std::process::Command::new("sh")
@@ -223,7 +223,7 @@ mod tests {
             .spawn()
             .unwrap();
         let root = i64::from(child.id());
-        let m = mark(Some((root, start_time(root).unwrap())));
+        let m = mark(1, Some((root, start_time(root).unwrap())));
         let pids = wait_members(&m, 5).await;
         assert!(pids.len() >= 5, "{pids:?}");
         let n = kill_run(&m, Duration::from_millis(300)).await;
@@ -240,7 +240,7 @@ mod tests {
         // the run's root: nothing of it may be signalled.
         let me = i64::from(std::process::id());
         let wrong = start_time(me).unwrap() + 1;
-        let m = mark(Some((me, wrong)));
+        let m = mark(2, Some((me, wrong)));
         assert!(members(&m).is_empty());
         assert_eq!(kill_run(&m, Duration::ZERO).await, 0);
     }

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use super::agent_config::AgentConfig;
 use super::exec::Launch;
 use super::tmux::{SpawnArgs, Tmux};
 use super::workspace::Workspaces;
@@ -33,6 +34,9 @@ pub struct RunnerConfig {
     pub reconcile_every: Duration,
     /// How long a stopped process tree gets between SIGTERM and SIGKILL.
     pub stop_grace: Duration,
+    /// The agents' home folder (`HOME` in their environment), where their
+    /// CLIs keep their config.
+    pub agent_home: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +110,7 @@ pub struct Runner {
     pub store: Store,
     pub tmux: Tmux,
     pub workspaces: Workspaces,
+    pub agent_config: AgentConfig,
     pub cfg: RunnerConfig,
     /// Runs between their insert and their session: reconcile leaves them be.
     pub(super) launching: Mutex<HashSet<i64>>,
@@ -134,6 +139,7 @@ impl Runner {
             store,
             tmux,
             workspaces: Workspaces::new(&cfg.data_dir),
+            agent_config: AgentConfig::new(cfg.agent_home.clone()),
             cfg,
             launching: Mutex::new(HashSet::new()),
             pending: AtomicUsize::new(0),
@@ -309,10 +315,24 @@ impl Runner {
             options: resolved.option_values(),
             initial_prompt: run.prompt.clone(),
             working_dir: ws.path.clone(),
+            runs_as_root: rustix::process::geteuid().is_root(),
         };
+        self.agent_config
+            .apply(&p.prepare(&spec))
+            .await
+            .map_err(|e| {
+                format!(
+                    "could not prepare {}'s config for an unattended start: {e}",
+                    p.name()
+                )
+            })?;
         let cl = p.command_line(&spec);
         let mut env: BTreeMap<String, String> = cl.env.into_iter().collect();
         env.extend(req.env.clone());
+        env.insert(
+            "HOME".into(),
+            self.cfg.agent_home.to_string_lossy().into_owned(),
+        );
         env.insert("LAB_URL".into(), self.cfg.lab_url.clone());
         env.insert("LAB_RUN_ID".into(), run.id.to_string());
         env.insert("LAB_TOKEN".into(), token.to_owned());
@@ -463,6 +483,11 @@ impl Runner {
             .remove(repo.as_ref(), Path::new(path))
             .await
             .map_err(|e| RunError::Io(e.to_string()))?;
+        if let Some(p) = provider::get(&run.provider) {
+            self.agent_config
+                .forget(&p.workspace_entries(Path::new(path)))
+                .await;
+        }
         self.store.mark_workspace_removed(run.id).await?;
         Ok(())
     }

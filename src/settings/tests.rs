@@ -66,7 +66,7 @@ fn options_merge_key_by_key() {
         &patch_provider(
             "claude-code",
             DefaultsPatch {
-                afk_options: [("permission_mode".to_owned(), set("plan"))].into(),
+                afk_options: [("permission_mode".to_owned(), set("dontAsk"))].into(),
                 ..DefaultsPatch::default()
             },
         ),
@@ -75,7 +75,7 @@ fn options_merge_key_by_key() {
     let o = &s.provider("claude-code").afk_options;
     assert_eq!(o.len(), 2);
     assert_eq!(o["ultracode"], "true");
-    assert_eq!(o["permission_mode"], "plan");
+    assert_eq!(o["permission_mode"], "dontAsk");
 }
 
 #[test]

@@ -55,7 +55,7 @@ fn unknown_values_name_the_value_and_list_the_allowed_ones() {
     check(
         err(model(p("claude-code"), "model", "gpt-5.5")),
         expect![[
-            r#"model: unknown model 'gpt-5.5' for provider claude-code; allowed: sonnet, opus, haiku, fable, best, opusplan, sonnet[1m], opus[1m], fable[1m] Some(["sonnet", "opus", "haiku", "fable", "best", "opusplan", "sonnet[1m]", "opus[1m]", "fable[1m]"])"#
+            r#"model: unknown model 'gpt-5.5' for provider claude-code; allowed: sonnet, opus, haiku, fable, opusplan, sonnet[1m], opus[1m], fable[1m] Some(["sonnet", "opus", "haiku", "fable", "opusplan", "sonnet[1m]", "opus[1m]", "fable[1m]"])"#
         ]],
     );
     check(

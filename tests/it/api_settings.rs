@@ -45,14 +45,14 @@ async fn patch_sets_canonical_values_and_merges_options(b: Backend) {
     let v = s
         .patch(
             "/api/v1/settings",
-            json!({"providers": {"claude-code": {"afk_options": {"permission_mode": "PLAN"}}}}),
+            json!({"providers": {"claude-code": {"afk_options": {"permission_mode": "DONTASK"}}}}),
         )
         .await
         .ok();
     let p = &v["providers"]["claude-code"];
     assert_eq!(
         p["afk_options"],
-        json!({"ultracode": "true", "permission_mode": "plan"})
+        json!({"ultracode": "true", "permission_mode": "dontAsk"})
     );
     assert_eq!(p["model_default"], "opus");
 

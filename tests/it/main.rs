@@ -6,6 +6,7 @@ mod api_auth;
 mod api_errors;
 mod api_repos;
 mod api_settings;
+mod contract;
 mod labctl;
 mod readopt;
 mod runs;

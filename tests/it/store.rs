@@ -128,7 +128,7 @@ async fn repo_with_global_reads_both_in_one_query(b: Backend) {
 async fn concurrent_settings_changes_merge(b: Backend) {
     let (store, _d) = open(&b).await;
     let mut tasks = Vec::new();
-    for (key, value) in [("ultracode", "true"), ("permission_mode", "plan")] {
+    for (key, value) in [("ultracode", "true"), ("permission_mode", "dontAsk")] {
         for i in 0..10 {
             let store = store.clone();
             tasks.push(tokio::spawn(async move {
@@ -161,7 +161,10 @@ async fn concurrent_settings_changes_merge(b: Backend) {
     let s = store.settings().await.unwrap();
     let o = &s.provider("claude-code").afk_options;
     assert_eq!(o.get("ultracode").map(String::as_str), Some("true"));
-    assert_eq!(o.get("permission_mode").map(String::as_str), Some("plan"));
+    assert_eq!(
+        o.get("permission_mode").map(String::as_str),
+        Some("dontAsk")
+    );
 }
 
 on_both!(

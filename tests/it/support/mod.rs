@@ -5,6 +5,7 @@ pub mod agent;
 pub mod db;
 pub mod git;
 pub mod process;
+pub mod real;
 pub mod server;
 
 pub use db::Backend;

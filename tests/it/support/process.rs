@@ -43,6 +43,7 @@ impl LabProcess {
         .env("LAB_CLAUDE_CODE_BIN", agent)
         .env("LAB_CODEX_BIN", agent)
         .env("LAB_LOG", "info")
+        .env("HOME", data_dir.with_extension("home"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(

@@ -85,6 +85,7 @@ impl TestServer {
                 ("codex".to_owned(), agent),
             ]
             .into(),
+            agent_home: Some(dir.path().join("home")),
         };
         tweak(&mut cfg);
         let running = lab::server::start(&cfg).await.expect("server starts");

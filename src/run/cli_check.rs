@@ -1,0 +1,80 @@
+//! Asks a real agent CLI whether it accepts an argv, offline: no terminal,
+//! no account, a throw-away home, a clean environment. Used by `lab doctor`
+//! and by the contract tests; the provider reads the outcome
+//! ([`crate::provider::Provider::check_verdict`]).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::provider::{CheckOutcome, CommandLine, Provider, Verdict};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Runs `bin` with the command line's arguments and environment, and reads
+/// the outcome.
+pub async fn check(p: &dyn Provider, bin: &Path, cl: &CommandLine) -> Verdict {
+    let Ok(home) = tempfile::Builder::new().prefix("lab-check-").tempdir() else {
+        return Verdict::Unknown("cannot create a temporary home".into());
+    };
+    let cwd = home.path().join("work");
+    let codex = home.path().join(".codex");
+    for d in [&cwd, &codex] {
+        if let Err(e) = std::fs::create_dir_all(d) {
+            return Verdict::Unknown(format!("cannot prepare {}: {e}", d.display()));
+        }
+    }
+    // No background daemon that would outlive the check.
+    let _ = std::fs::write(
+        codex.join("config.toml"),
+        "[features]\ndaemon_auto_start = false\n",
+    );
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(&cl.args)
+        .current_dir(&cwd)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+        )
+        .env("HOME", home.path())
+        .env("TERM", "xterm-256color")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .envs(cl.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let out = match tokio::time::timeout(TIMEOUT, cmd.output()).await {
+        Err(_) => return Verdict::Unknown(format!("no answer within {} s", TIMEOUT.as_secs())),
+        Ok(Err(e)) => return Verdict::Unknown(format!("cannot run {}: {e}", bin.display())),
+        Ok(Ok(o)) => o,
+    };
+    p.check_verdict(&CheckOutcome {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// The CLI's version, as it prints it (`claude --version`).
+pub async fn version(p: &dyn Provider, bin: &Path) -> Result<String, String> {
+    let out = tokio::time::timeout(
+        TIMEOUT,
+        tokio::process::Command::new(bin)
+            .args(p.version_args())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .map_err(|_| "no answer to --version".to_owned())?
+    .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "2.1.332 (Claude Code)", "codex-cli 0.171.0": the first token with a digit.
+    text.split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .ok_or_else(|| format!("unexpected version output {:?}", text.trim()))
+}

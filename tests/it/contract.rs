@@ -1,0 +1,167 @@
+//! The contract with the real CLIs: every model × effort × option
+//! combination lab can build, for both run kinds, is accepted by the pinned
+//! CLI's own parser with no warning.
+//!
+//! Argvs that differ only in the prompt's text (ultracode adds a line to it)
+//! are checked once: the prompt is one element after `--`, which this test
+//! asserts for every combination, and no parser reads its content.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use lab::provider::{self, Provider, SpawnSpec, Verdict};
+use lab::run::cli_check;
+
+use crate::support::real;
+
+const PROMPT: &str = "Resolve issue 1.";
+
+/// Every spawn spec lab can build for `p`: manual runs (no options) and AFK
+/// runs (every combination of option values), for every model and effort.
+fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
+    let mut option_sets: Vec<BTreeMap<String, String>> = vec![BTreeMap::new()];
+    for o in p.spawn_options() {
+        option_sets = option_sets
+            .into_iter()
+            .flat_map(|set| {
+                o.values.iter().map(move |v| {
+                    let mut s = set.clone();
+                    s.insert(o.key.to_owned(), (*v).to_owned());
+                    s
+                })
+            })
+            .collect();
+    }
+    let mut kinds = vec![BTreeMap::new()];
+    kinds.extend(option_sets);
+    let mut out = Vec::new();
+    for m in p.models() {
+        for e in p.efforts() {
+            for options in &kinds {
+                out.push(SpawnSpec {
+                    session_name: "lab-1-contract".into(),
+                    model: (*m).into(),
+                    effort: (*e).into(),
+                    options: options.clone(),
+                    initial_prompt: PROMPT.into(),
+                    working_dir: "/tmp".into(),
+                    runs_as_root: rustix::process::geteuid().is_root(),
+                });
+            }
+        }
+    }
+    out
+}
+
+async fn contract(id: &'static str) {
+    let p = provider::get(id).unwrap();
+    let Some(bin) = real::cli(id) else { return };
+    let version = cli_check::version(p, &bin).await.unwrap();
+    assert_eq!(
+        version,
+        p.checked_version(),
+        "the CLI under test is the pinned one"
+    );
+
+    let specs = combinations(p);
+    let mut distinct: BTreeMap<Vec<String>, lab::provider::CommandLine> = BTreeMap::new();
+    for s in &specs {
+        let cl = p.command_line(s);
+        let n = cl.args.len();
+        assert!(
+            n >= 2 && cl.args[n - 2] == "--",
+            "{id}: the prompt is the last element after --: {:?}",
+            cl.args
+        );
+        assert!(cl.args[n - 1].ends_with(PROMPT));
+        let mut key = cl.args.clone();
+        key.pop();
+        key.extend(cl.env.iter().map(|(k, v)| format!("{k}={v}")));
+        distinct.entry(key).or_insert(cl);
+    }
+    let began = Instant::now();
+    let parallel = Arc::new(tokio::sync::Semaphore::new(4));
+    let mut tasks = Vec::new();
+    for (_, cl) in distinct.clone() {
+        let (bin, parallel) = (bin.clone(), parallel.clone());
+        tasks.push(tokio::spawn(async move {
+            let _slot = parallel.acquire().await.unwrap();
+            let v = cli_check::check(provider::get(id).unwrap(), &bin, &cl).await;
+            (cl.args, v)
+        }));
+    }
+    let mut bad = Vec::new();
+    for t in tasks {
+        let (args, v) = t.await.unwrap();
+        if v != Verdict::Accepted {
+            bad.push(format!("{args:?}: {v:?}"));
+        }
+    }
+    eprintln!(
+        "{id} {version}: {} combinations, {} distinct argvs checked in {:.1} s",
+        specs.len(),
+        distinct.len(),
+        began.elapsed().as_secs_f64()
+    );
+    assert!(
+        bad.is_empty(),
+        "{} of {} argvs not accepted cleanly:\n{}",
+        bad.len(),
+        distinct.len(),
+        bad.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_accepts_every_combination() {
+    contract("claude-code").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_accepts_every_combination() {
+    contract("codex").await;
+}
+
+/// The check tells a rejection and a warning from an acceptance (else the
+/// contract could pass vacuously).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_sees_rejections_and_warnings() {
+    if let Some(bin) = real::cli("claude-code") {
+        let p = provider::get("claude-code").unwrap();
+        let cl = |args: &[&str]| lab::provider::CommandLine {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: vec![],
+            env_remove: vec![],
+        };
+        let v = cli_check::check(p, &bin, &cl(&["--model", "gpt-5", "--", "x"])).await;
+        assert!(matches!(v, Verdict::Warning(_)), "{v:?}");
+        let v =
+            cli_check::check(p, &bin, &cl(&["--permission-mode", "sometimes", "--", "x"])).await;
+        assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
+    }
+    if let Some(bin) = real::cli("codex") {
+        let p = provider::get("codex").unwrap();
+        let cl = |args: &[&str]| lab::provider::CommandLine {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: vec![],
+            env_remove: vec![],
+        };
+        let v = cli_check::check(p, &bin, &cl(&["-a", "untrusted", "--", "x"])).await;
+        assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
+        let v = cli_check::check(
+            p,
+            &bin,
+            &cl(&[
+                "-m",
+                "gpt-5.5",
+                "-c",
+                "model_reasoning_effort=high",
+                "--",
+                "x",
+            ]),
+        )
+        .await;
+        assert_eq!(v, Verdict::Accepted);
+    }
+}
