@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md for the map of this crate.
 
 pub mod cli;
+pub mod doctor;
 pub mod http;
 pub mod provider;
 pub mod repo;

@@ -130,11 +130,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         tracing::info!(path = %token_path.display(), "admin token");
     }
 
-    let store = match &cfg.database_url {
-        Some(url) => Store::connect(url).await,
-        None => Store::open_sqlite_file(&data_dir.join("lab.db")).await,
-    }
-    .context("cannot open the database")?;
+    let store = open_store(cfg, &data_dir).await?;
     store
         .migrate()
         .await
@@ -170,6 +166,15 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     );
     let (stop_loops, stop_rx) = watch::channel(false);
     let loops = vec![runner.clone().spawn_loop(stop_rx)];
+    // What `lab doctor` would say, as warnings, without delaying start-up.
+    let doctor = runner.clone();
+    tokio::spawn(async move {
+        for f in crate::doctor::diagnose(&doctor).await {
+            if f.level != crate::doctor::Level::Ok {
+                tracing::warn!(area = %f.area, fix = f.fix.as_deref().unwrap_or("-"), "{}", f.message);
+            }
+        }
+    });
     tracing::info!(%addr, "lab is listening");
 
     let state = AppState {
@@ -197,6 +202,29 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         task,
         loops,
     })
+}
+
+async fn open_store(cfg: &ServeConfig, data_dir: &Path) -> anyhow::Result<Store> {
+    match &cfg.database_url {
+        Some(url) => Store::connect(url).await,
+        None => Store::open_sqlite_file(&data_dir.join("lab.db")).await,
+    }
+    .context("cannot open the database")
+}
+
+/// `lab doctor`: the checks, without serving (and without migrating).
+pub async fn doctor(cfg: &ServeConfig) -> anyhow::Result<Vec<crate::doctor::Finding>> {
+    let data_dir = cfg.data_dir();
+    prepare_data_dir(&data_dir)?;
+    let store = open_store(cfg, &data_dir).await?;
+    let addr: SocketAddr = cfg
+        .listen
+        .parse()
+        .unwrap_or_else(|_| ([127, 0, 0, 1], 7878).into());
+    let runner = Runner::new(store.clone(), runner_config(cfg, &data_dir, addr)?)?;
+    let findings = crate::doctor::diagnose(&runner).await;
+    store.close().await;
+    Ok(findings)
 }
 
 fn runner_config(

@@ -16,6 +16,10 @@ struct Cli {
 enum Command {
     /// Serve the API and pages, and run the scheduler.
     Serve(lab::server::ServeConfig),
+    /// Check that this machine can run agents: tmux, git, the data dir, the
+    /// database, and each provider's CLI. Exits non-zero when something is
+    /// broken.
+    Doctor(lab::server::ServeConfig),
     /// The program a run's tmux pane starts: reads the launch file and
     /// becomes the agent. Used by lab itself.
     #[command(name = "__exec", hide = true)]
@@ -42,6 +46,13 @@ fn main() -> ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Command::Serve(cfg) => serve(cfg).await,
+            Command::Doctor(cfg) => {
+                let findings = lab::server::doctor(&cfg).await?;
+                if lab::doctor::print(&findings) == lab::doctor::Level::Error {
+                    anyhow::bail!("something above is broken");
+                }
+                Ok(())
+            }
             Command::Exec { .. } => unreachable!("handled above"),
         }
     });

@@ -81,6 +81,11 @@ enum Command {
         /// Run id.
         run: String,
     },
+    /// Ask the server whether its machine can run agents (`lab doctor`).
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -131,6 +136,33 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Stop { run, json } => runs::stop(&client, &run, json).await,
         Command::Logs(args) => runs::logs(&client, args).await,
         Command::Rm { run } => runs::rm(&client, &run).await,
+        Command::Doctor { json } => {
+            let v = client.get("/api/v1/doctor").await?;
+            if json {
+                output::json(&v);
+            } else {
+                let findings: Vec<crate::doctor::Finding> = v["findings"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|f| crate::doctor::Finding {
+                        area: output::s(&f["area"]),
+                        level: match f["level"].as_str() {
+                            Some("error") => crate::doctor::Level::Error,
+                            Some("warn") => crate::doctor::Level::Warn,
+                            _ => crate::doctor::Level::Ok,
+                        },
+                        message: output::s(&f["message"]),
+                        fix: f["fix"].as_str().map(str::to_owned),
+                    })
+                    .collect();
+                crate::doctor::print(&findings);
+            }
+            if v["worst"] == "error" {
+                return Err(CliError::failure("something above is broken"));
+            }
+            Ok(())
+        }
         Command::Completions { .. } => unreachable!("handled above"),
     }
 }

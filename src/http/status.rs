@@ -56,6 +56,26 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
     })
 }
 
+#[derive(Serialize, ToSchema)]
+pub struct DoctorBody {
+    /// The worst level found: `ok`, `warn` or `error`.
+    pub worst: crate::doctor::Level,
+    pub findings: Vec<crate::doctor::Finding>,
+}
+
+/// `lab doctor`, run by this server: tmux, git, data dir, database, and each
+/// provider's CLI (version, and whether it accepts lab's command line).
+#[utoipa::path(get, path = "/doctor", tag = "status", responses((status = 200, body = DoctorBody)))]
+async fn doctor(State(app): State<AppState>) -> Json<DoctorBody> {
+    let findings = crate::doctor::diagnose(&app.runner).await;
+    Json(DoctorBody {
+        worst: crate::doctor::worst(&findings),
+        findings,
+    })
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(status))
+    OpenApiRouter::new()
+        .routes(routes!(status))
+        .routes(routes!(doctor))
 }

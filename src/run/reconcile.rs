@@ -41,6 +41,8 @@ pub struct PassReport {
     /// `starting` runs found alive (re-adopted after a restart).
     pub adopted: Vec<i64>,
     pub strays: Vec<String>,
+    /// Runs that started or stopped waiting for a person.
+    pub attention: Vec<i64>,
     pub elapsed: Duration,
 }
 
@@ -157,6 +159,8 @@ impl Runner {
             }
         }
 
+        self.watch_screens(&runs, &by_session, &mut report).await?;
+
         if !to_close.is_empty()
             && let Err(e) = self.tmux.kill_sessions(&to_close).await
         {
@@ -205,6 +209,75 @@ impl Runner {
             code: None,
             signal: None,
         })
+    }
+
+    /// Needs attention: reads the screens of live runs whose output grew
+    /// since lab last looked (in one tmux call, however many there are), and
+    /// lets each run's provider say whether it waits for a person. A run that
+    /// prints nothing costs nothing.
+    async fn watch_screens(
+        &self,
+        runs: &[Run],
+        panes: &HashMap<&str, &Pane>,
+        report: &mut PassReport,
+    ) -> Result<(), StoreError> {
+        let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
+        {
+            let mut seen = self.log_seen.lock().expect("poisoned");
+            seen.retain(|id, _| runs.iter().any(|r| r.id == *id));
+            for run in runs {
+                let Some(pane) = panes.get(run.session.as_str()).filter(|p| !p.dead) else {
+                    continue;
+                };
+                if !matches!(run.state, RunState::Running | RunState::Waiting) {
+                    continue;
+                }
+                let size = run
+                    .log_path
+                    .as_deref()
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .map_or(0, |m| m.len());
+                if seen.get(&run.id) != Some(&size) {
+                    changed.push((run, pane, size));
+                }
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let wanted: Vec<&Pane> = changed.iter().map(|(_, p, _)| *p).collect();
+        let screens = match self.tmux.screens(&wanted).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read run screens; the next pass retries");
+                return Ok(());
+            }
+        };
+        for (session, screen) in screens {
+            let Some((run, _, size)) = changed.iter().find(|(r, _, _)| r.session == session) else {
+                continue;
+            };
+            self.log_seen
+                .lock()
+                .expect("poisoned")
+                .insert(run.id, *size);
+            let reason = crate::provider::get(&run.provider).and_then(|p| p.attention(&screen));
+            let next = match (run.state, reason) {
+                (RunState::Running, Some(r)) => Some((RunState::Waiting, Some(r))),
+                (RunState::Waiting, Some(r)) if run.state_reason.as_deref() != Some(r) => {
+                    Some((RunState::Waiting, Some(r)))
+                }
+                (RunState::Waiting, None) => Some((RunState::Running, None)),
+                _ => None,
+            };
+            if let Some((state, why)) = next
+                && self.store.set_live_state(run.id, state, why).await?
+            {
+                tracing::info!(run = run.id, state = %state, reason = why.unwrap_or("-"), "run needs attention changed");
+                report.attention.push(run.id);
+            }
+        }
+        Ok(())
     }
 
     /// Whether a session belongs to a launch in flight (its row may not be

@@ -124,6 +124,8 @@ pub struct Runner {
     /// One reconcile pass at a time.
     pub(super) pass_lock: tokio::sync::Mutex<()>,
     pub(super) last_pass: Mutex<Option<super::PassReport>>,
+    /// The log size of each live run when lab last read its screen.
+    pub(super) log_seen: Mutex<HashMap<i64, u64>>,
     /// Dead panes whose exit status tmux has not reported yet, since when.
     pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
 }
@@ -149,6 +151,7 @@ impl Runner {
             pass_lock: tokio::sync::Mutex::new(()),
             last_pass: Mutex::new(None),
             exit_wait: Mutex::new(HashMap::new()),
+            log_seen: Mutex::new(HashMap::new()),
         })
     }
 

@@ -21,8 +21,8 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tmux_interface::{
-    KillSession, ListPanes, NewSession, PipePane, SetOption, Tmux as TmuxCmd, TmuxCommand,
-    TmuxCommands,
+    CapturePane, KillSession, ListPanes, NewSession, PipePane, SetOption, Tmux as TmuxCmd,
+    TmuxCommand, TmuxCommands,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +41,8 @@ pub struct Pane {
     pub session: String,
     pub pid: i64,
     pub dead: bool,
+    /// Rows of the pane's screen.
+    pub height: usize,
     /// Exit status when the process exited normally.
     pub status: Option<i64>,
     /// The signal that ended the process, when one did.
@@ -64,8 +66,11 @@ pub struct Tmux {
 /// The longest socket path a Unix socket takes (sun_path is 108 bytes).
 const MAX_SOCKET_PATH: usize = 107;
 
-const PANE_FORMAT: &str =
-    "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}";
+const PANE_FORMAT: &str = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_height}\t#{pane_dead_status}\t#{pane_dead_signal}";
+
+/// Most screens one capture call reads (the client's command line is
+/// limited to ~16 KB; each capture is about 35 bytes of it).
+pub const MAX_CAPTURES: usize = 300;
 
 impl Tmux {
     /// Prepares lab's tmux server for this data dir: the socket path (a short
@@ -211,6 +216,48 @@ impl Tmux {
         }
     }
 
+    /// The visible screens of these panes, in one tmux call (at most
+    /// [`MAX_CAPTURES`] panes). `capture-pane -p` prints exactly one line per
+    /// row, so the output splits by the heights the pass just read; when the
+    /// total does not match (a pane was resized meanwhile), nothing is
+    /// returned and the next pass asks again.
+    pub async fn screens(&self, panes: &[&Pane]) -> Result<Vec<(String, String)>, TmuxError> {
+        let panes = &panes[..panes.len().min(MAX_CAPTURES)];
+        if panes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmds = TmuxCommands::new();
+        for p in panes {
+            cmds = cmds.add_command(
+                CapturePane::new()
+                    .stdout()
+                    .target_pane(format!("={}:", p.session))
+                    .build(),
+            );
+        }
+        let out = match self.run("capture-pane", chain(self.base(), cmds)).await {
+            Ok(out) => out,
+            // A session that went meanwhile stops the batch: next pass.
+            Err(TmuxError::Failed { message, .. }) if message.contains("can't find") => {
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(e),
+        };
+        let lines: Vec<&str> = out.lines().collect();
+        if lines.len() != panes.iter().map(|p| p.height).sum::<usize>() {
+            return Ok(Vec::new());
+        }
+        let mut at = 0;
+        Ok(panes
+            .iter()
+            .map(|p| {
+                let screen = lines[at..at + p.height].join("\n");
+                at += p.height;
+                (p.session.clone(), screen)
+            })
+            .collect())
+    }
+
     /// Kills sessions, as few tmux calls as the command-length limit allows.
     /// Sessions that are already gone are not an error.
     pub async fn kill_sessions(&self, sessions: &[String]) -> Result<(), TmuxError> {
@@ -294,11 +341,13 @@ fn parse_pane(line: &str) -> Option<Pane> {
     let session = f.next()?.to_owned();
     let pid = f.next()?.parse().ok()?;
     let dead = f.next()? == "1";
+    let height = f.next()?.parse().ok()?;
     let num = |s: Option<&str>| s.and_then(|s| s.parse().ok());
     Some(Pane {
         session,
         pid,
         dead,
+        height,
         status: num(f.next()),
         signal: num(f.next()),
     })
@@ -385,21 +434,23 @@ mod tests {
     #[test]
     fn panes_parse() {
         assert_eq!(
-            parse_pane("lab-1-x\t42\t1\t3\t"),
+            parse_pane("lab-1-x\t42\t1\t50\t3\t"),
             Some(Pane {
                 session: "lab-1-x".into(),
                 pid: 42,
                 dead: true,
+                height: 50,
                 status: Some(3),
                 signal: None
             })
         );
         assert_eq!(
-            parse_pane("lab-2-x\t43\t0\t\t"),
+            parse_pane("lab-2-x\t43\t0\t50\t\t"),
             Some(Pane {
                 session: "lab-2-x".into(),
                 pid: 43,
                 dead: false,
+                height: 50,
                 status: None,
                 signal: None
             })

@@ -160,6 +160,27 @@ impl Store {
         Ok(())
     }
 
+    /// How many embedded migrations the database has not applied.
+    pub async fn pending_migrations(&self) -> Result<usize> {
+        macro_rules! pending {
+            ($pool:expr, $m:expr) => {{
+                sqlx::query("SELECT 1").execute($pool).await?;
+                let applied: Vec<(i64,)> =
+                    sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success")
+                        .fetch_all($pool)
+                        .await
+                        .unwrap_or_default();
+                $m.iter()
+                    .filter(|m| !applied.iter().any(|(v,)| *v == m.version))
+                    .count()
+            }};
+        }
+        Ok(match &self.db {
+            Db::Sqlite(pool) => pending!(pool, sqlx::migrate!("migrations/sqlite")),
+            Db::Pg(pool) => pending!(pool, sqlx::migrate!("migrations/postgres")),
+        })
+    }
+
     pub fn backend(&self) -> &'static str {
         match &self.db {
             Db::Sqlite(_) => "sqlite",

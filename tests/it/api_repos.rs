@@ -271,12 +271,12 @@ async fn resolve_walks_the_layers_with_provenance(b: Backend) {
     // repo AFK beats global AFK; an explicit repo false wins over a global true
     s.patch(
         "/api/v1/repos/r",
-        json!({"afk_model_default": "best", "afk_options": {"ultracode": false}}),
+        json!({"afk_model_default": "opusplan", "afk_options": {"ultracode": false}}),
     )
     .await
     .ok();
     let r = resolve(&s, "r", "kind=afk").await;
-    assert_eq!(vs(&r["model"]), pair("best", "repo.afk"));
+    assert_eq!(vs(&r["model"]), pair("opusplan", "repo.afk"));
     assert_eq!(vs(&r["options"]["ultracode"]), pair("false", "repo.afk"));
     // the request beats everything, for manual runs
     let r = resolve(&s, "r", "kind=manual&model=SONNET&effort=max").await;

@@ -409,16 +409,46 @@ async fn reconcile_costs_a_constant_number_of_tmux_calls(b: Backend) {
     s.add_repo("r").await;
     let mut live = 0;
     for target in [1, 50, 200] {
+        let mut last = 0;
         while live < target {
             let r = s.start_run("r", "stay").await;
             assert_eq!(r["state"], "running", "{r}");
+            last = id(&r);
             live += 1;
         }
+        // The newest agent has printed all it prints at start.
+        s.record(last, "child").await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        // A pass after new output also reads the changed screens: one more
+        // call, whatever their number.
+        let first = s.runner().reconcile(false).await.unwrap();
+        assert!(first.tmux_calls <= 2, "at {target} runs: {first:?}");
         let report = s.runner().reconcile(false).await.unwrap();
         assert_eq!(report.checked, target);
         assert_eq!(report.tmux_calls, 1, "at {target} runs: {report:?}");
         assert!(report.exited.is_empty() && report.lost.is_empty());
     }
+    s.stop().await;
+}
+
+/// A run whose agent waits for a person says so, with the reason, within a
+/// pass; and goes back to running when the agent moves on.
+async fn a_waiting_agent_shows_as_waiting(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "FAKE_ASK_MS=2000").await;
+    let waiting = s.wait_run(id(&run), 10, |r| r["state"] == "waiting").await;
+    assert!(
+        waiting["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("not logged in"),
+        "{waiting}"
+    );
+    let listed = s.get("/api/v1/runs?state=waiting").await.ok();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let back = s.wait_run(id(&run), 10, |r| r["state"] == "running").await;
+    assert!(back["state_reason"].is_null(), "{back}");
     s.stop().await;
 }
 
@@ -434,6 +464,7 @@ on_both!(
     a_url_repo_runs_from_a_mirror,
     listing_filters,
     reconcile_costs_a_constant_number_of_tmux_calls,
+    a_waiting_agent_shows_as_waiting,
 );
 
 /// A data dir whose path tmux would misread (`#{…}`, a `;`, spaces, quotes)

@@ -7,8 +7,12 @@
 #   FAKE_LINES=<n>    print n numbered lines first
 #   FAKE_TICK_MS=<ms> print a numbered line every ms milliseconds
 #   FAKE_RUN=<file>   run the shell script <file> (given its path), then exit with its status
+#   FAKE_ASK_MS=<ms>  show Claude Code's "Not logged in" screen for ms milliseconds, then clear it
 # Without FAKE_EXIT or FAKE_RUN it runs until it is stopped.
 REC='@@REC@@'
+# Like the real CLIs: a version, and no work without a terminal.
+if [ "$1" = --version ]; then echo "0.0.1 (fake agent)"; exit 0; fi
+if [ ! -t 0 ]; then echo "Not logged in · fake agent without a terminal"; exit 1; fi
 id=${LAB_RUN_ID:-none}
 d="$REC/$id"
 mkdir -p "$d"
@@ -28,6 +32,7 @@ exit_code=$(num FAKE_EXIT)
 sleep_ms=$(num FAKE_SLEEP_MS)
 lines=$(num FAKE_LINES)
 tick=$(num FAKE_TICK_MS)
+ask=$(num FAKE_ASK_MS)
 
 echo "fake-agent: run $id, $# arguments, prompt of ${#prompt} characters"
 sleep 100000 &
@@ -35,6 +40,14 @@ echo $! > "$d/child"
 
 i=0
 while [ "$i" -lt "${lines:-0}" ]; do i=$((i + 1)); echo "fake-agent line $i"; done
+
+if [ -n "$ask" ]; then
+  printf '\033[2J\033[H'
+  echo "  Not logged in · Please run /login"
+  sleep "$(awk -v m="$ask" 'BEGIN{printf "%.3f", m/1000}')"
+  printf '\033[2J\033[H'
+  echo "fake-agent: logged in, working"
+fi
 
 case "$prompt" in
   *FAKE_RUN=*)

@@ -1,0 +1,300 @@
+//! `lab doctor`: is this machine ready to run agents? tmux, git, the data
+//! dir, the database, and for each provider: its CLI, its version against
+//! the one lab was checked with, and whether it accepts lab's argv.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::provider::{self, Provider, SpawnSpec, Verdict};
+use crate::resolve::{Defaults, Request, RunKind, resolve};
+use crate::run::{Runner, cli_check};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Warn,
+    Error,
+}
+
+/// One thing checked.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Finding {
+    /// What was checked: `tmux`, `git`, `data dir`, `database`, a provider id.
+    pub area: String,
+    pub level: Level,
+    pub message: String,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn finding(area: &str, level: Level, message: impl Into<String>, fix: Option<String>) -> Finding {
+    Finding {
+        area: area.to_owned(),
+        level,
+        message: message.into(),
+        fix,
+    }
+}
+
+/// Everything, in a stable order.
+pub async fn diagnose(runner: &Runner) -> Vec<Finding> {
+    let mut out = vec![tmux(runner).await, git().await];
+    out.extend(data_dir(&runner.cfg.data_dir));
+    out.push(database(runner).await);
+    let in_use: Vec<String> = runner
+        .store
+        .repos()
+        .await
+        .map(|rs| rs.into_iter().map(|r| r.provider).collect())
+        .unwrap_or_default();
+    for p in provider::all() {
+        out.extend(provider_findings(runner, *p, in_use.iter().any(|id| id == p.id())).await);
+    }
+    out
+}
+
+/// The worst level found.
+pub fn worst(findings: &[Finding]) -> Level {
+    findings.iter().map(|f| f.level).max().unwrap_or(Level::Ok)
+}
+
+async fn tmux(runner: &Runner) -> Finding {
+    match runner.tmux.version().await {
+        Ok(v) => {
+            let number = v.trim_start_matches("tmux ").to_owned();
+            let (major, minor) = parse_version(&number);
+            if (major, minor) < (3, 2) {
+                finding(
+                    "tmux",
+                    Level::Error,
+                    format!(
+                        "{v} is too old: lab needs tmux 3.2 or newer (it was checked with 3.3a)"
+                    ),
+                    Some("install a newer tmux".into()),
+                )
+            } else {
+                finding(
+                    "tmux",
+                    Level::Ok,
+                    format!("{v}; lab's socket is {}", runner.tmux.socket().display()),
+                    None,
+                )
+            }
+        }
+        Err(e) => finding(
+            "tmux",
+            Level::Error,
+            e.to_string(),
+            Some("install tmux (apt-get install tmux)".into()),
+        ),
+    }
+}
+
+fn parse_version(v: &str) -> (u32, u32) {
+    let mut parts = v
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
+    let major = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let minor = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    (major, minor)
+}
+
+async fn git() -> Finding {
+    match tokio::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .await
+    {
+        Ok(o) if o.status.success() => finding(
+            "git",
+            Level::Ok,
+            String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+            None,
+        ),
+        _ => finding(
+            "git",
+            Level::Error,
+            "git is not on PATH: lab makes a git worktree for every run",
+            Some("install git".into()),
+        ),
+    }
+}
+
+fn data_dir(dir: &Path) -> Vec<Finding> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    match std::fs::metadata(dir) {
+        Err(e) => out.push(finding(
+            "data dir",
+            Level::Error,
+            format!("{}: {e}", dir.display()),
+            Some("start `lab serve` once, or pass --data-dir".into()),
+        )),
+        Ok(m) if m.permissions().mode() & 0o077 != 0 => out.push(finding(
+            "data dir",
+            Level::Warn,
+            format!(
+                "{} is readable by others (mode {:o})",
+                dir.display(),
+                m.permissions().mode() & 0o777
+            ),
+            Some(format!("chmod 700 {}", dir.display())),
+        )),
+        Ok(_) => out.push(finding(
+            "data dir",
+            Level::Ok,
+            dir.display().to_string(),
+            None,
+        )),
+    }
+    let token = dir.join("token");
+    if let Ok(m) = std::fs::metadata(&token)
+        && m.permissions().mode() & 0o077 != 0
+    {
+        out.push(finding(
+            "data dir",
+            Level::Error,
+            format!("the admin token {} is readable by others", token.display()),
+            Some(format!("chmod 600 {}", token.display())),
+        ));
+    }
+    out
+}
+
+async fn database(runner: &Runner) -> Finding {
+    match runner.store.pending_migrations().await {
+        Ok(0) => finding(
+            "database",
+            Level::Ok,
+            format!("{}, migrations applied", runner.store.backend()),
+            None,
+        ),
+        Ok(n) => finding(
+            "database",
+            Level::Warn,
+            format!(
+                "{}: {n} migration(s) not applied yet",
+                runner.store.backend()
+            ),
+            Some("`lab serve` applies them when it starts".into()),
+        ),
+        Err(e) => finding(
+            "database",
+            Level::Error,
+            e.to_string(),
+            Some("check --database-url".into()),
+        ),
+    }
+}
+
+async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> Vec<Finding> {
+    let area = p.id();
+    let bin = match runner.binary_for(p) {
+        Ok(b) => b,
+        Err(e) => {
+            // Broken only when a repo needs it.
+            let (level, fix) = if in_use {
+                (Level::Error, format!("repos use {}: install it", p.name()))
+            } else {
+                (
+                    Level::Warn,
+                    format!("needed only by repos that use {}", p.name()),
+                )
+            };
+            return vec![finding(area, level, e, Some(fix))];
+        }
+    };
+    let mut out = Vec::new();
+    match cli_check::version(p, &bin).await {
+        Ok(v) if v == p.checked_version() => out.push(finding(
+            area,
+            Level::Ok,
+            format!("{} {v} at {} (the version lab was checked with)", p.binary(), bin.display()),
+            None,
+        )),
+        Ok(v) => out.push(finding(
+            area,
+            Level::Warn,
+            format!(
+                "{} {v} at {}: lab was checked with {}; its models, flags and first-run dialogs may differ",
+                p.binary(),
+                bin.display(),
+                p.checked_version()
+            ),
+            Some(format!("install {} {} to match", p.binary(), p.checked_version())),
+        )),
+        Err(e) => out.push(finding(area, Level::Error, e, None)),
+    }
+    // Would the CLI take what lab gives it? An AFK run with every default.
+    let r = resolve(
+        p,
+        RunKind::Afk,
+        &Defaults::default(),
+        &Defaults::default(),
+        &Request::default(),
+    );
+    let spec = SpawnSpec {
+        session_name: "lab-doctor".into(),
+        model: r.model.value.clone(),
+        effort: r.effort.value.clone(),
+        options: r.option_values(),
+        initial_prompt: "Say hello.".into(),
+        working_dir: runner.cfg.data_dir.clone(),
+        runs_as_root: rustix::process::geteuid().is_root(),
+    };
+    let verdict = cli_check::check(p, &bin, &p.command_line(&spec)).await;
+    out.push(match verdict {
+        Verdict::Accepted => finding(area, Level::Ok, "accepts lab's command line", None),
+        Verdict::Warning(w) => finding(
+            area,
+            Level::Warn,
+            format!("accepts lab's command line with a warning: {w}"),
+            Some(format!(
+                "lab's catalog may be stale for this version; install {}",
+                p.checked_version()
+            )),
+        ),
+        Verdict::Rejected(why) => finding(
+            area,
+            Level::Error,
+            format!("rejects lab's command line: {why}"),
+            Some(format!("install {} {}", p.binary(), p.checked_version())),
+        ),
+        Verdict::Unknown(why) => finding(
+            area,
+            Level::Warn,
+            format!("could not tell whether it accepts lab's command line: {why}"),
+            None,
+        ),
+    });
+    out
+}
+
+/// Prints findings for a terminal; returns the worst level.
+pub fn print(findings: &[Finding]) -> Level {
+    for f in findings {
+        let mark = match f.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Error => "FAIL",
+        };
+        println!("{mark}  {:<11} {}", f.area, f.message);
+        if let Some(fix) = &f.fix {
+            println!("      {:<11} fix: {fix}", "");
+        }
+    }
+    worst(findings)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn versions_parse() {
+        assert_eq!(super::parse_version("3.3a"), (3, 3));
+        assert_eq!(super::parse_version("next-3.4"), (3, 4));
+        assert_eq!(super::parse_version("2.9"), (2, 9));
+    }
+}

@@ -1,0 +1,144 @@
+//! `lab doctor`, `labctl doctor`, and the same findings in `lab serve`'s log.
+
+use std::process::Command;
+
+use crate::on_both;
+use crate::support::process::LabProcess;
+use crate::support::{Backend, TestServer, agent, real};
+
+/// A CLI from before lab's time: its version is not the pinned one and it
+/// rejects `--effort`.
+fn old_claude(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("old-claude");
+    std::fs::write(
+        &p,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '1.0.0 (Claude Code)'; exit 0; fi\n\
+         echo \"error: unknown option '--effort'\" >&2; exit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn lab_doctor(
+    data: &std::path::Path,
+    db: Option<&str>,
+    env: &[(&str, &std::path::Path)],
+) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
+    cmd.arg("doctor")
+        .arg("--data-dir")
+        .arg(data)
+        .env("HOME", data.with_extension("home"));
+    for v in ["LAB_CLAUDE_CODE_BIN", "LAB_CODEX_BIN"] {
+        cmd.env_remove(v);
+    }
+    if let Some(db) = db {
+        cmd.arg("--database-url").arg(db);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+async fn doctor_fails_on_a_cli_that_rejects_labs_argv(b: Backend) {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let db = b.fresh_url().await;
+    let old = old_claude(tmp.path());
+    let (code, out) = lab_doctor(&data, db.as_deref(), &[("LAB_CLAUDE_CODE_BIN", &old)]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "FAIL  claude-code rejects lab's command line: error: unknown option '--effort'"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("1.0.0") && out.contains("lab was checked with 2.1.332"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok    tmux") && out.contains("ok    git"),
+        "{out}"
+    );
+
+    // And `lab serve` logs the same, as warnings, at start-up.
+    let lab = LabProcess::start(&data, db.as_deref(), &old, &[]).await;
+    let mut log = String::new();
+    for _ in 0..100 {
+        log = lab.log();
+        if log.contains("rejects lab's command line") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        log.contains("WARN") && log.contains("rejects lab's command line"),
+        "{log}"
+    );
+    drop(lab);
+    agent::kill_tmux(&data.join("tmux.sock"));
+}
+
+async fn doctor_passes_with_the_pinned_clis(b: Backend) {
+    let (Some(claude), Some(codex)) = (real::cli("claude-code"), real::cli("codex")) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let db = b.fresh_url().await;
+    let (code, out) = lab_doctor(
+        &data,
+        db.as_deref(),
+        &[("LAB_CLAUDE_CODE_BIN", &claude), ("LAB_CODEX_BIN", &codex)],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out.matches("accepts lab's command line").count(),
+        2,
+        "{out}"
+    );
+    assert!(out.contains("(the version lab was checked with)"), "{out}");
+}
+
+async fn labctl_doctor_asks_the_server(b: Backend) {
+    let s = TestServer::start(b).await;
+    // The fake agent is no real CLI: its version is not the pinned one.
+    let out = crate::labctl::labctl(&s, &["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "an error found is a failure");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let areas: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["area"].as_str().unwrap())
+        .collect();
+    for a in [
+        "tmux",
+        "git",
+        "data dir",
+        "database",
+        "claude-code",
+        "codex",
+    ] {
+        assert!(areas.contains(&a), "{a} missing: {v}");
+    }
+    assert_eq!(v["worst"], "error", "{v}");
+    let out = crate::labctl::labctl(&s, &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok    tmux"));
+    s.stop().await;
+}
+
+on_both!(
+    doctor_fails_on_a_cli_that_rejects_labs_argv,
+    doctor_passes_with_the_pinned_clis,
+    labctl_doctor_asks_the_server
+);

@@ -1,0 +1,165 @@
+//! The real CLIs in tmux, offline, with no account: a run reaches the CLI's
+//! login screen and never stops at a trust, onboarding, bypass or migration
+//! dialog; and lab shows the run as waiting, with the reason.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use lab::resolve::RunKind;
+use lab::run::LaunchRequest;
+use lab::store::RepoKey;
+use serde_json::json;
+
+use crate::on_both;
+use crate::support::{Backend, TestServer, real};
+
+/// Texts of the first-run dialogs lab must never let a run meet.
+const DIALOGS: &[&str] = &[
+    "Quick safety check",
+    "Yes, I trust this folder",
+    "Bypass Permissions mode",
+    "Trust this folder?",
+    "Trust and continue",
+    "Try new model",
+    "Choose the text style",
+];
+
+async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login: &str) {
+    let Some(bin) = real::cli(provider) else {
+        return;
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("lab-it-")
+        .tempdir()
+        .unwrap();
+    let url = b.fresh_url().await;
+    let s = TestServer::start_with(dir, url, |cfg| {
+        cfg.provider_bins.insert(provider.to_owned(), bin.clone());
+    })
+    .await;
+    s.add_repo("r").await;
+    s.patch("/api/v1/repos/r", json!({"provider": provider}))
+        .await
+        .ok();
+    // Make the AFK run use every unattended option, ultracode included.
+    if kind == RunKind::Afk && provider == "claude-code" {
+        s.patch(
+            "/api/v1/settings",
+            json!({"providers": {"claude-code": {"afk_options": {"ultracode": true}}}}),
+        )
+        .await
+        .ok();
+    }
+    let (repo, global) = s
+        .runner()
+        .store
+        .repo_with_global(&RepoKey::Name("r".into()))
+        .await
+        .unwrap();
+    let run = s
+        .runner()
+        .launch(LaunchRequest {
+            repo,
+            global,
+            kind,
+            model: None,
+            effort: None,
+            prompt: "Say hello.".into(),
+            env: BTreeMap::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        run.state,
+        lab::run::RunState::Running,
+        "{:?}",
+        run.state_reason
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut last = String::new();
+    let mut saw_login = false;
+    while Instant::now() < deadline {
+        let panes = s.runner().tmux.panes().await.unwrap();
+        let pane = panes
+            .iter()
+            .find(|p| p.session == run.session)
+            .expect("the session lives");
+        assert!(!pane.dead, "{provider} exited; last screen:\n{last}");
+        if let Some((_, screen)) = s.runner().tmux.screens(&[pane]).await.unwrap().pop() {
+            for d in DIALOGS {
+                assert!(
+                    !screen.contains(d),
+                    "{provider} stopped at a dialog ({d}):\n{screen}"
+                );
+            }
+            saw_login |= screen.contains(login);
+            last = screen;
+        }
+        if saw_login {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        saw_login,
+        "{provider} never reached its login screen; last screen:\n{last}"
+    );
+    let waiting = s.wait_run(run.id, 15, |r| r["state"] == "waiting").await;
+    assert!(
+        waiting["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("not logged in"),
+        "{waiting}"
+    );
+    // labctl ps shows it too.
+    let out = crate::labctl::ok(&crate::labctl::labctl(&s, &["ps"]));
+    assert!(
+        out.contains("waiting") && out.contains("not logged in"),
+        "{out}"
+    );
+    // The operator's config holds the workspace's trust, and nothing was
+    // written outside the agents' home.
+    let home = s.tmp().join("home");
+    match provider {
+        "claude-code" => {
+            let cfg: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(home.join(".claude.json")).unwrap())
+                    .unwrap();
+            let ws = run.workspace.clone().unwrap();
+            assert_eq!(cfg["projects"][&ws]["hasTrustDialogAccepted"], true);
+        }
+        _ => {
+            let cfg = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+            assert!(cfg.contains("trust_level = \"trusted\""), "{cfg}");
+        }
+    }
+    s.post(&format!("/api/v1/runs/{}/stop", run.id), json!(null))
+        .await
+        .ok();
+    s.stop().await;
+}
+
+async fn claude_manual_reaches_login(b: Backend) {
+    reaches_login(b, "claude-code", RunKind::Manual, "Not logged in").await;
+}
+
+async fn claude_afk_reaches_login(b: Backend) {
+    reaches_login(b, "claude-code", RunKind::Afk, "Not logged in").await;
+}
+
+async fn codex_manual_reaches_login(b: Backend) {
+    reaches_login(b, "codex", RunKind::Manual, "Sign in with ChatGPT").await;
+}
+
+async fn codex_afk_reaches_login(b: Backend) {
+    reaches_login(b, "codex", RunKind::Afk, "Sign in with ChatGPT").await;
+}
+
+on_both!(
+    claude_manual_reaches_login,
+    claude_afk_reaches_login,
+    codex_manual_reaches_login,
+    codex_afk_reaches_login
+);
