@@ -13,6 +13,7 @@ pub mod server;
 pub mod settings;
 pub mod store;
 pub mod validate;
+pub mod web;
 
 /// Installs the TLS crypto provider HTTP clients use (ring). Idempotent;
 /// call before building a `reqwest::Client`.

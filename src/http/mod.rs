@@ -89,9 +89,11 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_token,
         ));
+    let pages = crate::web::router().layer(tower_http::compression::CompressionLayer::new());
     Router::new()
         .route("/healthz", get(healthz))
         .merge(api)
+        .merge(pages)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))

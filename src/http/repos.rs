@@ -139,8 +139,14 @@ async fn create_repo(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<RepoPatchBody>,
 ) -> ApiResult<(StatusCode, Json<RepoBody>)> {
-    let patch = body.into_patch()?;
-    let repo = repo::create(&patch)?;
+    let created = create(&app, &body.into_patch()?).await?;
+    Ok((StatusCode::CREATED, Json(created.into())))
+}
+
+/// Registers a repo: checks the change, its source, then writes. Shared by
+/// the API and the pages.
+pub async fn create(app: &AppState, patch: &RepoPatch) -> ApiResult<Repo> {
+    let repo = repo::create(patch)?;
     workspace::check_source(&repo.source)?;
     let created = app
         .store
@@ -148,7 +154,44 @@ async fn create_repo(
         .await
         .map_err(|e| ApiError::from_store(e, || "repo".into()))?;
     tracing::info!(repo = %created.name, id = created.id, "repo added");
-    Ok((StatusCode::CREATED, Json(created.into())))
+    Ok(created)
+}
+
+/// Changes a repo. Shared by the API and the pages.
+pub async fn update(app: &AppState, key: &RepoKey, patch: &RepoPatch) -> ApiResult<Repo> {
+    // The source is checked before the transaction: it is IO, and a path
+    // that exists now is all lab can promise.
+    if let Change::Set(p) = &patch.path {
+        workspace::check_source(&repo::RepoSource::Path(validate::repo_path("path", p)?))?;
+    }
+    app.store
+        .update_repo(key, |cur| repo::apply(cur, patch))
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(key)))
+}
+
+/// Removes a repo that has no live run. Shared by the API and the pages.
+pub async fn remove(app: &AppState, key: &RepoKey) -> ApiResult<()> {
+    let repo = app
+        .store
+        .repo(key)
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(key)))?;
+    let live = app
+        .store
+        .active_runs_of_repo(repo.id)
+        .await
+        .map_err(ApiError::internal)?;
+    if live > 0 {
+        return Err(ApiError::conflict(format!(
+            "repo '{}' has {live} live run(s): stop them first",
+            repo.name
+        )));
+    }
+    app.store
+        .delete_repo(&RepoKey::Id(repo.id))
+        .await
+        .map_err(|e| ApiError::from_store(e, not_found(key)))
 }
 
 /// All repos, by name.
@@ -187,17 +230,7 @@ async fn patch_repo(
     ApiJson(body): ApiJson<RepoPatchBody>,
 ) -> ApiResult<Json<RepoBody>> {
     let key = RepoKey::parse(&id);
-    let patch = body.into_patch()?;
-    // The source is checked before the transaction: it is IO, and a path
-    // that exists now is all lab can promise.
-    if let Change::Set(p) = &patch.path {
-        workspace::check_source(&repo::RepoSource::Path(validate::repo_path("path", p)?))?;
-    }
-    let repo = app
-        .store
-        .update_repo(&key, |cur| repo::apply(cur, &patch))
-        .await
-        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
+    let repo = update(&app, &key, &body.into_patch()?).await?;
     Ok(Json(repo.into()))
 }
 
@@ -210,27 +243,7 @@ async fn delete_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    let key = RepoKey::parse(&id);
-    let repo = app
-        .store
-        .repo(&key)
-        .await
-        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
-    let live = app
-        .store
-        .active_runs_of_repo(repo.id)
-        .await
-        .map_err(ApiError::internal)?;
-    if live > 0 {
-        return Err(ApiError::conflict(format!(
-            "repo '{}' has {live} live run(s): stop them first",
-            repo.name
-        )));
-    }
-    app.store
-        .delete_repo(&RepoKey::Id(repo.id))
-        .await
-        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
+    remove(&app, &RepoKey::parse(&id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

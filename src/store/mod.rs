@@ -10,6 +10,7 @@
 
 mod repos;
 mod runs;
+mod sessions;
 mod settings;
 
 use std::str::FromStr;
@@ -24,6 +25,7 @@ use crate::validate::Invalid;
 
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
+pub use sessions::WebSession;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

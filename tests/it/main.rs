@@ -6,6 +6,7 @@ mod api_auth;
 mod api_errors;
 mod api_repos;
 mod api_settings;
+mod browser;
 mod contract;
 mod doctor;
 mod labctl;

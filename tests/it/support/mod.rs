@@ -2,6 +2,7 @@
 //! LAB_TEST_DATABASE_URL is set) on a fresh PostgreSQL database.
 
 pub mod agent;
+pub mod browser;
 pub mod db;
 pub mod git;
 pub mod process;

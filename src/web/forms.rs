@@ -1,0 +1,175 @@
+//! Posted forms, and the fields pages render from provider schemas.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::Page;
+use crate::validate::{FieldError, Invalid};
+
+/// A posted form: names to values (an unchecked checkbox is absent).
+#[derive(Debug, Default, Clone)]
+pub struct Form(pub HashMap<String, String>);
+
+impl Form {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// The value, trimmed; `None` when absent or blank.
+    pub fn value(&self, name: &str) -> Option<String> {
+        self.get(name)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for Form {
+    type Rejection = Response;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        match axum::Form::<Vec<(String, String)>>::from_request(req, state).await {
+            Ok(axum::Form(pairs)) => Ok(Form(pairs.into_iter().collect())),
+            Err(e) => Err(Page::error(
+                StatusCode::BAD_REQUEST,
+                &format!("The form could not be read: {}", e.body_text()),
+            )),
+        }
+    }
+}
+
+/// Errors by field name, for showing each next to its field.
+#[derive(Debug, Default, Clone)]
+pub struct Errors(pub HashMap<String, String>);
+
+impl From<Invalid> for Errors {
+    fn from(e: Invalid) -> Self {
+        let mut m = HashMap::new();
+        for FieldError { field, message, .. } in e.0 {
+            m.entry(field).or_insert(message);
+        }
+        Errors(m)
+    }
+}
+
+impl Errors {
+    pub fn take(&mut self, field: &str) -> Option<String> {
+        self.0.remove(field)
+    }
+
+    /// Errors no field on the page claimed (shown at the top).
+    pub fn rest(self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .0
+            .into_iter()
+            .map(|(f, m)| format!("{f}: {m}"))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// One choice of a select.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub value: String,
+    pub label: String,
+    pub selected: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Select(Vec<Choice>),
+    /// Checked or not; the form also carries `<name>.shown` so an unchecked
+    /// box is told from an absent one.
+    Checkbox(bool),
+    Number {
+        value: String,
+        min: i64,
+        max: i64,
+    },
+    Text {
+        value: String,
+        placeholder: String,
+    },
+    TextArea(String),
+}
+
+/// One form field, as a page renders it.
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub name: String,
+    pub label: String,
+    pub help: String,
+    pub error: Option<String>,
+    pub kind: Kind,
+}
+
+impl Field {
+    pub fn new(name: impl Into<String>, label: impl Into<String>, kind: Kind) -> Field {
+        Field {
+            name: name.into(),
+            label: label.into(),
+            help: String::new(),
+            error: None,
+            kind,
+        }
+    }
+
+    pub fn help(mut self, h: impl Into<String>) -> Field {
+        self.help = h.into();
+        self
+    }
+
+    pub fn error_from(mut self, errors: &mut Errors) -> Field {
+        self.error = errors.take(&self.name);
+        self
+    }
+
+    /// An id for the HTML element.
+    pub fn id(&self) -> String {
+        format!("f-{}", self.name.replace(['.', '[', ']', ' '], "-"))
+    }
+}
+
+/// A select: an optional first "inherit" entry (value ""), then the values.
+pub fn select(inherit: Option<String>, values: &[&str], current: &str) -> Kind {
+    let mut out = Vec::new();
+    if let Some(label) = inherit {
+        out.push(Choice {
+            value: String::new(),
+            label,
+            selected: current.is_empty(),
+        });
+    }
+    for v in values {
+        out.push(Choice {
+            value: (*v).to_owned(),
+            label: (*v).to_owned(),
+            selected: *v == current,
+        });
+    }
+    // A stored value the catalog no longer has stays visible (and invalid).
+    if !current.is_empty() && !values.contains(&current) {
+        out.push(Choice {
+            value: current.to_owned(),
+            label: format!("{current} (not in the catalog)"),
+            selected: true,
+        });
+    }
+    Kind::Select(out)
+}
+
+/// A group of fields with a heading.
+#[derive(Debug, Clone)]
+pub struct Section {
+    pub title: String,
+    pub intro: String,
+    pub fields: Vec<Field>,
+}

@@ -1,0 +1,163 @@
+//! Live pages: server-sent events with run states and run output.
+//!
+//! Each viewer has its own small producer task and a bounded queue. A viewer
+//! that does not take its events for [`STUCK`] is dropped; it never holds up
+//! lab or another viewer, and its task reads nothing while it waits.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::Session;
+use super::runs_page::{detail, row};
+use crate::http::AppState;
+use crate::http::runs::read_log;
+use crate::store::RunFilter;
+
+/// How long a viewer may leave its queue full before it is dropped.
+const STUCK: Duration = Duration::from_secs(10);
+/// How often a run page's output is looked at.
+const OUTPUT_POLL: Duration = Duration::from_millis(100);
+/// How often states are looked at.
+const STATE_POLL: Duration = Duration::from_secs(1);
+
+type Tx = mpsc::Sender<Result<Event, Infallible>>;
+
+fn sse(rx: mpsc::Receiver<Result<Event, Infallible>>) -> Response {
+    Sse::new(ReceiverStream::new(rx))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// Sends, or gives up on a viewer that is gone or stuck.
+async fn send(tx: &Tx, e: Event) -> bool {
+    tx.send_timeout(Ok(e), STUCK).await.is_ok()
+}
+
+/// The dashboard's rows, whenever they change.
+async fn runs(State(app): State<AppState>, _s: Session) -> Response {
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(async move {
+        let mut last = String::new();
+        loop {
+            if let Ok(runs) = app
+                .store
+                .runs(&RunFilter {
+                    limit: Some(100),
+                    ..RunFilter::default()
+                })
+                .await
+            {
+                let rows: Vec<_> = runs
+                    .iter()
+                    .map(row)
+                    .map(|r| {
+                        json!({"id": r.id, "repo": r.repo, "kind": r.kind, "state": r.state, "detail": r.detail,
+                               "model": r.model, "effort": r.effort, "created": r.created})
+                    })
+                    .collect();
+                let data = serde_json::Value::Array(rows).to_string();
+                if data != last {
+                    if !send(&tx, Event::default().event("runs").data(&data)).await {
+                        return;
+                    }
+                    last = data;
+                }
+            }
+            tokio::time::sleep(STATE_POLL).await;
+            if tx.is_closed() {
+                return;
+            }
+        }
+    });
+    sse(rx)
+}
+
+#[derive(Deserialize)]
+struct Offset {
+    offset: Option<u64>,
+}
+
+/// A run's output from `offset` (as text), and its state, until it ends.
+async fn run(
+    State(app): State<AppState>,
+    _s: Session,
+    Path(id): Path<i64>,
+    Query(q): Query<Offset>,
+) -> Response {
+    let (tx, rx) = mpsc::channel(8);
+    tokio::spawn(async move {
+        let mut offset = q.offset.unwrap_or(0);
+        let Ok(mut r) = app.store.run(id).await else {
+            return;
+        };
+        let mut last_state = String::new();
+        let mut looked = tokio::time::Instant::now() - STATE_POLL;
+        loop {
+            // The state first: output that arrives after the run ended is
+            // still sent, before `end`.
+            let ended = !r.state.is_active();
+            if let Some(path) = r.log_path.as_deref() {
+                while let Ok((bytes, next)) = read_log(path, offset, 64 * 1024) {
+                    if bytes.is_empty() {
+                        break;
+                    }
+                    offset = next;
+                    let text =
+                        String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned();
+                    if !send(
+                        &tx,
+                        Event::default()
+                            .event("output")
+                            .id(offset.to_string())
+                            .data(text),
+                    )
+                    .await
+                    {
+                        return;
+                    }
+                }
+            }
+            if looked.elapsed() >= STATE_POLL || ended {
+                let state = json!({"state": r.state.as_str(), "detail": detail(&r)}).to_string();
+                if state != last_state {
+                    if !send(&tx, Event::default().event("state").data(&state)).await {
+                        return;
+                    }
+                    last_state = state;
+                }
+            }
+            if ended {
+                let _ = send(&tx, Event::default().event("end").data("")).await;
+                return;
+            }
+            tokio::time::sleep(OUTPUT_POLL).await;
+            if tx.is_closed() {
+                return;
+            }
+            if looked.elapsed() >= STATE_POLL {
+                looked = tokio::time::Instant::now();
+                match app.store.run(id).await {
+                    Ok(now) => r = now,
+                    Err(_) => return,
+                }
+            }
+        }
+    });
+    sse(rx)
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/live/runs", get(runs))
+        .route("/live/runs/{id}", get(run))
+}

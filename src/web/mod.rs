@@ -1,0 +1,244 @@
+//! The pages: server-rendered (askama), static assets embedded (rust-embed),
+//! every page usable without JavaScript (forms post and redirect); a little
+//! plain JavaScript adds live states and live output.
+//!
+//! Invariant: pages never re-implement a rule: values are validated by
+//! `validate`/`settings`/`repo`, resolved by `resolve`, started by
+//! `run::Runner::launch`, the same code the API uses.
+//! Invariant: every POST passes the same-origin guard and carries the
+//! session's CSRF token; a refused post writes nothing.
+
+mod assets;
+pub mod forms;
+mod live;
+mod repos_page;
+mod runs_page;
+mod session;
+mod settings_page;
+
+use std::time::Instant;
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use crate::http::AppState;
+use crate::http::auth::Principal;
+pub use assets::asset;
+use forms::Form;
+pub use session::Session;
+
+/// What every page's frame needs: the navigation, the CSRF token for its
+/// forms, the asset URLs.
+pub struct Chrome {
+    pub title: String,
+    pub active: &'static str,
+    pub csrf: String,
+    pub css: String,
+    pub js: String,
+}
+
+impl Chrome {
+    pub fn new(session: &Session, active: &'static str, title: &str) -> Chrome {
+        Chrome {
+            title: title.to_owned(),
+            active,
+            csrf: session.csrf.clone(),
+            css: asset("app.css"),
+            js: asset("app.js"),
+        }
+    }
+
+    /// For pages shown without a session (login, errors).
+    fn anonymous(title: &str) -> Chrome {
+        Chrome {
+            title: title.to_owned(),
+            active: "",
+            csrf: String::new(),
+            css: asset("app.css"),
+            js: asset("app.js"),
+        }
+    }
+}
+
+/// A 500 page for a failure that is lab's; the cause goes to the log.
+pub fn internal(e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "a page failed");
+    Page::error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Something failed on lab's side; the server log has the cause.",
+    )
+}
+
+/// Rendering: pages, and the error page.
+pub struct Page;
+
+impl Page {
+    /// Renders a page; `Server-Timing: render;dur=<ms>` says how long it took.
+    pub fn render<T: Template>(status: StatusCode, t: &T) -> Response {
+        let began = Instant::now();
+        match t.render() {
+            Ok(html) => {
+                let ms = began.elapsed().as_secs_f64() * 1e3;
+                let mut resp = (status, Html(html)).into_response();
+                if let Ok(v) = HeaderValue::from_str(&format!("render;dur={ms:.3}")) {
+                    resp.headers_mut().insert("server-timing", v);
+                }
+                resp.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                resp
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "a page failed to render");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the page failed to render; the server log has the cause",
+                )
+                    .into_response()
+            }
+        }
+    }
+
+    pub fn ok<T: Template>(t: &T) -> Response {
+        Self::render(StatusCode::OK, t)
+    }
+
+    /// A page that says what went wrong.
+    pub fn error(status: StatusCode, message: &str) -> Response {
+        Self::render(
+            status,
+            &ErrorPage {
+                chrome: Chrome::anonymous(status.canonical_reason().unwrap_or("Error")),
+                message: message.to_owned(),
+            },
+        )
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    chrome: Chrome,
+    message: String,
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    chrome: Chrome,
+    next: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct NextQuery {
+    next: Option<String>,
+}
+
+/// Only a path on this site may be a redirect target.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        _ => "/runs".to_owned(),
+    }
+}
+
+async fn login_form(session: Option<Session>, Query(q): Query<NextQuery>) -> Response {
+    let next = safe_next(q.next.as_deref());
+    if session.is_some() {
+        return Redirect::to(&next).into_response();
+    }
+    Page::ok(&LoginPage {
+        chrome: Chrome::anonymous("Log in"),
+        next,
+        error: None,
+    })
+}
+
+async fn login(State(app): State<AppState>, form: Form) -> Response {
+    let next = safe_next(form.get("next"));
+    let token = form.value("token").unwrap_or_default();
+    if app.auth.principal(&token) != Some(Principal::Admin) {
+        return Page::render(
+            StatusCode::UNAUTHORIZED,
+            &LoginPage {
+                chrome: Chrome::anonymous("Log in"),
+                next,
+                error: Some(
+                    "That is not the admin token. It is in the token file of lab's data dir."
+                        .into(),
+                ),
+            },
+        );
+    }
+    match session::start(&app, app.runner.cfg.lab_url.starts_with("https://")).await {
+        Ok(cookie) => {
+            let mut resp = Redirect::to(&next).into_response();
+            resp.headers_mut().insert(header::SET_COOKIE, cookie);
+            resp
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "could not start a session");
+            Page::error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Could not start a session; the server log has the cause.",
+            )
+        }
+    }
+}
+
+async fn logout(State(app): State<AppState>, session: Session, form: Form) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    let _ = app.store.delete_session(&session.id_hash).await;
+    let mut resp = Redirect::to("/login").into_response();
+    let (k, v) = session::clear_cookie();
+    resp.headers_mut().insert(k, v);
+    resp
+}
+
+/// Refuses a POST that comes from another site: `Sec-Fetch-Site` other than
+/// same-origin, or an `Origin` that is not this server.
+async fn same_origin(req: Request, next: Next) -> Response {
+    if req.method() != axum::http::Method::POST {
+        return next.run(req).await;
+    }
+    let h = req.headers();
+    let fetch_site = h.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    let cross_site = matches!(fetch_site, Some(s) if s != "same-origin" && s != "none");
+    let host = h
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let foreign_origin = h
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|o| o.split_once("://").map(|(_, rest)| rest) != Some(host));
+    if cross_site || foreign_origin {
+        return Page::error(
+            StatusCode::FORBIDDEN,
+            "This form was sent from another site. lab only accepts forms from its own pages.",
+        );
+    }
+    next.run(req).await
+}
+
+/// The pages and their assets.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/runs") }))
+        .route("/login", get(login_form).post(login))
+        .route("/logout", post(logout))
+        .merge(settings_page::router())
+        .merge(repos_page::router())
+        .merge(runs_page::router())
+        .merge(live::router())
+        .layer(middleware::from_fn(same_origin))
+        .merge(assets::router())
+}

@@ -1,0 +1,316 @@
+//! Runs: the dashboard, the start form, and each run's page.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use super::forms::{Errors, Field, Form, Kind, select};
+use super::repos_page::{Shown, resolved_rows};
+use super::{Chrome, Page, Session};
+use crate::http::AppState;
+use crate::http::runs::{read_log, start_manual};
+use crate::provider;
+use crate::repo::Repo;
+use crate::resolve::{Request, RunKind, resolve};
+use crate::run::{Run, RunState};
+use crate::store::{RepoKey, RunFilter};
+
+/// A run as the dashboard lists it.
+pub struct Row {
+    pub id: i64,
+    pub repo: String,
+    pub kind: &'static str,
+    pub state: &'static str,
+    pub detail: String,
+    pub model: String,
+    pub effort: String,
+    pub created: String,
+}
+
+pub fn row(r: &Run) -> Row {
+    Row {
+        id: r.id,
+        repo: r.repo_name.clone(),
+        kind: r.kind.as_str(),
+        state: r.state.as_str(),
+        detail: detail(r),
+        model: r.model.value.clone(),
+        effort: r.effort.value.clone(),
+        created: crate::http::dto::time(r.created_at)
+            .replace('T', " ")
+            .chars()
+            .take(19)
+            .collect(),
+    }
+}
+
+/// A state's explanation: the reason, or the exit status.
+pub fn detail(r: &Run) -> String {
+    match (r.state, r.exit_status, r.exit_signal) {
+        (RunState::Exited, Some(c), _) => format!("exit status {c}"),
+        (RunState::Exited, None, Some(s)) => format!("killed by signal {s}"),
+        _ => r.state_reason.clone().unwrap_or_default(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "runs.html")]
+struct RunsPage {
+    chrome: Chrome,
+    rows: Vec<Row>,
+}
+
+#[derive(Template)]
+#[template(path = "run_new.html")]
+struct NewRunPage {
+    chrome: Chrome,
+    repos: Vec<Repo>,
+    selected: String,
+    fields: Vec<Field>,
+    problems: Vec<String>,
+    failed: bool,
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    chrome: Chrome,
+    run: Run,
+    state: &'static str,
+    detail: String,
+    config: Vec<Shown>,
+    attach: String,
+    output: String,
+    offset: u64,
+    live: bool,
+}
+
+async fn dashboard(State(app): State<AppState>, session: Session) -> Response {
+    match app
+        .store
+        .runs(&RunFilter {
+            limit: Some(100),
+            ..RunFilter::default()
+        })
+        .await
+    {
+        Ok(runs) => Page::ok(&RunsPage {
+            chrome: Chrome::new(&session, "runs", "Runs"),
+            rows: runs.iter().map(row).collect(),
+        }),
+        Err(e) => super::internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct RepoQuery {
+    repo: Option<String>,
+}
+
+/// The start form's fields for `repo`, pre-filled from its manual resolution.
+async fn new_fields(
+    app: &AppState,
+    repo: &str,
+    form: Option<&Form>,
+    errors: &mut Errors,
+) -> Vec<Field> {
+    let v = |n: &str| form.and_then(|f| f.get(n)).unwrap_or("").to_owned();
+    let mut fields = Vec::new();
+    if let Ok((r, global)) = app.store.repo_with_global(&RepoKey::parse(repo)).await
+        && let Ok(p) = r.provider()
+    {
+        let res = resolve(
+            p,
+            RunKind::Manual,
+            &global,
+            &r.defaults,
+            &Request::default(),
+        );
+        let label =
+            |s: &crate::resolve::Sourced| format!("{} (from {})", s.value, s.source.describe());
+        fields.push(
+            Field::new(
+                "model",
+                "Model",
+                select(Some(label(&res.model)), p.models(), &v("model")),
+            )
+            .help("For this run only.")
+            .error_from(errors),
+        );
+        fields.push(
+            Field::new(
+                "effort",
+                "Effort",
+                select(Some(label(&res.effort)), p.efforts(), &v("effort")),
+            )
+            .error_from(errors),
+        );
+    }
+    fields.push(
+        Field::new(
+            "prompt",
+            "First message (optional)",
+            Kind::TextArea(v("prompt")),
+        )
+        .help("Sent to the agent as it starts. Leave empty to start it idle.")
+        .error_from(errors),
+    );
+    fields
+}
+
+async fn new_form(
+    State(app): State<AppState>,
+    session: Session,
+    Query(q): Query<RepoQuery>,
+) -> Response {
+    let repos = app.store.repos().await.unwrap_or_default();
+    let chosen = q
+        .repo
+        .or_else(|| repos.first().map(|r| r.name.clone()))
+        .unwrap_or_default();
+    let mut errors = Errors::default();
+    let fields = new_fields(&app, &chosen, None, &mut errors).await;
+    Page::ok(&NewRunPage {
+        chrome: Chrome::new(&session, "new", "Start a run"),
+        repos,
+        selected: chosen,
+        fields,
+        problems: Vec::new(),
+        failed: false,
+    })
+}
+
+async fn start(State(app): State<AppState>, session: Session, form: Form) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    let repo = form.value("repo").unwrap_or_default();
+    let result = start_manual(
+        &app,
+        &repo,
+        form.value("model"),
+        form.value("effort"),
+        form.get("prompt").unwrap_or("").to_owned(),
+    )
+    .await;
+    let mut errors = match result {
+        Ok((run, _)) => return Redirect::to(&format!("/runs/{}", run.id)).into_response(),
+        Err(e) if !e.errors.is_empty() => Errors::from(crate::validate::Invalid(e.errors)),
+        Err(e) if e.status.is_client_error() => Errors([("repo".to_owned(), e.message)].into()),
+        Err(e) => return Page::error(e.status, &e.message),
+    };
+    let repos = app.store.repos().await.unwrap_or_default();
+    let fields = new_fields(&app, &repo, Some(&form), &mut errors).await;
+    Page::render(
+        StatusCode::BAD_REQUEST,
+        &NewRunPage {
+            chrome: Chrome::new(&session, "new", "Start a run"),
+            repos,
+            selected: repo,
+            fields,
+            problems: errors.rest(),
+            failed: true,
+        },
+    )
+}
+
+/// How much of the log a run page starts with.
+const INITIAL_OUTPUT: u64 = 64 * 1024;
+
+async fn show(State(app): State<AppState>, session: Session, Path(id): Path<String>) -> Response {
+    let Ok(id) = id.parse::<i64>() else {
+        return Page::error(StatusCode::NOT_FOUND, "Run ids are numbers.");
+    };
+    let run = match app.store.run(id).await {
+        Ok(r) => r,
+        Err(crate::store::StoreError::NotFound) => {
+            return Page::error(StatusCode::NOT_FOUND, &format!("There is no run {id}."));
+        }
+        Err(e) => return super::internal(e),
+    };
+    let (output, offset) = match run.log_path.as_deref() {
+        Some(p) => {
+            let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+            let from = size.saturating_sub(INITIAL_OUTPUT);
+            let (bytes, next) = read_log(p, from, INITIAL_OUTPUT).unwrap_or_default();
+            (
+                String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned(),
+                next,
+            )
+        }
+        None => (String::new(), 0),
+    };
+    let mut config = vec![Shown {
+        what: "provider".into(),
+        value: run.provider.clone(),
+        from: String::new(),
+    }];
+    let resolved = crate::resolve::Resolved {
+        kind: run.kind,
+        provider: provider::get(&run.provider).map_or("?", |p| p.id()),
+        model: run.model.clone(),
+        effort: run.effort.clone(),
+        options: run.options.clone(),
+    };
+    config.extend(resolved_rows(&resolved));
+    Page::ok(&RunPage {
+        chrome: Chrome::new(&session, "runs", &format!("Run {id}")),
+        state: run.state.as_str(),
+        detail: detail(&run),
+        config,
+        attach: format!("labctl attach {id}"),
+        output,
+        offset,
+        live: run.state.is_active(),
+        run,
+    })
+}
+
+async fn stop(
+    State(app): State<AppState>,
+    session: Session,
+    Path(id): Path<i64>,
+    form: Form,
+) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    match app.runner.stop(id, "stopped from the run page").await {
+        Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
+        Err(e) => {
+            let api = crate::http::runs::run_error(id)(e);
+            Page::error(api.status, &api.message)
+        }
+    }
+}
+
+async fn remove(
+    State(app): State<AppState>,
+    session: Session,
+    Path(id): Path<i64>,
+    form: Form,
+) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    match app.runner.remove(id).await {
+        Ok(()) => Redirect::to("/runs").into_response(),
+        Err(e) => {
+            let api = crate::http::runs::run_error(id)(e);
+            Page::error(api.status, &api.message)
+        }
+    }
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/runs", get(dashboard))
+        .route("/runs/new", get(new_form).post(start))
+        .route("/runs/{id}", get(show))
+        .route("/runs/{id}/stop", post(stop))
+        .route("/runs/{id}/remove", post(remove))
+}

@@ -1,0 +1,410 @@
+//! The global settings page: each provider's defaults and AFK defaults,
+//! rendered from its declared schema, and the AFK limits.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{Redirect, Response};
+use axum::routing::get;
+use serde::Deserialize;
+
+use super::forms::{Errors, Field, Form, Kind, Section, select};
+use super::{Chrome, Page, Session};
+use crate::http::AppState;
+use crate::provider::{self, OptionType, Provider};
+use crate::resolve::{Defaults, Request, RunKind, resolve};
+use crate::settings::{self, AfkPatch, Change, DefaultsPatch, RunsPatch, Settings, SettingsPatch};
+use crate::validate::{Errors as FieldErrors, FieldError};
+
+#[derive(Template)]
+#[template(path = "settings.html")]
+struct SettingsPage {
+    chrome: Chrome,
+    sections: Vec<Section>,
+    saved: bool,
+    problems: Vec<String>,
+    failed: bool,
+}
+
+/// What a field shows: what the user just typed, or what is stored.
+struct Values<'a> {
+    form: Option<&'a Form>,
+}
+
+impl Values<'_> {
+    fn get(&self, name: &str, stored: Option<&str>) -> String {
+        match self.form {
+            Some(f) => f.get(name).unwrap_or("").to_owned(),
+            None => stored.unwrap_or("").to_owned(),
+        }
+    }
+}
+
+/// The inherit entry of an AFK select: what the value would be without it.
+fn afk_inherit(p: &dyn Provider, d: &Defaults, model: bool) -> String {
+    let mut without = d.clone();
+    if model {
+        without.afk_model_default = None;
+    } else {
+        without.afk_effort_default = None;
+    }
+    let r = resolve(
+        p,
+        RunKind::Afk,
+        &without,
+        &Defaults::default(),
+        &Request::default(),
+    );
+    let v = if model { r.model } else { r.effort };
+    format!("same as default: {} ({})", v.value, v.source.describe())
+}
+
+/// The fields of one provider's spawn options, from its schema. `inherit`
+/// names the value a select's empty entry stands for; `None` renders bools as
+/// checkboxes (the global page).
+pub fn option_fields(
+    p: &dyn Provider,
+    prefix: &str,
+    current: &Defaults,
+    values: impl Fn(&str, Option<&str>) -> String,
+    inherit: Option<&dyn Fn(&str) -> String>,
+    errors: &mut Errors,
+) -> Vec<Field> {
+    p.spawn_options()
+        .iter()
+        .map(|o| {
+            let name = format!("{prefix}afk_options.{}", o.key);
+            let stored = current.afk_options.get(o.key).map(String::as_str);
+            let kind = match (o.ty, inherit) {
+                (OptionType::Bool, None) => {
+                    let v = values(&name, Some(stored.unwrap_or(o.default)));
+                    Kind::Checkbox(v == "true")
+                }
+                (OptionType::Bool, Some(inh)) => {
+                    let mut k =
+                        select(Some(inh(o.key)), &["true", "false"], &values(&name, stored));
+                    if let Kind::Select(choices) = &mut k {
+                        for c in choices.iter_mut().skip(1) {
+                            c.label = if c.value == "true" {
+                                "on".into()
+                            } else {
+                                "off".into()
+                            };
+                        }
+                    }
+                    k
+                }
+                (OptionType::Enum, _) => {
+                    let label = match inherit {
+                        Some(inh) => inh(o.key),
+                        None => format!("same as default: {}", o.default),
+                    };
+                    select(Some(label), o.values, &values(&name, stored))
+                }
+            };
+            Field::new(&name, o.label, kind)
+                .help(o.description)
+                .error_from(errors)
+        })
+        .collect()
+}
+
+fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Section> {
+    let v = Values { form };
+    let mut out = Vec::new();
+    for p in provider::all() {
+        let d = s.provider(p.id());
+        let pre = format!("providers.{}.", p.id());
+        let n = |f: &str| format!("{pre}{f}");
+        out.push(Section {
+            title: format!("{}: defaults", p.name()),
+            intro: "What a manual start is pre-filled with, and what AFK runs fall back to.".into(),
+            fields: vec![
+                Field::new(
+                    n("model_default"),
+                    "Model",
+                    select(
+                        Some(format!(
+                            "same as default: {} (the provider's default)",
+                            p.default_model()
+                        )),
+                        p.models(),
+                        &v.get(&n("model_default"), d.model_default.as_deref()),
+                    ),
+                )
+                .error_from(errors),
+                Field::new(
+                    n("effort_default"),
+                    "Effort",
+                    select(
+                        Some(format!(
+                            "same as default: {} (the provider's default)",
+                            p.default_effort()
+                        )),
+                        p.efforts(),
+                        &v.get(&n("effort_default"), d.effort_default.as_deref()),
+                    ),
+                )
+                .error_from(errors),
+            ],
+        });
+        let mut afk = vec![
+            Field::new(
+                n("afk_model_default"),
+                "AFK model",
+                select(
+                    Some(afk_inherit(*p, &d, true)),
+                    p.models(),
+                    &v.get(&n("afk_model_default"), d.afk_model_default.as_deref()),
+                ),
+            )
+            .error_from(errors),
+            Field::new(
+                n("afk_effort_default"),
+                "AFK effort",
+                select(
+                    Some(afk_inherit(*p, &d, false)),
+                    p.efforts(),
+                    &v.get(&n("afk_effort_default"), d.afk_effort_default.as_deref()),
+                ),
+            )
+            .error_from(errors),
+        ];
+        let checkbox_value = |name: &str, stored: Option<&str>| match form {
+            // A checkbox posts its value only when checked.
+            Some(f) => f.get(name).unwrap_or("false").to_owned(),
+            None => stored.unwrap_or("").to_owned(),
+        };
+        afk.extend(option_fields(*p, &pre, &d, checkbox_value, None, errors));
+        out.push(Section {
+            title: format!("{}: AFK defaults", p.name()),
+            intro: "What AFK runs use, literally. An empty choice inherits the value it names."
+                .into(),
+            fields: afk,
+        });
+    }
+    let num = |name: &str, stored: i64, (lo, hi): (i64, i64)| Kind::Number {
+        value: v.get(name, Some(&stored.to_string())),
+        min: lo,
+        max: hi,
+    };
+    out.push(Section {
+        title: "AFK scheduler".into(),
+        intro: "Limits of the AFK scheduler, over all repos.".into(),
+        fields: vec![
+            Field::new(
+                "afk.max_concurrent",
+                "Most AFK runs at once",
+                num(
+                    "afk.max_concurrent",
+                    s.afk.max_concurrent,
+                    settings::MAX_CONCURRENT,
+                ),
+            )
+            .error_from(errors),
+            Field::new(
+                "afk.tick_seconds",
+                "Seconds between ticks",
+                num(
+                    "afk.tick_seconds",
+                    s.afk.tick_seconds,
+                    settings::TICK_SECONDS,
+                ),
+            )
+            .error_from(errors),
+            Field::new(
+                "afk.run_timeout_minutes",
+                "Run time limit (minutes)",
+                num(
+                    "afk.run_timeout_minutes",
+                    s.afk.run_timeout_minutes,
+                    settings::RUN_TIMEOUT_MINUTES,
+                ),
+            )
+            .help("An AFK run that takes longer is stopped and recorded as timed out.")
+            .error_from(errors),
+        ],
+    });
+    let (lo, hi) = settings::WORKSPACE_RETENTION_HOURS;
+    out.push(Section {
+        title: "Runs".into(),
+        intro: String::new(),
+        fields: vec![
+            Field::new(
+                "runs.workspace_retention_hours",
+                "Keep workspaces of ended runs (hours)",
+                Kind::Number {
+                    value: v.get(
+                        "runs.workspace_retention_hours",
+                        s.runs
+                            .workspace_retention_hours
+                            .map(|h| h.to_string())
+                            .as_deref(),
+                    ),
+                    min: lo,
+                    max: hi,
+                },
+            )
+            .help("Empty keeps them until the run is removed. Live runs always keep theirs.")
+            .error_from(errors),
+        ],
+    });
+    out
+}
+
+/// A select or text value: empty clears (inherit).
+pub fn change(form: &Form, name: &str) -> Change<String> {
+    match form.value(name) {
+        Some(v) => Change::Set(v),
+        None => Change::Clear,
+    }
+}
+
+/// A number field: empty clears (the default); not a number is an error.
+pub fn number(form: &Form, name: &str, errs: &mut FieldErrors) -> Change<i64> {
+    match form.value(name) {
+        None => Change::Clear,
+        Some(v) => match v.parse() {
+            Ok(n) => Change::Set(n),
+            Err(_) => {
+                errs.push(FieldError::new(name, "must be a whole number").with_value(v));
+                Change::Keep
+            }
+        },
+    }
+}
+
+/// The options of one provider from a posted form: checkboxes (when the
+/// page showed them) and selects.
+pub fn options_patch(
+    p: &dyn Provider,
+    prefix: &str,
+    form: &Form,
+    checkboxes: bool,
+) -> std::collections::BTreeMap<String, Change<String>> {
+    p.spawn_options()
+        .iter()
+        .filter_map(|o| {
+            let name = format!("{prefix}afk_options.{}", o.key);
+            let c = if o.ty == OptionType::Bool && checkboxes {
+                if !form.has(&format!("{name}.shown")) {
+                    return None;
+                }
+                let v = if form.get(&name) == Some("true") {
+                    "true"
+                } else {
+                    "false"
+                };
+                // Only a departure from the provider's default is stored.
+                if v == o.default {
+                    Change::Clear
+                } else {
+                    Change::Set(v.to_owned())
+                }
+            } else {
+                if !form.has(&name) {
+                    return None;
+                }
+                change(form, &name)
+            };
+            Some((o.key.to_owned(), c))
+        })
+        .collect()
+}
+
+fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
+    let mut errs = FieldErrors::default();
+    let mut patch = SettingsPatch::default();
+    for p in provider::all() {
+        let pre = format!("providers.{}.", p.id());
+        if !form.has(&format!("{pre}model_default")) {
+            continue;
+        }
+        patch.providers.insert(
+            p.id().to_owned(),
+            DefaultsPatch {
+                model_default: change(form, &format!("{pre}model_default")),
+                effort_default: change(form, &format!("{pre}effort_default")),
+                afk_model_default: change(form, &format!("{pre}afk_model_default")),
+                afk_effort_default: change(form, &format!("{pre}afk_effort_default")),
+                afk_options: options_patch(*p, &pre, form, true),
+            },
+        );
+    }
+    patch.afk = AfkPatch {
+        max_concurrent: number(form, "afk.max_concurrent", &mut errs),
+        tick_seconds: number(form, "afk.tick_seconds", &mut errs),
+        run_timeout_minutes: number(form, "afk.run_timeout_minutes", &mut errs),
+    };
+    patch.runs = RunsPatch {
+        workspace_retention_hours: number(form, "runs.workspace_retention_hours", &mut errs),
+    };
+    errs.finish()?;
+    Ok(patch)
+}
+
+#[derive(Deserialize)]
+struct Saved {
+    saved: Option<String>,
+}
+
+async fn show(State(app): State<AppState>, session: Session, Query(q): Query<Saved>) -> Response {
+    let s = match app.store.settings().await {
+        Ok(s) => s,
+        Err(e) => return super::internal(e),
+    };
+    let mut errors = Errors::default();
+    Page::ok(&SettingsPage {
+        chrome: Chrome::new(&session, "settings", "Settings"),
+        sections: sections(&s, None, &mut errors),
+        saved: q.saved.is_some(),
+        problems: Vec::new(),
+        failed: false,
+    })
+}
+
+async fn save(State(app): State<AppState>, session: Session, form: Form) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    let result = match patch_from(&form) {
+        Ok(patch) => app
+            .store
+            .update_settings(&patch)
+            .await
+            .map_err(|e| match e {
+                crate::store::StoreError::Invalid(i) => Ok(i),
+                other => Err(other),
+            }),
+        Err(invalid) => Err(Ok(invalid)),
+    };
+    match result {
+        Ok(_) => Redirect::to("/settings?saved=1").into_response(),
+        Err(Err(e)) => super::internal(e),
+        Err(Ok(invalid)) => {
+            let s = match app.store.settings().await {
+                Ok(s) => s,
+                Err(e) => return super::internal(e),
+            };
+            let mut errors = Errors::from(invalid);
+            let sections = sections(&s, Some(&form), &mut errors);
+            Page::render(
+                StatusCode::BAD_REQUEST,
+                &SettingsPage {
+                    chrome: Chrome::new(&session, "settings", "Settings"),
+                    sections,
+                    saved: false,
+                    problems: errors.rest(),
+                    failed: true,
+                },
+            )
+        }
+    }
+}
+
+use axum::response::IntoResponse;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/settings", get(show).post(save))
+}

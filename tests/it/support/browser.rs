@@ -1,0 +1,212 @@
+//! Real headless Chromium, driven over WebDriver (chromedriver), for the
+//! page tests. Screenshots go to target/browser-screenshots/<test>/.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use thirtyfour::prelude::*;
+
+pub struct Browser {
+    pub driver: WebDriver,
+    chromedriver: Child,
+    _profile: tempfile::TempDir,
+    shots: PathBuf,
+    pub base: String,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium. `test` names the
+    /// screenshot folder.
+    pub async fn start(base: &str, test: &str) -> Browser {
+        let port = free_port();
+        let chromedriver = Command::new(
+            std::env::var("LAB_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()),
+        )
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver runs (apt-get install chromium chromium-driver)");
+        let url = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if reqwest::get(format!("{url}/status")).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let mut caps = DesiredCapabilities::chrome();
+        caps.set_binary(
+            &std::env::var("LAB_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        )
+        .unwrap();
+        for arg in [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1280,1000",
+        ] {
+            caps.add_arg(arg).unwrap();
+        }
+        caps.add_arg(&format!("--user-data-dir={}", profile.path().display()))
+            .unwrap();
+        let driver = WebDriver::new(&url, caps)
+            .await
+            .expect("a Chromium session");
+        let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/browser-screenshots")
+            .join(test);
+        std::fs::create_dir_all(&shots).unwrap();
+        Browser {
+            driver,
+            chromedriver,
+            _profile: profile,
+            shots,
+            base: base.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    pub async fn go(&self, path: &str) {
+        self.driver
+            .goto(format!("{}{path}", self.base))
+            .await
+            .unwrap();
+    }
+
+    pub async fn shot(&self, name: &str) {
+        self.driver
+            .screenshot(&self.shots.join(format!("{name}.png")))
+            .await
+            .unwrap();
+    }
+
+    /// The page's text (retried while the page is being replaced).
+    pub async fn text(&self) -> String {
+        for _ in 0..50 {
+            if let Ok(body) = self.driver.find(By::Tag("body")).await
+                && let Ok(t) = body.text().await
+            {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the page has no readable body");
+    }
+
+    /// Logs in with the admin token through the login form.
+    pub async fn login(&self, token: &str) {
+        self.go("/runs").await;
+        assert!(
+            self.driver
+                .current_url()
+                .await
+                .unwrap()
+                .path()
+                .starts_with("/login")
+        );
+        self.shot("login").await;
+        self.driver
+            .find(By::Id("token"))
+            .await
+            .unwrap()
+            .send_keys(token)
+            .await
+            .unwrap();
+        self.driver
+            .find(By::Css("form button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        self.wait_path("/runs").await;
+    }
+
+    pub async fn wait_path(&self, path: &str) {
+        for _ in 0..100 {
+            if self.driver.current_url().await.unwrap().path() == path {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "never reached {path}: at {}",
+            self.driver.current_url().await.unwrap()
+        );
+    }
+
+    /// Polls until `f` holds for the page's text.
+    pub async fn wait_text(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        for _ in 0..200 {
+            last = self.text().await;
+            if f(&last) {
+                return last;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("waited for {what}; the page says:\n{last}");
+    }
+
+    pub async fn select(&self, name: &str, value: &str) {
+        let el = self.driver.find(By::Name(name)).await.unwrap();
+        thirtyfour::components::SelectElement::new(&el)
+            .await
+            .unwrap()
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
+
+    pub async fn selected(&self, name: &str) -> String {
+        let el = self.driver.find(By::Name(name)).await.unwrap();
+        let sel = thirtyfour::components::SelectElement::new(&el)
+            .await
+            .unwrap();
+        sel.first_selected_option()
+            .await
+            .unwrap()
+            .value()
+            .await
+            .unwrap()
+            .unwrap_or_default()
+    }
+
+    pub async fn fill(&self, name: &str, value: &str) {
+        let el = self.driver.find(By::Name(name)).await.unwrap();
+        el.clear().await.unwrap();
+        el.send_keys(value).await.unwrap();
+    }
+
+    pub async fn submit(&self, button_text: &str) {
+        let xpath = format!("//button[normalize-space(.)='{button_text}']");
+        self.driver
+            .find(By::XPath(&xpath))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
+    pub async fn quit(mut self) {
+        let d = self.driver.clone();
+        let _ = d.quit().await;
+        let _ = self.chromedriver.kill();
+        let _ = self.chromedriver.wait();
+    }
+}
