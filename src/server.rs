@@ -181,6 +181,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         store: store.clone(),
         auth: Arc::new(Auth::new(&token)),
         runner: runner.clone(),
+        sessions: Arc::new(crate::web::SessionCache::default()),
     };
     let app = http::router(state);
     let (tx, rx) = oneshot::channel::<()>();

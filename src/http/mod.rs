@@ -35,6 +35,7 @@ pub struct AppState {
     pub store: Store,
     pub auth: Arc<Auth>,
     pub runner: Arc<Runner>,
+    pub sessions: Arc<crate::web::SessionCache>,
 }
 
 #[derive(OpenApi)]

@@ -40,10 +40,52 @@ struct GlobalRow {
     workspace_retention_hours: Option<i64>,
 }
 
-const SELECT_PROVIDERS: &str = "SELECT provider, model_default, effort_default, afk_model_default, \
-     afk_effort_default, afk_options FROM provider_settings ORDER BY provider";
-const SELECT_GLOBAL: &str = "SELECT afk_max_concurrent, afk_tick_seconds, afk_run_timeout_minutes, \
-     workspace_retention_hours FROM global_settings WHERE id = 1";
+/// Everything in one round trip: the global row, joined with each provider
+/// row (one row with NULL provider columns when there are none).
+const SELECT_ALL: &str = "SELECT g.afk_max_concurrent, g.afk_tick_seconds, g.afk_run_timeout_minutes, \
+     g.workspace_retention_hours, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
+     p.afk_effort_default, p.afk_options FROM global_settings g LEFT JOIN provider_settings p ON 1 = 1 \
+     WHERE g.id = 1 ORDER BY p.provider";
+
+#[derive(FromRow)]
+struct AllRow {
+    #[sqlx(flatten)]
+    g: GlobalRow,
+    provider: Option<String>,
+    model_default: Option<String>,
+    effort_default: Option<String>,
+    afk_model_default: Option<String>,
+    afk_effort_default: Option<String>,
+    afk_options: Option<String>,
+}
+
+fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
+    let mut rows = rows.into_iter().peekable();
+    let Some(first) = rows.peek() else {
+        return Err(super::StoreError::Corrupt(
+            "global_settings has no row".into(),
+        ));
+    };
+    let g = GlobalRow {
+        afk_max_concurrent: first.g.afk_max_concurrent,
+        afk_tick_seconds: first.g.afk_tick_seconds,
+        afk_run_timeout_minutes: first.g.afk_run_timeout_minutes,
+        workspace_retention_hours: first.g.workspace_retention_hours,
+    };
+    let providers = rows
+        .filter_map(|r| {
+            Some(ProviderRow {
+                provider: r.provider?,
+                model_default: r.model_default,
+                effort_default: r.effort_default,
+                afk_model_default: r.afk_model_default,
+                afk_effort_default: r.afk_effort_default,
+                afk_options: r.afk_options.unwrap_or_else(|| "{}".into()),
+            })
+        })
+        .collect();
+    assemble(providers, g)
+}
 
 fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
     let mut s = Settings {
@@ -66,11 +108,10 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
 
 impl Store {
     pub async fn settings(&self) -> Result<Settings> {
-        on_db!(self.db(), pool => {
-            let rows: Vec<ProviderRow> = sqlx::query_as(SELECT_PROVIDERS).fetch_all(pool).await?;
-            let g: GlobalRow = sqlx::query_as(SELECT_GLOBAL).fetch_one(pool).await?;
-            assemble(rows, g)
-        })
+        let rows: Vec<AllRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(SELECT_ALL).fetch_all(pool).await?
+        });
+        assemble_all(rows)
     }
 
     /// Applies a settings change in one transaction: read, validate, write.
@@ -78,9 +119,8 @@ impl Store {
     pub async fn update_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
         let now = now_ms();
         in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE" => {
-            let rows: Vec<ProviderRow> = sqlx::query_as(SELECT_PROVIDERS).fetch_all(&mut *tx).await?;
-            let g: GlobalRow = sqlx::query_as(SELECT_GLOBAL).fetch_one(&mut *tx).await?;
-            let current = assemble(rows, g)?;
+            let rows: Vec<AllRow> = sqlx::query_as(SELECT_ALL).fetch_all(&mut *tx).await?;
+            let current = assemble_all(rows)?;
             match settings::apply(&current, patch) {
                 Err(e) => Err(e.into()),
                 Ok(next) => {

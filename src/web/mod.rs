@@ -31,7 +31,7 @@ use crate::http::AppState;
 use crate::http::auth::Principal;
 pub use assets::asset;
 use forms::Form;
-pub use session::Session;
+pub use session::{Session, SessionCache};
 
 /// What every page's frame needs: the navigation, the CSRF token for its
 /// forms, the asset URLs.
@@ -196,6 +196,7 @@ async fn logout(State(app): State<AppState>, session: Session, form: Form) -> Re
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
+    app.sessions.forget(&session.id_hash);
     let _ = app.store.delete_session(&session.id_hash).await;
     let mut resp = Redirect::to("/login").into_response();
     let (k, v) = session::clear_cookie();

@@ -1,6 +1,10 @@
 //! Browser sessions: paste the admin token once, get an HttpOnly,
 //! SameSite=Strict cookie. Every form carries the session's CSRF token.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use axum::http::header::{COOKIE, SET_COOKIE};
 use axum::http::request::Parts;
@@ -33,10 +37,45 @@ fn cookie_value(parts: &Parts) -> Option<String> {
         .map(|(_, v)| v.to_owned())
 }
 
+/// Sessions this node looked up lately, so a page does not cost a database
+/// round trip for its session. An entry is trusted for [`CACHE_FOR`]; a
+/// logout on this node drops it at once.
+#[derive(Default)]
+pub struct SessionCache {
+    seen: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+const CACHE_FOR: Duration = Duration::from_secs(30);
+
+impl SessionCache {
+    fn get(&self, id_hash: &str) -> Option<String> {
+        let seen = self.seen.lock().expect("poisoned");
+        seen.get(id_hash)
+            .filter(|(_, at)| at.elapsed() < CACHE_FOR)
+            .map(|(csrf, _)| csrf.clone())
+    }
+
+    fn put(&self, id_hash: &str, csrf: &str) {
+        let mut seen = self.seen.lock().expect("poisoned");
+        if seen.len() > 1000 {
+            seen.retain(|_, (_, at)| at.elapsed() < CACHE_FOR);
+        }
+        seen.insert(id_hash.to_owned(), (csrf.to_owned(), Instant::now()));
+    }
+
+    pub fn forget(&self, id_hash: &str) {
+        self.seen.lock().expect("poisoned").remove(id_hash);
+    }
+}
+
 async fn lookup(parts: &Parts, app: &AppState) -> Option<Session> {
     let id = cookie_value(parts)?;
     let id_hash = hex::encode(digest(&id));
+    if let Some(csrf) = app.sessions.get(&id_hash) {
+        return Some(Session { id_hash, csrf });
+    }
     let s = app.store.session(&id_hash).await.ok()??;
+    app.sessions.put(&id_hash, &s.csrf);
     Some(Session {
         id_hash,
         csrf: s.csrf,

@@ -242,9 +242,17 @@ async fn a_manual_run_streams_its_output_live(b: Backend) {
     br.select("effort", "low").await;
     br.fill("prompt", "FAKE_TICK_MS=150").await;
     br.submit("Start").await;
-    let url = br.driver.current_url().await.unwrap();
-    assert!(url.path().starts_with("/runs/"), "{url}");
-    let id: i64 = url.path().trim_start_matches("/runs/").parse().unwrap();
+    // The form redirects to the new run's page.
+    let mut id = None;
+    for _ in 0..100 {
+        let url = br.driver.current_url().await.unwrap();
+        if let Some(Ok(n)) = url.path().strip_prefix("/runs/").map(str::parse::<i64>) {
+            id = Some(n);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let id = id.expect("redirected to the run's page");
     let run = s.get(&format!("/api/v1/runs/{id}")).await.ok();
     assert_eq!(run["effort"]["value"], "low");
     assert_eq!(run["effort"]["source"], "request");
