@@ -2,9 +2,11 @@
 //!
 //! See ARCHITECTURE.md for the map of this crate.
 
+pub mod afk;
 pub mod cli;
 pub mod doctor;
 pub mod http;
+pub mod issues;
 pub mod provider;
 pub mod repo;
 pub mod resolve;

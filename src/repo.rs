@@ -4,6 +4,7 @@
 //! Invariant: no IO here (whether a path really holds a repository is checked
 //! by the caller, through the workspace module).
 
+use crate::issues::config::{IssueConfig, IssueConfigPatch};
 use crate::provider::{self, Provider};
 use crate::resolve::Defaults;
 use crate::settings::{self, Change, DefaultsPatch};
@@ -34,6 +35,9 @@ pub struct Repo {
     pub afk_enabled: bool,
     pub afk_label: String,
     pub afk_max_concurrent: i64,
+    /// The scheduler leaves a paused repo alone.
+    pub afk_paused: bool,
+    pub issues: IssueConfig,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -72,6 +76,8 @@ pub struct RepoPatch {
     pub afk_enabled: Change<bool>,
     pub afk_label: Change<String>,
     pub afk_max_concurrent: Change<i64>,
+    pub afk_paused: Change<bool>,
+    pub issues: IssueConfigPatch,
 }
 
 /// A new repo from a create request. Its id and times are the store's.
@@ -86,6 +92,8 @@ pub fn create(patch: &RepoPatch) -> Result<Repo, Invalid> {
         afk_enabled: false,
         afk_label: DEFAULT_AFK_LABEL.to_owned(),
         afk_max_concurrent: DEFAULT_AFK_MAX_CONCURRENT,
+        afk_paused: false,
+        issues: IssueConfig::default(),
         created_at: 0,
         updated_at: 0,
     };
@@ -214,6 +222,12 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
             }
         }
     }
+    match &patch.afk_paused {
+        Change::Keep => {}
+        Change::Clear => next.afk_paused = false,
+        Change::Set(v) => next.afk_paused = *v,
+    }
+    next.issues = crate::issues::config::apply(&current.issues, &patch.issues, &mut errs);
     errs.finish()?;
     Ok(next)
 }

@@ -68,6 +68,7 @@ pub struct Running {
     pub token: String,
     pub store: Store,
     pub runner: Arc<Runner>,
+    pub scheduler: Arc<crate::afk::Scheduler>,
     shutdown: Option<oneshot::Sender<()>>,
     stop_loops: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
@@ -165,7 +166,11 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         "runs re-adopted"
     );
     let (stop_loops, stop_rx) = watch::channel(false);
-    let loops = vec![runner.clone().spawn_loop(stop_rx)];
+    let scheduler = Arc::new(crate::afk::Scheduler::new(runner.clone()));
+    let loops = vec![
+        runner.clone().spawn_loop(stop_rx.clone()),
+        scheduler.clone().spawn_loop(stop_rx),
+    ];
     // What `lab doctor` would say, as warnings, without delaying start-up.
     let doctor = runner.clone();
     tokio::spawn(async move {
@@ -182,6 +187,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         auth: Arc::new(Auth::new(&token)),
         runner: runner.clone(),
         sessions: Arc::new(crate::web::SessionCache::default()),
+        scheduler: scheduler.clone(),
     };
     let app = http::router(state);
     let (tx, rx) = oneshot::channel::<()>();
@@ -198,6 +204,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         token,
         store,
         runner,
+        scheduler,
         shutdown: Some(tx),
         stop_loops,
         task,

@@ -1,5 +1,6 @@
 //! labctl: lab from the terminal. Talks to `lab serve` over HTTP only.
 
+mod afk;
 mod client;
 mod output;
 mod repos;
@@ -80,6 +81,20 @@ enum Command {
     Rm {
         /// Run id.
         run: String,
+    },
+    /// The AFK scheduler: start a run now, status, pause, resume.
+    #[command(subcommand)]
+    Afk(afk::AfkCommand),
+    /// Issues of a repo (inside a run: of the run's repo).
+    #[command(subcommand)]
+    Issue(afk::IssueCommand),
+    /// Pull requests: open this run's.
+    #[command(subcommand)]
+    Pr(afk::PrCommand),
+    /// AFK outcomes by repo and by model/effort.
+    Ledger {
+        #[arg(long)]
+        json: bool,
     },
     /// Ask the server whether its machine can run agents (`lab doctor`).
     Doctor {
@@ -163,6 +178,10 @@ async fn run(cli: Cli) -> CliResult<()> {
             }
             Ok(())
         }
+        Command::Afk(cmd) => afk::afk(&client, cmd).await,
+        Command::Issue(cmd) => afk::issue(&client, cmd).await,
+        Command::Pr(cmd) => afk::pr(&client, cmd).await,
+        Command::Ledger { json } => afk::ledger(&client, json).await,
         Command::Completions { .. } => unreachable!("handled above"),
     }
 }

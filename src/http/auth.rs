@@ -18,6 +18,13 @@ use super::error::ApiError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
     Admin,
+    /// A live run's own token: it may read its repo's issues, read its run,
+    /// and open its run's pull request; nothing else.
+    Run {
+        run_id: i64,
+        repo_id: Option<i64>,
+        repo: String,
+    },
 }
 
 pub struct Auth {
@@ -75,6 +82,43 @@ pub fn load_or_create_token(path: &Path) -> std::io::Result<(String, bool)> {
     Ok((token, true))
 }
 
+/// What a run's token may reach: `GET /runs/<its id>`, `POST /runs/<its
+/// id>/pull`, `GET /repos/<its repo>/issues[/<n>]`.
+fn run_may(who: &Principal, method: &axum::http::Method, path: &str) -> bool {
+    let Principal::Run {
+        run_id,
+        repo_id,
+        repo,
+    } = who
+    else {
+        return true;
+    };
+    let segs: Vec<String> = path
+        .trim_start_matches("/api/v1/")
+        .split('/')
+        .map(|s| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .collect();
+    let own_run = |s: &str| s.parse::<i64>().ok() == Some(*run_id);
+    let own_repo = |s: &str| s == repo || (repo_id.is_some() && s.parse::<i64>().ok() == *repo_id);
+    let get = method == axum::http::Method::GET;
+    match segs
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["runs", id] => get && own_run(id),
+        ["runs", id, "pull"] => method == axum::http::Method::POST && own_run(id),
+        ["repos", r, "issues"] => get && own_repo(r),
+        ["repos", r, "issues", n] => get && own_repo(r) && n.parse::<i64>().is_ok(),
+        _ => false,
+    }
+}
+
 fn bearer(req: &Request) -> Option<&str> {
     let v = req.headers().get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
@@ -92,9 +136,29 @@ pub async fn require_token(
             "missing 'Authorization: Bearer <token>'; the admin token is in <data-dir>/token",
         ));
     };
-    let Some(who) = app.auth.principal(token) else {
-        return Err(ApiError::unauthorized("the bearer token is not valid"));
+    let who = match app.auth.principal(token) {
+        Some(p) => p,
+        None => match app.store.run_for_token(&hex::encode(digest(token))).await {
+            Ok(Some(run)) => Principal::Run {
+                run_id: run.id,
+                repo_id: run.repo_id,
+                repo: run.repo_name,
+            },
+            Ok(None) => {
+                return Err(ApiError::unauthorized(
+                    "the bearer token is not valid (a run's token ends with its run)",
+                ));
+            }
+            Err(e) => return Err(ApiError::internal(e)),
+        },
     };
+    if let Principal::Run { .. } = &who
+        && !run_may(&who, req.method(), req.uri().path())
+    {
+        return Err(ApiError::forbidden(
+            "a run's token may only read its repo's issues, read its own run, and open its run's pull request",
+        ));
+    }
     req.extensions_mut().insert(who);
     Ok(next.run(req).await)
 }

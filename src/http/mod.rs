@@ -4,10 +4,12 @@
 //! Invariant: handlers reach the database only through [`crate::store::Store`]
 //! methods, and every failure leaves as an [`error::ApiError`].
 
+mod afk;
 pub mod auth;
 pub mod dto;
 pub mod error;
 pub mod extract;
+pub mod issues;
 mod providers;
 pub mod repos;
 pub mod runs;
@@ -36,6 +38,7 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     pub runner: Arc<Runner>,
     pub sessions: Arc<crate::web::SessionCache>,
+    pub scheduler: Arc<crate::afk::Scheduler>,
 }
 
 #[derive(OpenApi)]
@@ -68,6 +71,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(settings::router())
                 .merge(repos::router())
                 .merge(runs::router())
+                .merge(issues::router())
+                .merge(afk::router())
                 .merge(status::router()),
         )
         .split_for_parts()

@@ -39,6 +39,14 @@ pub struct RepoBody {
     pub afk_enabled: bool,
     pub afk_label: String,
     pub afk_max_concurrent: i64,
+    /// The AFK scheduler leaves a paused repo alone.
+    pub afk_paused: bool,
+    /// `builtin`, `gitea` or `github`.
+    pub issue_source: String,
+    pub forge_url: Option<String>,
+    pub forge_repo: Option<String>,
+    /// The forge token's last four characters; never the token.
+    pub forge_token: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -60,6 +68,11 @@ impl From<Repo> for RepoBody {
             afk_enabled: r.afk_enabled,
             afk_label: r.afk_label,
             afk_max_concurrent: r.afk_max_concurrent,
+            afk_paused: r.afk_paused,
+            issue_source: r.issues.source.as_str().to_owned(),
+            forge_token: r.issues.token_hint(),
+            forge_url: r.issues.forge_url,
+            forge_repo: r.issues.forge_repo,
             created_at: time(r.created_at),
             updated_at: time(r.updated_at),
         }
@@ -100,6 +113,20 @@ pub struct RepoPatchBody {
     pub afk_label: Field<String>,
     #[schema(value_type = Option<i64>)]
     pub afk_max_concurrent: Field<i64>,
+    #[schema(value_type = Option<bool>)]
+    pub afk_paused: Field<bool>,
+    /// `builtin` (lab's own tracker, the default), `gitea` (also Forgejo) or `github`.
+    #[schema(value_type = Option<String>)]
+    pub issue_source: Field<String>,
+    /// The forge's address; GitHub's API by default.
+    #[schema(value_type = Option<String>)]
+    pub forge_url: Field<String>,
+    /// `owner/name` on the forge.
+    #[schema(value_type = Option<String>)]
+    pub forge_repo: Field<String>,
+    /// A token lab uses on the forge (never shown back, never given to runs).
+    #[schema(value_type = Option<String>)]
+    pub forge_token: Field<String>,
 }
 
 impl RepoPatchBody {
@@ -124,6 +151,13 @@ impl RepoPatchBody {
             afk_enabled: self.afk_enabled.change(),
             afk_label: self.afk_label.change(),
             afk_max_concurrent: self.afk_max_concurrent.change(),
+            afk_paused: self.afk_paused.change(),
+            issues: crate::issues::config::IssueConfigPatch {
+                source: self.issue_source.change(),
+                forge_url: self.forge_url.change(),
+                forge_repo: self.forge_repo.change(),
+                forge_token: self.forge_token.change(),
+            },
         })
     }
 }

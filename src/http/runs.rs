@@ -166,6 +166,7 @@ pub async fn start_manual(
             model,
             effort,
             prompt,
+            prompt_names_branch: false,
             env: BTreeMap::new(),
         })
         .await

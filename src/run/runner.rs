@@ -102,6 +102,9 @@ pub struct LaunchRequest {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub prompt: String,
+    /// Whether `{branch}` in the prompt stands for the run's branch (known
+    /// only once the run is recorded): lab's AFK template names it.
+    pub prompt_names_branch: bool,
     /// Extra variables for the run's environment (`LAB_ISSUE` for AFK runs).
     pub env: BTreeMap<String, String>,
 }
@@ -248,7 +251,13 @@ impl Runner {
             self.launching.lock().expect("poisoned").insert(run.id);
         }
         self.pending.fetch_sub(1, Ordering::SeqCst);
-        let run = inserted?;
+        let mut run = inserted?;
+        if req.prompt_names_branch
+            && let Some(branch) = run.branch.clone()
+        {
+            run.prompt = run.prompt.replace("{branch}", &branch);
+            self.store.set_run_prompt(run.id, &run.prompt).await?;
+        }
 
         let plan = Plan {
             req: &req,

@@ -190,9 +190,52 @@ impl Workspaces {
     }
 }
 
+impl Workspaces {
+    /// Pushes a run's branch to `remote`. `auth` is an HTTP header for the
+    /// forge (passed to git through its environment, never on its command
+    /// line and never into the workspace's config).
+    pub async fn push_branch(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        remote: &str,
+        auth: Option<&str>,
+    ) -> Result<(), WorkspaceError> {
+        let lock = self.lock(repo.id);
+        let _guard = lock.lock().await;
+        let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+        let env: Vec<(&str, &str)> = match auth {
+            Some(h) => vec![
+                ("GIT_CONFIG_COUNT", "1"),
+                ("GIT_CONFIG_KEY_0", "http.extraHeader"),
+                ("GIT_CONFIG_VALUE_0", h),
+            ],
+            None => Vec::new(),
+        };
+        git_env(
+            &self.git_dir(repo),
+            &["push", "--quiet", "--", remote, &refspec],
+            FETCH_TIMEOUT,
+            &env,
+        )
+        .await
+        .map_err(|e| WorkspaceError(e.0.replace(remote, "<the forge>")))
+    }
+}
+
 /// Runs git in `dir`, never asking for credentials on a terminal.
 async fn git(dir: &Path, args: &[&str], timeout: Duration) -> Result<(), WorkspaceError> {
+    git_env(dir, args, timeout, &[]).await
+}
+
+async fn git_env(
+    dir: &Path,
+    args: &[&str],
+    timeout: Duration,
+    env: &[(&str, &str)],
+) -> Result<(), WorkspaceError> {
     let mut cmd = tokio::process::Command::new("git");
+    cmd.envs(env.iter().copied());
     cmd.arg("-C")
         .arg(dir)
         .args(args)

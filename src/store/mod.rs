@@ -8,6 +8,8 @@
 //! Invariant: write transactions on SQLite start with `BEGIN IMMEDIATE`, so
 //! two writers queue on the lock instead of failing with "database is locked".
 
+mod afk;
+mod issues;
 mod repos;
 mod runs;
 mod sessions;
@@ -23,6 +25,8 @@ use sqlx::sqlite::{
 
 use crate::validate::Invalid;
 
+pub use afk::{Claim, ClaimResult};
+pub use issues::{CommentRow, IssueRow, NewPullRow, PullRow};
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
 pub use sessions::WebSession;

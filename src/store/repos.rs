@@ -7,6 +7,7 @@ use super::{
     Result, Store, StoreError, conflict_on_unique, in_tx, now_ms, on_db, options_json,
     parse_options,
 };
+use crate::issues::config::{IssueConfig, SourceKind};
 use crate::repo::{Repo, RepoSource};
 use crate::resolve::Defaults;
 use crate::validate::Invalid;
@@ -39,7 +40,8 @@ impl std::fmt::Display for RepoKey {
 
 const COLUMNS: &str = "r.id, r.name, r.path, r.url, r.default_branch, r.provider, r.model_default, \
      r.effort_default, r.afk_model_default, r.afk_effort_default, r.afk_options, r.afk_enabled, \
-     r.afk_label, r.afk_max_concurrent, r.created_at, r.updated_at";
+     r.afk_label, r.afk_max_concurrent, r.afk_paused, r.issue_source, r.forge_url, r.forge_repo, r.forge_token, \
+     r.created_at, r.updated_at";
 
 #[derive(FromRow)]
 struct RepoRow {
@@ -57,6 +59,11 @@ struct RepoRow {
     afk_enabled: bool,
     afk_label: String,
     afk_max_concurrent: i64,
+    afk_paused: bool,
+    issue_source: String,
+    forge_url: Option<String>,
+    forge_repo: Option<String>,
+    forge_token: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -90,6 +97,14 @@ impl TryFrom<RepoRow> for Repo {
             afk_enabled: r.afk_enabled,
             afk_label: r.afk_label,
             afk_max_concurrent: r.afk_max_concurrent,
+            afk_paused: r.afk_paused,
+            issues: IssueConfig {
+                source: SourceKind::parse("issue_source", &r.issue_source)
+                    .map_err(|e| StoreError::Corrupt(format!("repo {}: {}", r.id, e.message)))?,
+                forge_url: r.forge_url,
+                forge_repo: r.forge_repo,
+                forge_token: r.forge_token,
+            },
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -180,7 +195,8 @@ impl Store {
         let sql = format!(
             "INSERT INTO repos (name, path, url, default_branch, provider, model_default, effort_default, \
              afk_model_default, afk_effort_default, afk_options, afk_enabled, afk_label, afk_max_concurrent, \
-             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14) \
+             afk_paused, issue_source, forge_url, forge_repo, forge_token, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $14, $14) \
              RETURNING {}",
             COLUMNS.replace("r.", "")
         );
@@ -200,6 +216,11 @@ impl Store {
                 .bind(&repo.afk_label)
                 .bind(repo.afk_max_concurrent)
                 .bind(now)
+                .bind(repo.afk_paused)
+                .bind(repo.issues.source.as_str())
+                .bind(&repo.issues.forge_url)
+                .bind(&repo.issues.forge_repo)
+                .bind(&repo.issues.forge_token)
                 .fetch_one(pool)
                 .await
                 .map_err(|e| conflict_on_unique(e, || format!("a repo named '{}' already exists", repo.name)))?
@@ -232,7 +253,8 @@ impl Store {
                             "UPDATE repos SET name = $1, path = $2, url = $3, default_branch = $4, provider = $5, \
                              model_default = $6, effort_default = $7, afk_model_default = $8, \
                              afk_effort_default = $9, afk_options = $10, afk_enabled = $11, afk_label = $12, \
-                             afk_max_concurrent = $13, updated_at = $14 WHERE id = $15",
+                             afk_max_concurrent = $13, updated_at = $14, afk_paused = $16, issue_source = $17, \
+                             forge_url = $18, forge_repo = $19, forge_token = $20 WHERE id = $15",
                         )
                         .bind(&next.name)
                         .bind(next.path())
@@ -249,6 +271,11 @@ impl Store {
                         .bind(next.afk_max_concurrent)
                         .bind(now)
                         .bind(current.id)
+                        .bind(next.afk_paused)
+                        .bind(next.issues.source.as_str())
+                        .bind(&next.issues.forge_url)
+                        .bind(&next.issues.forge_repo)
+                        .bind(&next.issues.forge_token)
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| conflict_on_unique(e, || format!("a repo named '{name}' already exists")))?;

@@ -305,6 +305,13 @@ impl Store {
         Ok(n == 1)
     }
 
+    pub async fn set_run_prompt(&self, id: i64, prompt: &str) -> Result<()> {
+        on_db!(self.db(), pool => {
+            sqlx::query("UPDATE runs SET prompt = $1 WHERE id = $2").bind(prompt).bind(id).execute(pool).await?;
+        });
+        Ok(())
+    }
+
     pub async fn mark_workspace_removed(&self, id: i64) -> Result<()> {
         let now = now_ms();
         on_db!(self.db(), pool => {

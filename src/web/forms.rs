@@ -99,6 +99,8 @@ pub enum Kind {
         placeholder: String,
     },
     TextArea(String),
+    /// A secret: never filled in.
+    Password,
 }
 
 /// One form field, as a page renders it.

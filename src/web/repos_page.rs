@@ -266,6 +266,46 @@ fn sections(
             ],
         },
         Section {
+            title: "Issues".into(),
+            intro: "Where AFK work comes from: lab's own tracker, or a forge.".into(),
+            fields: vec![
+                Field::new(
+                    "issue_source",
+                    "Issue source",
+                    select(
+                        None,
+                        crate::issues::config::SOURCE_KINDS,
+                        &v("issue_source", Some(repo.issues.source.as_str())),
+                    ),
+                )
+                .help("gitea also serves Forgejo.")
+                .error_from(errors),
+                text(
+                    "forge_url",
+                    "Forge URL",
+                    v("forge_url", repo.issues.forge_url.as_deref()),
+                    "https://git.example.com",
+                )
+                .error_from(errors),
+                text(
+                    "forge_repo",
+                    "Forge repository",
+                    v("forge_repo", repo.issues.forge_repo.as_deref()),
+                    "owner/name",
+                )
+                .error_from(errors),
+                Field::new("forge_token", "Forge token", Kind::Password)
+                    .help(match repo.issues.token_hint() {
+                        Some(h) => format!("A token is stored ({h}); leave empty to keep it."),
+                        None => {
+                            "Or set LAB_GITEA_TOKEN / LAB_GITHUB_TOKEN for lab. Runs never see it."
+                                .to_owned()
+                        }
+                    })
+                    .error_from(errors),
+            ],
+        },
+        Section {
             title: "AFK".into(),
             intro: "What AFK runs of this repo use. An empty choice inherits the value it names."
                 .into(),
@@ -275,6 +315,7 @@ fn sections(
 }
 
 /// The patch a repo form posts: every field it shows is set (empty clears).
+/// The create form shows only the repository's own fields.
 fn patch_from(form: &Form, p: &dyn Provider, editing: bool) -> Result<RepoPatch, Invalid> {
     let mut errs = FieldErrors::default();
     let set_if = |name: &str| form.value(name).map_or(Change::Keep, Change::Set);
@@ -285,39 +326,35 @@ fn patch_from(form: &Form, p: &dyn Provider, editing: bool) -> Result<RepoPatch,
             "a repo needs a local path or a clone URL",
         ));
     }
-    let patch = RepoPatch {
+    let mut patch = RepoPatch {
         name: set_if("name"),
         path,
         url,
         default_branch: change(form, "default_branch"),
         provider: change(form, "provider"),
-        defaults: if editing {
-            DefaultsPatch {
-                model_default: change(form, "model_default"),
-                effort_default: change(form, "effort_default"),
-                afk_model_default: change(form, "afk_model_default"),
-                afk_effort_default: change(form, "afk_effort_default"),
-                afk_options: options_patch(p, "", form, false),
-            }
-        } else {
-            DefaultsPatch::default()
-        },
-        afk_enabled: if editing && form.has("afk_enabled.shown") {
-            Change::Set(form.get("afk_enabled") == Some("true"))
-        } else {
-            Change::Keep
-        },
-        afk_label: if editing {
-            change(form, "afk_label")
-        } else {
-            Change::Keep
-        },
-        afk_max_concurrent: if editing {
-            number(form, "afk_max_concurrent", &mut errs)
-        } else {
-            Change::Keep
-        },
+        ..RepoPatch::default()
     };
+    if editing {
+        patch.defaults = DefaultsPatch {
+            model_default: change(form, "model_default"),
+            effort_default: change(form, "effort_default"),
+            afk_model_default: change(form, "afk_model_default"),
+            afk_effort_default: change(form, "afk_effort_default"),
+            afk_options: options_patch(p, "", form, false),
+        };
+        if form.has("afk_enabled.shown") {
+            patch.afk_enabled = Change::Set(form.get("afk_enabled") == Some("true"));
+        }
+        patch.afk_label = change(form, "afk_label");
+        patch.afk_max_concurrent = number(form, "afk_max_concurrent", &mut errs);
+        patch.issues = crate::issues::config::IssueConfigPatch {
+            source: change(form, "issue_source"),
+            forge_url: change(form, "forge_url"),
+            forge_repo: change(form, "forge_repo"),
+            // An empty password field keeps the stored token.
+            forge_token: set_if("forge_token"),
+        };
+    }
     errs.finish()?;
     Ok(patch)
 }

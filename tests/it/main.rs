@@ -2,6 +2,7 @@
 
 mod support;
 
+mod afk;
 mod api_auth;
 mod api_errors;
 mod api_repos;

@@ -65,6 +65,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
             model: None,
             effort: None,
             prompt: "Say hello.".into(),
+            prompt_names_branch: false,
             env: BTreeMap::new(),
         })
         .await

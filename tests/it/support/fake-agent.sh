@@ -9,6 +9,7 @@
 #   FAKE_RUN=<file>   run the shell script <file> (given its path), then exit with its status
 #   FAKE_ASK_MS=<ms>  show Claude Code's "Not logged in" screen for ms milliseconds, then clear it
 # Without FAKE_EXIT or FAKE_RUN it runs until it is stopped.
+# An AFK run (LAB_ISSUE set) runs $REC/../afk.sh when the test wrote one.
 REC='@@REC@@'
 # Like the real CLIs: a version, and no work without a terminal.
 if [ "$1" = --version ]; then echo "0.0.1 (fake agent)"; exit 0; fi
@@ -37,6 +38,13 @@ ask=$(num FAKE_ASK_MS)
 echo "fake-agent: run $id, $# arguments, prompt of ${#prompt} characters"
 sleep 100000 &
 echo $! > "$d/child"
+
+if [ -n "$LAB_ISSUE" ] && [ -f "$REC/../afk.sh" ]; then
+  sh "$REC/../afk.sh"; code=$?
+  echo "fake-agent: afk script exited $code"
+  kill "$(cat "$d/child")" 2>/dev/null
+  exit "$code"
+fi
 
 i=0
 while [ "$i" -lt "${lines:-0}" ]; do i=$((i + 1)); echo "fake-agent line $i"; done

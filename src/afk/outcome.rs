@@ -1,0 +1,194 @@
+//! How AFK runs end: `succeeded` (a pull request), `failed` (the exit and the
+//! last lines of output) or `timed_out` (the run time limit ended it). The
+//! issue is then relabelled, so it is not taken again until a person puts
+//! the ready label back, and commented.
+
+use std::time::Instant;
+
+use super::{PR_GRACE, Scheduler, TickReport};
+use crate::http::runs::read_log;
+use crate::issues::source_for;
+use crate::run::{Run, RunState};
+use crate::store::{Claim, RepoKey, StoreError, now_ms};
+
+/// The start of a run's state reason when the time limit ended it.
+pub const TIMED_OUT: &str = "timed out";
+
+/// The label an issue gets for an outcome.
+pub fn outcome_label(outcome: &str) -> &'static str {
+    match outcome {
+        "succeeded" => "lab:pr-opened",
+        "timed_out" => "lab:timed-out",
+        _ => "lab:failed",
+    }
+}
+
+/// The last lines of a run's output, as text.
+fn last_lines(run: &Run, n: usize) -> String {
+    let Some(path) = run.log_path.as_deref() else {
+        return String::new();
+    };
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let (bytes, _) = read_log(path, size.saturating_sub(16 * 1024), 16 * 1024).unwrap_or_default();
+    let text = String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Scheduler {
+    /// Records the endings of this node's AFK runs, ends the ones past the
+    /// time limit (or done after opening their pull request), and tells the
+    /// issues.
+    pub(super) async fn settle(&self, report: &mut TickReport) -> Result<(), StoreError> {
+        let store = &self.runner.store;
+        let settings = store.settings().await?;
+        let limit_ms = settings.afk.run_timeout_minutes * 60_000;
+        for claim in store.active_claims(self.runner.node()).await? {
+            let Some(run_id) = claim.run_id else {
+                // A claim whose launch never finished (lab stopped meanwhile).
+                if now_ms() - claim.claimed_at > 10 * 60_000 {
+                    store.release_claim(claim.id).await?;
+                }
+                continue;
+            };
+            let mut run = match store.run(run_id).await {
+                Ok(r) => r,
+                Err(StoreError::NotFound) => {
+                    if store
+                        .finish_claim(claim.id, "failed", "its run was removed")
+                        .await?
+                    {
+                        report.finished.push(run_id);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if run.state.is_active() {
+                let started = run.started_at.unwrap_or(run.created_at);
+                let why = if now_ms() - started > limit_ms {
+                    Some(format!(
+                        "{TIMED_OUT}: the run took longer than {} minute(s)",
+                        settings.afk.run_timeout_minutes
+                    ))
+                } else if claim.pr_url.is_some() {
+                    let seen = *self
+                        .pr_seen
+                        .lock()
+                        .expect("poisoned")
+                        .entry(claim.id)
+                        .or_insert_with(Instant::now);
+                    (seen.elapsed() >= PR_GRACE)
+                        .then(|| "its pull request is open; lab ended the run".to_owned())
+                } else {
+                    None
+                };
+                let Some(why) = why else { continue };
+                match self.runner.stop(run_id, &why).await {
+                    Ok(r) => run = r,
+                    Err(e) => {
+                        tracing::warn!(run = run_id, error = %e, "could not end an AFK run");
+                        continue;
+                    }
+                }
+                if run.state.is_active() {
+                    continue;
+                }
+            }
+            self.pr_seen.lock().expect("poisoned").remove(&claim.id);
+            let (outcome, detail) = judge(&claim, &run);
+            if store.finish_claim(claim.id, outcome, &detail).await? {
+                tracing::info!(
+                    run = run_id,
+                    issue = claim.issue_number,
+                    outcome,
+                    "AFK run ended"
+                );
+                report.finished.push(run_id);
+            }
+        }
+        for claim in store.claims_to_relabel(self.runner.node()).await? {
+            self.tell_issue(&claim).await;
+        }
+        Ok(())
+    }
+
+    /// Relabels and comments the issue of an ended claim; retried next tick
+    /// when the source fails (the issue stays blocked meanwhile).
+    async fn tell_issue(&self, claim: &Claim) {
+        let store = &self.runner.store;
+        let repo = match store.repo(&RepoKey::Id(claim.repo_id)).await {
+            Ok(r) => r,
+            Err(_) => {
+                let _ = store.mark_relabelled(claim.id).await;
+                return;
+            }
+        };
+        let outcome = claim.outcome.as_deref().unwrap_or("failed");
+        let run = claim
+            .run_id
+            .map(|r| format!("run {r}"))
+            .unwrap_or_else(|| "an AFK run".into());
+        let with = match (&claim.model, &claim.effort) {
+            (Some(m), Some(e)) => format!(" ({m}, {e} effort)"),
+            _ => String::new(),
+        };
+        let detail = claim.detail.as_deref().unwrap_or("");
+        let text = match outcome {
+            "succeeded" => {
+                format!("lab's {run}{with} opened a pull request for this issue: {detail}")
+            }
+            "timed_out" => format!(
+                "lab's {run}{with} was stopped at the run time limit without a pull request.\n\n{detail}"
+            ),
+            _ => format!("lab's {run}{with} ended without a pull request.\n\n{detail}"),
+        };
+        let source = source_for(&repo, store, &self.runner.cfg.lab_url);
+        let told = async {
+            source
+                .relabel(claim.issue_number, &repo.afk_label, outcome_label(outcome))
+                .await?;
+            source.comment(claim.issue_number, &text).await
+        };
+        match told.await {
+            Ok(()) => {
+                let _ = store.mark_relabelled(claim.id).await;
+            }
+            Err(e) => self.note(
+                &repo.name,
+                Some(format!(
+                    "could not tell issue {} how its run ended: {e}",
+                    claim.issue_number
+                )),
+            ),
+        }
+    }
+}
+
+/// The outcome of an ended run, and what to say about it.
+fn judge(claim: &Claim, run: &Run) -> (&'static str, String) {
+    if let Some(url) = &claim.pr_url {
+        return ("succeeded", url.clone());
+    }
+    let reason = run.state_reason.clone().unwrap_or_default();
+    let tail = last_lines(run, 20);
+    let tail = if tail.is_empty() {
+        String::new()
+    } else {
+        format!("\n\nLast lines of its output:\n\n```\n{tail}\n```")
+    };
+    if run.state == RunState::Stopped && reason.starts_with(TIMED_OUT) {
+        return ("timed_out", format!("{reason}.{tail}"));
+    }
+    let how = match (run.exit_status, run.exit_signal) {
+        (Some(c), _) => format!("The agent exited with status {c}."),
+        (None, Some(s)) => format!("The agent was killed by signal {s}."),
+        _ if reason.is_empty() => "The run ended.".to_owned(),
+        _ => format!("The run ended: {reason}."),
+    };
+    ("failed", format!("{how}{tail}"))
+}

@@ -1,0 +1,127 @@
+//! Opening a run's pull request (`labctl pr create` inside the run): lab
+//! pushes the branch to a forge with its own credentials, or records it in
+//! the built-in tracker, and notes it on the run's AFK claim.
+
+use base64::Engine;
+
+use crate::issues::config::{GITHUB_API, SourceKind};
+use crate::issues::{NewPull, PullRequest, SourceError, forge_token, source_for};
+use crate::repo::Repo;
+use crate::run::{Run, Runner};
+use crate::store::{RepoKey, StoreError};
+use crate::validate::{self, FieldError, Invalid};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Push(String),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn check(title: &str, body: &str) -> Result<(String, String), Invalid> {
+    let mut errs = validate::Errors::default();
+    let t = title.trim();
+    if t.is_empty() || t.chars().count() > 256 || t.chars().any(char::is_control) {
+        errs.push(FieldError::new(
+            "title",
+            "must be one line of 1 to 256 characters",
+        ));
+    }
+    if body.len() > 64 * 1024 || body.contains('\0') {
+        errs.push(FieldError::new("body", "must be at most 64 KiB of text"));
+    }
+    errs.finish()?;
+    Ok((t.to_owned(), body.to_owned()))
+}
+
+/// Where a forge repo's branches are pushed: the repo's clone URL, or the
+/// forge's.
+fn push_url(repo: &Repo) -> Option<String> {
+    if let Some(u) = repo.url() {
+        return Some(u.to_owned());
+    }
+    let base = repo.issues.forge_url.as_deref()?;
+    let name = repo.issues.forge_repo.as_deref()?;
+    let web = match repo.issues.source {
+        SourceKind::Github if base == GITHUB_API => "https://github.com".to_owned(),
+        SourceKind::Github => base.trim_end_matches("/api/v3").to_owned(),
+        _ => base.to_owned(),
+    };
+    Some(format!("{web}/{name}.git"))
+}
+
+/// The HTTP header git sends to the forge.
+fn auth_header(repo: &Repo) -> Option<String> {
+    let token = forge_token(repo)?;
+    let user = if repo.issues.source == SourceKind::Github {
+        "x-access-token"
+    } else {
+        "lab"
+    };
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}"));
+    Some(format!("Authorization: Basic {basic}"))
+}
+
+/// Opens the pull request of a run's branch against the repo's default
+/// branch. One per run.
+pub async fn open(
+    runner: &Runner,
+    run: &Run,
+    title: &str,
+    body: &str,
+) -> Result<PullRequest, PullError> {
+    let (title, body) = check(title, body)?;
+    let store = &runner.store;
+    let repo_id = run.repo_id.ok_or_else(|| {
+        PullError::Conflict(format!("run {}'s repo was removed from lab", run.id))
+    })?;
+    let repo = store.repo(&RepoKey::Id(repo_id)).await?;
+    let branch = run
+        .branch
+        .clone()
+        .ok_or_else(|| PullError::Conflict(format!("run {} has no branch", run.id)))?;
+    let claim = store.claim_of_run(run.id).await?;
+    if let Some(url) = claim.as_ref().and_then(|c| c.pr_url.clone()) {
+        return Err(PullError::Conflict(format!(
+            "run {} already opened a pull request: {url}",
+            run.id
+        )));
+    }
+    let source = source_for(&repo, store, &runner.cfg.lab_url);
+    if source.kind() != SourceKind::Builtin {
+        let remote = push_url(&repo)
+            .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;
+        runner
+            .workspaces
+            .push_branch(&repo, &branch, &remote, auth_header(&repo).as_deref())
+            .await
+            .map_err(|e| PullError::Push(format!("could not push {branch}: {e}")))?;
+    }
+    let pr = source
+        .create_pull(&NewPull {
+            title,
+            body,
+            head: branch,
+            base: repo.default_branch.clone(),
+            issue: claim.as_ref().map(|c| c.issue_number),
+            run_id: Some(run.id),
+        })
+        .await?;
+    if let Some(c) = claim
+        && !store.set_claim_pr(c.id, &pr.url).await?
+    {
+        return Err(PullError::Conflict(format!(
+            "run {} already opened a pull request",
+            run.id
+        )));
+    }
+    tracing::info!(run = run.id, url = %pr.url, "pull request opened");
+    Ok(pr)
+}

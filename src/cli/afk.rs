@@ -1,0 +1,430 @@
+//! `labctl afk …`, `labctl issue …`, `labctl pr create`, `labctl ledger`.
+//!
+//! Inside a run, `LAB_RUN_ID` and the run's `LAB_TOKEN` are set: `issue`
+//! commands then default to the run's repo, and `pr create` opens the run's
+//! pull request.
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::client::{CliError, CliResult, Client, Exit, seg};
+use super::output::{self, s, table};
+
+#[derive(Subcommand)]
+pub enum AfkCommand {
+    /// Start an AFK run now for REPO's next ready issue.
+    Start {
+        repo: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The scheduler: paused or not, limits, repos, recent AFK runs.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause the scheduler (or one repo's AFK runs). Live runs go on.
+    Pause { repo: Option<String> },
+    /// Resume the scheduler (or one repo's AFK runs).
+    Resume { repo: Option<String> },
+}
+
+#[derive(Subcommand)]
+pub enum IssueCommand {
+    /// List issues (open ones, unless --state).
+    List {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long, value_parser = ["open", "closed"])]
+        state: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an issue and its comments.
+    View {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open an issue.
+    Create {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        title: String,
+        #[arg(long, default_value = "")]
+        body: String,
+        /// Repeatable.
+        #[arg(long = "label")]
+        labels: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Close an issue.
+    Close {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+    },
+}
+
+#[derive(Args)]
+pub struct RepoArg {
+    /// Repo name or id (inside a run: the run's repo).
+    #[arg(long)]
+    repo: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub enum PrCommand {
+    /// Open the pull request of this run's branch (inside an AFK run).
+    Create {
+        #[arg(long)]
+        title: String,
+        #[arg(long, default_value = "")]
+        body: String,
+        /// The run (default: LAB_RUN_ID).
+        #[arg(long, env = "LAB_RUN_ID")]
+        run: Option<i64>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The repo an issue command is about.
+async fn repo_of(client: &Client, arg: &RepoArg) -> CliResult<String> {
+    if let Some(r) = &arg.repo {
+        return Ok(r.clone());
+    }
+    let Some(run) = std::env::var("LAB_RUN_ID").ok().filter(|v| !v.is_empty()) else {
+        return Err(CliError::new(
+            Exit::Usage,
+            "--repo is required (outside a run)",
+        ));
+    };
+    let r = client.get(&format!("/api/v1/runs/{}", seg(&run))).await?;
+    Ok(s(&r["repo"]))
+}
+
+pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
+    match cmd {
+        AfkCommand::Start { repo, json } => {
+            let r = client
+                .post(
+                    &format!("/api/v1/repos/{}/afk/start", seg(&repo)),
+                    &Value::Null,
+                )
+                .await?;
+            if json {
+                output::json(&r);
+            } else {
+                output::run_started(&r);
+            }
+        }
+        AfkCommand::Status { json } => {
+            let v = client.get("/api/v1/afk/status").await?;
+            if json {
+                output::json(&v);
+            } else {
+                print_status(&v);
+            }
+        }
+        AfkCommand::Pause { repo } => toggle(client, repo, "pause").await?,
+        AfkCommand::Resume { repo } => toggle(client, repo, "resume").await?,
+    }
+    Ok(())
+}
+
+async fn toggle(client: &Client, repo: Option<String>, what: &str) -> CliResult<()> {
+    match repo {
+        Some(r) => {
+            client
+                .post(
+                    &format!("/api/v1/repos/{}/afk/{what}", seg(&r)),
+                    &Value::Null,
+                )
+                .await?;
+            println!(
+                "AFK runs of {r}: {}",
+                if what == "pause" { "paused" } else { "resumed" }
+            );
+        }
+        None => {
+            client
+                .post(&format!("/api/v1/afk/{what}"), &Value::Null)
+                .await?;
+            println!(
+                "the AFK scheduler is {}",
+                if what == "pause" { "paused" } else { "running" }
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_status(v: &Value) {
+    println!(
+        "scheduler: {}; {} of at most {} AFK runs live; a tick every {} s; a run may take {} min",
+        if v["paused"] == true {
+            "PAUSED"
+        } else {
+            "running"
+        },
+        s(&v["live"]),
+        s(&v["max_concurrent"]),
+        s(&v["tick_seconds"]),
+        s(&v["run_timeout_minutes"])
+    );
+    let rows: Vec<Vec<String>> = v["repos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let afk = match (r["enabled"].as_bool(), r["paused"].as_bool()) {
+                (Some(true), Some(true)) => "paused",
+                (Some(true), _) => "on",
+                _ => "off",
+            };
+            vec![
+                s(&r["repo"]),
+                afk.to_owned(),
+                s(&r["label"]),
+                format!("{}/{}", s(&r["live"]), s(&r["max_concurrent"])),
+                r["problem"].as_str().unwrap_or("").to_owned(),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        println!();
+        table(&["REPO", "AFK", "LABEL", "LIVE", "PROBLEM"], &rows);
+    }
+    let recent: Vec<Vec<String>> = v["recent"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(15)
+        .map(|c| {
+            vec![
+                s(&c["repo"]),
+                format!("#{}", s(&c["issue"])),
+                s(&c["run_id"]),
+                if c["active"] == true {
+                    "live".into()
+                } else {
+                    s(&c["outcome"])
+                },
+                c["pr_url"].as_str().unwrap_or("").to_owned(),
+            ]
+        })
+        .collect();
+    if !recent.is_empty() {
+        println!();
+        table(
+            &["REPO", "ISSUE", "RUN", "OUTCOME", "PULL REQUEST"],
+            &recent,
+        );
+    }
+}
+
+pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
+    match cmd {
+        IssueCommand::List {
+            repo,
+            label,
+            state,
+            json,
+        } => {
+            let repo = repo_of(client, &repo).await?;
+            let mut q = vec![format!("state={}", state.as_deref().unwrap_or("open"))];
+            if let Some(l) = label {
+                q.push(format!("label={}", seg(&l)));
+            }
+            let v = client
+                .get(&format!(
+                    "/api/v1/repos/{}/issues?{}",
+                    seg(&repo),
+                    q.join("&")
+                ))
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| {
+                    let labels = i["labels"]
+                        .as_array()
+                        .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default();
+                    vec![
+                        format!("#{}", s(&i["number"])),
+                        s(&i["state"]),
+                        s(&i["title"]),
+                        labels,
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("no issues");
+            } else {
+                table(&["ISSUE", "STATE", "TITLE", "LABELS"], &rows);
+            }
+        }
+        IssueCommand::View { number, repo, json } => {
+            let repo = repo_of(client, &repo).await?;
+            let v = client
+                .get(&format!("/api/v1/repos/{}/issues/{number}", seg(&repo)))
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            println!(
+                "#{} {} [{}]",
+                s(&v["number"]),
+                s(&v["title"]),
+                s(&v["state"])
+            );
+            let labels = v["labels"]
+                .as_array()
+                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default();
+            if !labels.is_empty() {
+                println!("labels: {labels}");
+            }
+            if let Some(u) = v["url"].as_str() {
+                println!("{u}");
+            }
+            println!("\n{}", v["body"].as_str().unwrap_or(""));
+            for c in v["comments"].as_array().into_iter().flatten() {
+                println!(
+                    "\n--- {} at {}\n{}",
+                    s(&c["author"]),
+                    s(&c["created_at"]),
+                    c["body"].as_str().unwrap_or("")
+                );
+            }
+        }
+        IssueCommand::Create {
+            repo,
+            title,
+            body,
+            labels,
+            json,
+        } => {
+            let repo = repo_of(client, &repo).await?;
+            let v = client
+                .post(
+                    &format!("/api/v1/repos/{}/issues", seg(&repo)),
+                    &json!({"title": title, "body": body, "labels": labels}),
+                )
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            println!("opened issue #{} in {repo}", s(&v["number"]));
+        }
+        IssueCommand::Close { number, repo } => {
+            let repo = repo_of(client, &repo).await?;
+            client
+                .post(
+                    &format!("/api/v1/repos/{}/issues/{number}/close", seg(&repo)),
+                    &Value::Null,
+                )
+                .await?;
+            println!("closed issue #{number} of {repo}");
+        }
+    }
+    Ok(())
+}
+
+pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
+    let PrCommand::Create {
+        title,
+        body,
+        run,
+        json,
+    } = cmd;
+    let Some(run) = run else {
+        return Err(CliError::new(
+            Exit::Usage,
+            "--run is required outside a run (LAB_RUN_ID is not set)",
+        ));
+    };
+    let v = client
+        .post(
+            &format!("/api/v1/runs/{run}/pull"),
+            &json!({"title": title, "body": body}),
+        )
+        .await?;
+    if json {
+        output::json(&v);
+    } else {
+        println!("opened pull request #{}: {}", s(&v["number"]), s(&v["url"]));
+    }
+    Ok(())
+}
+
+pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
+    let v = client.get("/api/v1/afk/ledger").await?;
+    if json {
+        output::json(&v);
+        return Ok(());
+    }
+    let secs = |v: &Value| {
+        v.as_f64()
+            .map(|s| format!("{:.0} s", s))
+            .unwrap_or_else(|| "-".into())
+    };
+    let row = |r: &Value, first: String| {
+        vec![
+            first,
+            s(&r["runs"]),
+            s(&r["succeeded"]),
+            s(&r["failed"]),
+            s(&r["timed_out"]),
+            secs(&r["median_seconds"]),
+        ]
+    };
+    let by_repo: Vec<Vec<String>> = v["by_repo"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| row(r, s(&r["repo"])))
+        .collect();
+    let by_model: Vec<Vec<String>> = v["by_model"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| row(r, format!("{} · {}", s(&r["model"]), s(&r["effort"]))))
+        .collect();
+    if by_repo.is_empty() {
+        println!("no AFK runs yet");
+        return Ok(());
+    }
+    table(
+        &["REPO", "RUNS", "SUCCEEDED", "FAILED", "TIMED OUT", "MEDIAN"],
+        &by_repo,
+    );
+    println!();
+    table(
+        &[
+            "MODEL · EFFORT",
+            "RUNS",
+            "SUCCEEDED",
+            "FAILED",
+            "TIMED OUT",
+            "MEDIAN",
+        ],
+        &by_model,
+    );
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! The AFK scheduler over HTTP: start one run now, pause and resume,
+//! status, and the ledger of outcomes.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::ApiPath;
+use super::repos::RepoBody;
+use super::runs::{RunBody, launch_error};
+use crate::afk::StartError;
+use crate::repo::RepoPatch;
+use crate::settings::Change;
+use crate::store::{Claim, RepoKey};
+
+fn start_error(e: StartError) -> ApiError {
+    match e {
+        StartError::Paused(m) => ApiError::new(StatusCode::CONFLICT, "paused", m),
+        e @ StartError::NoReadyIssue { .. } => {
+            ApiError::new(StatusCode::CONFLICT, "no_ready_issue", e.to_string())
+        }
+        StartError::Cap(m) => ApiError::new(StatusCode::CONFLICT, "cap_reached", m),
+        StartError::Source(s) => super::issues::source_error(s),
+        StartError::Launch(l) => launch_error(l),
+        StartError::Store(s) => ApiError::internal(s),
+    }
+}
+
+/// Starts an AFK run now for the repo's next ready issue, or says why not
+/// (409: no ready issue, a cap reached, paused).
+#[utoipa::path(post, path = "/repos/{id}/afk/start", tag = "afk",
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 201, body = RunBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn start(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<(StatusCode, Json<RunBody>)> {
+    let key = RepoKey::parse(&id);
+    let repo = app
+        .store
+        .repo(&key)
+        .await
+        .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
+    let run = app
+        .scheduler
+        .start_next(&repo, true)
+        .await
+        .map_err(start_error)?;
+    Ok((StatusCode::CREATED, Json(RunBody::new(run, &app.runner))))
+}
+
+async fn set_repo_paused(app: &AppState, id: &str, paused: bool) -> ApiResult<Json<RepoBody>> {
+    let key = RepoKey::parse(id);
+    let patch = RepoPatch {
+        afk_paused: Change::Set(paused),
+        ..RepoPatch::default()
+    };
+    Ok(Json(super::repos::update(app, &key, &patch).await?.into()))
+}
+
+/// Pauses AFK runs of one repo (live runs go on).
+#[utoipa::path(post, path = "/repos/{id}/afk/pause", tag = "afk",
+    params(("id" = String, Path, description = "repo id or name")), responses((status = 200, body = RepoBody)))]
+async fn pause_repo(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<RepoBody>> {
+    set_repo_paused(&app, &id, true).await
+}
+
+#[utoipa::path(post, path = "/repos/{id}/afk/resume", tag = "afk",
+    params(("id" = String, Path, description = "repo id or name")), responses((status = 200, body = RepoBody)))]
+async fn resume_repo(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<RepoBody>> {
+    set_repo_paused(&app, &id, false).await
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ClaimBody {
+    pub repo: String,
+    pub issue: i64,
+    pub run_id: Option<i64>,
+    pub node: String,
+    pub active: bool,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub pr_url: Option<String>,
+    pub outcome: Option<String>,
+    pub detail: Option<String>,
+}
+
+impl From<Claim> for ClaimBody {
+    fn from(c: Claim) -> Self {
+        ClaimBody {
+            repo: c.repo_name,
+            issue: c.issue_number,
+            run_id: c.run_id,
+            node: c.node,
+            active: c.active,
+            model: c.model,
+            effort: c.effort,
+            pr_url: c.pr_url,
+            outcome: c.outcome,
+            detail: c.detail,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RepoAfkBody {
+    pub repo: String,
+    pub enabled: bool,
+    pub paused: bool,
+    pub label: String,
+    pub live: usize,
+    pub max_concurrent: i64,
+    /// The last thing that kept the scheduler from this repo's issues.
+    pub problem: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AfkStatusBody {
+    pub paused: bool,
+    pub live: usize,
+    pub max_concurrent: i64,
+    pub tick_seconds: i64,
+    pub run_timeout_minutes: i64,
+    pub repos: Vec<RepoAfkBody>,
+    /// The most recent AFK runs, newest first.
+    pub recent: Vec<ClaimBody>,
+}
+
+async fn status_body(app: &AppState) -> ApiResult<AfkStatusBody> {
+    let s = app.store.settings().await.map_err(ApiError::internal)?;
+    let paused = app.store.afk_paused().await.map_err(ApiError::internal)?;
+    let claims = app.store.claims(200).await.map_err(ApiError::internal)?;
+    let repos = app.store.repos().await.map_err(ApiError::internal)?;
+    let problems = app.scheduler.problems.lock().expect("poisoned").clone();
+    Ok(AfkStatusBody {
+        paused,
+        live: claims.iter().filter(|c| c.active).count(),
+        max_concurrent: s.afk.max_concurrent,
+        tick_seconds: s.afk.tick_seconds,
+        run_timeout_minutes: s.afk.run_timeout_minutes,
+        repos: repos
+            .into_iter()
+            .map(|r| RepoAfkBody {
+                live: claims
+                    .iter()
+                    .filter(|c| c.active && c.repo_id == r.id)
+                    .count(),
+                problem: problems.get(&r.name).cloned(),
+                repo: r.name,
+                enabled: r.afk_enabled,
+                paused: r.afk_paused,
+                label: r.afk_label,
+                max_concurrent: r.afk_max_concurrent,
+            })
+            .collect(),
+        recent: claims.into_iter().take(50).map(ClaimBody::from).collect(),
+    })
+}
+
+/// The scheduler: paused or not, its limits, each repo, recent AFK runs.
+#[utoipa::path(get, path = "/afk/status", tag = "afk", responses((status = 200, body = AfkStatusBody)))]
+async fn status(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
+    Ok(Json(status_body(&app).await?))
+}
+
+/// Pauses the scheduler on every node (live runs go on).
+#[utoipa::path(post, path = "/afk/pause", tag = "afk", responses((status = 200, body = AfkStatusBody)))]
+async fn pause(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
+    app.store
+        .set_afk_paused(true)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(status_body(&app).await?))
+}
+
+#[utoipa::path(post, path = "/afk/resume", tag = "afk", responses((status = 200, body = AfkStatusBody)))]
+async fn resume(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
+    app.store
+        .set_afk_paused(false)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(status_body(&app).await?))
+}
+
+/// Outcomes of one group of AFK runs.
+#[derive(Serialize, ToSchema, Default, Clone, PartialEq, Debug)]
+pub struct LedgerRow {
+    pub repo: Option<String>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub runs: usize,
+    pub succeeded: usize,
+    pub failed: usize,
+    pub timed_out: usize,
+    /// Median duration of the ended runs, in seconds.
+    pub median_seconds: Option<f64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LedgerBody {
+    pub by_repo: Vec<LedgerRow>,
+    pub by_model: Vec<LedgerRow>,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The ledger: AFK runs grouped by repo and by model/effort.
+pub fn ledger(claims: &[Claim]) -> LedgerBody {
+    let mut by_repo: BTreeMap<String, (LedgerRow, Vec<f64>)> = BTreeMap::new();
+    let mut by_model: BTreeMap<(String, String), (LedgerRow, Vec<f64>)> = BTreeMap::new();
+    for c in claims.iter().filter(|c| c.run_id.is_some()) {
+        let model = c.model.clone().unwrap_or_default();
+        let effort = c.effort.clone().unwrap_or_default();
+        let rows = [
+            by_repo.entry(c.repo_name.clone()).or_insert_with(|| {
+                (
+                    LedgerRow {
+                        repo: Some(c.repo_name.clone()),
+                        ..Default::default()
+                    },
+                    Vec::new(),
+                )
+            }),
+            by_model
+                .entry((model.clone(), effort.clone()))
+                .or_insert_with(|| {
+                    (
+                        LedgerRow {
+                            model: Some(model.clone()),
+                            effort: Some(effort.clone()),
+                            ..Default::default()
+                        },
+                        Vec::new(),
+                    )
+                }),
+        ];
+        for (row, durations) in rows {
+            row.runs += 1;
+            match c.outcome.as_deref() {
+                Some("succeeded") => row.succeeded += 1,
+                Some("timed_out") => row.timed_out += 1,
+                Some(_) => row.failed += 1,
+                None => {}
+            }
+            if let (Some(a), Some(b)) = (c.started_at, c.ended_at) {
+                durations.push((b - a) as f64 / 1000.0);
+            }
+        }
+    }
+    let finish = |(mut row, d): (LedgerRow, Vec<f64>)| {
+        row.median_seconds = median(d);
+        row
+    };
+    LedgerBody {
+        by_repo: by_repo.into_values().map(finish).collect(),
+        by_model: by_model.into_values().map(finish).collect(),
+    }
+}
+
+/// AFK outcomes per repo and per model/effort: runs, succeeded, failed,
+/// timed out, median duration.
+#[utoipa::path(get, path = "/afk/ledger", tag = "afk", responses((status = 200, body = LedgerBody)))]
+async fn get_ledger(State(app): State<AppState>) -> ApiResult<Json<LedgerBody>> {
+    let claims = app
+        .store
+        .claims(100_000)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(ledger(&claims)))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start))
+        .routes(routes!(pause_repo))
+        .routes(routes!(resume_repo))
+        .routes(routes!(status))
+        .routes(routes!(pause))
+        .routes(routes!(resume))
+        .routes(routes!(get_ledger))
+}

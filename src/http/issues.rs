@@ -1,0 +1,204 @@
+//! Issues and pull requests of a repo, from its issue source; and a run's
+//! pull request.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::afk::pull::{self, PullError};
+use crate::issues::{Issue, IssueSource, PullRequest, SourceError, source_for};
+use crate::repo::Repo;
+use crate::store::RepoKey;
+use crate::validate::{self, Errors, FieldError};
+
+pub fn source_error(e: SourceError) -> ApiError {
+    match e {
+        SourceError::NotFound(m) => ApiError::not_found(m),
+        SourceError::Invalid(m) => ApiError::bad_request(m),
+        e @ SourceError::RateLimited { .. } => {
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", e.to_string())
+        }
+        SourceError::Forge(m) => ApiError::new(StatusCode::BAD_GATEWAY, "forge", m),
+        SourceError::Store(s) => ApiError::internal(s),
+    }
+}
+
+async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn IssueSource>)> {
+    let key = RepoKey::parse(id);
+    let repo = app
+        .store
+        .repo(&key)
+        .await
+        .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
+    let source = source_for(&repo, &app.store, &app.runner.cfg.lab_url);
+    Ok((repo, source))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewIssueBody {
+    pub title: String,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+/// Opens an issue.
+#[utoipa::path(post, path = "/repos/{id}/issues", tag = "issues", request_body = NewIssueBody,
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 201, body = Issue), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn create_issue(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(b): ApiJson<NewIssueBody>,
+) -> ApiResult<(StatusCode, Json<Issue>)> {
+    let mut errs = Errors::default();
+    let title = b.title.trim().to_owned();
+    if title.is_empty() || title.chars().count() > 256 || title.chars().any(char::is_control) {
+        errs.push(FieldError::new(
+            "title",
+            "must be one line of 1 to 256 characters",
+        ));
+    }
+    if b.body.len() > 64 * 1024 || b.body.contains('\0') {
+        errs.push(FieldError::new("body", "must be at most 64 KiB of text"));
+    }
+    let labels: Vec<String> = b
+        .labels
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| errs.check(validate::label(&format!("labels[{i}]"), l)))
+        .collect();
+    errs.finish()?;
+    let (_, source) = repo_source(&app, &id).await?;
+    let issue = source
+        .create_issue(&title, &b.body, &labels)
+        .await
+        .map_err(source_error)?;
+    Ok((StatusCode::CREATED, Json(issue)))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct IssueQuery {
+    /// Only issues with this label.
+    pub label: Option<String>,
+    /// `open` or `closed`.
+    pub state: Option<String>,
+}
+
+/// A repo's issues (a run's token may read its own repo's).
+#[utoipa::path(get, path = "/repos/{id}/issues", tag = "issues",
+    params(("id" = String, Path, description = "repo id or name"), IssueQuery),
+    responses((status = 200, body = Vec<Issue>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn list_issues(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<IssueQuery>,
+) -> ApiResult<Json<Vec<Issue>>> {
+    if let Some(s) = q.state.as_deref()
+        && s != "open"
+        && s != "closed"
+    {
+        return Err(FieldError::new("state", "must be open or closed")
+            .with_value(validate::shown(s))
+            .into());
+    }
+    let (_, source) = repo_source(&app, &id).await?;
+    let issues = source
+        .list(q.label.as_deref(), q.state.as_deref())
+        .await
+        .map_err(source_error)?;
+    Ok(Json(issues))
+}
+
+/// One issue, with its comments.
+#[utoipa::path(get, path = "/repos/{id}/issues/{number}", tag = "issues",
+    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
+    responses((status = 200, body = Issue), (status = 404, body = ErrorBody)))]
+async fn get_issue(
+    State(app): State<AppState>,
+    ApiPath((id, number)): ApiPath<(String, i64)>,
+) -> ApiResult<Json<Issue>> {
+    let (_, source) = repo_source(&app, &id).await?;
+    Ok(Json(source.issue(number).await.map_err(source_error)?))
+}
+
+/// Closes an issue.
+#[utoipa::path(post, path = "/repos/{id}/issues/{number}/close", tag = "issues",
+    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
+    responses((status = 200, body = Issue), (status = 404, body = ErrorBody)))]
+async fn close_issue(
+    State(app): State<AppState>,
+    ApiPath((id, number)): ApiPath<(String, i64)>,
+) -> ApiResult<Json<Issue>> {
+    let (_, source) = repo_source(&app, &id).await?;
+    source.close_issue(number).await.map_err(source_error)?;
+    Ok(Json(source.issue(number).await.map_err(source_error)?))
+}
+
+/// A repo's pull requests.
+#[utoipa::path(get, path = "/repos/{id}/pulls", tag = "issues",
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 200, body = Vec<PullRequest>), (status = 404, body = ErrorBody)))]
+async fn list_pulls(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Vec<PullRequest>>> {
+    let (_, source) = repo_source(&app, &id).await?;
+    Ok(Json(source.pulls().await.map_err(source_error)?))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PullBody {
+    pub title: String,
+    #[serde(default)]
+    pub body: String,
+}
+
+/// Opens the pull request of a run's branch (lab pushes the branch to a
+/// forge with its own credentials). A run's token may do this for its run.
+#[utoipa::path(post, path = "/runs/{id}/pull", tag = "issues", request_body = PullBody,
+    params(("id" = i64, Path)),
+    responses((status = 201, body = PullRequest), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn open_pull(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(b): ApiJson<PullBody>,
+) -> ApiResult<(StatusCode, Json<PullRequest>)> {
+    let id = super::runs::run_id(&id)?;
+    let run = app
+        .store
+        .run(id)
+        .await
+        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
+    let pr = pull::open(&app.runner, &run, &b.title, &b.body)
+        .await
+        .map_err(|e| match e {
+            PullError::Invalid(i) => ApiError::invalid(i),
+            PullError::Conflict(m) => ApiError::conflict(m),
+            PullError::Push(m) => ApiError::new(StatusCode::BAD_GATEWAY, "push_failed", m),
+            PullError::Source(s) => source_error(s),
+            PullError::Store(s) => ApiError::from_store(s, || format!("run {id}'s repo")),
+        })?;
+    Ok((StatusCode::CREATED, Json(pr)))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_issue, list_issues))
+        .routes(routes!(get_issue))
+        .routes(routes!(close_issue))
+        .routes(routes!(list_pulls))
+        .routes(routes!(open_pull))
+}

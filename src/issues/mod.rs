@@ -1,0 +1,124 @@
+//! Issue sources: where AFK work comes from. lab's built-in tracker, or a
+//! forge (Gitea/Forgejo, GitHub) over its REST API, behind one trait.
+//!
+//! Invariant: forge tokens stay in this module and the store: they never
+//! reach a run's environment, workspace or log.
+
+mod builtin;
+pub mod config;
+mod forge;
+
+use std::time::Duration;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::repo::Repo;
+use crate::store::Store;
+pub use builtin::Builtin;
+use config::SourceKind;
+pub use forge::Forge;
+
+/// An issue, as every source describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Issue {
+    pub number: i64,
+    pub title: String,
+    pub body: String,
+    /// `open` or `closed`.
+    pub state: String,
+    pub labels: Vec<String>,
+    /// Where a person reads it (a forge's page), when there is one.
+    pub url: Option<String>,
+    /// Filled when one issue is asked for.
+    pub comments: Vec<Comment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Comment {
+    pub author: String,
+    pub body: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct PullRequest {
+    pub number: i64,
+    pub title: String,
+    pub url: String,
+    pub head: String,
+    pub base: String,
+    pub state: String,
+    /// The issue it resolves, when lab knows it.
+    pub issue: Option<i64>,
+    /// The run it came from, when lab knows it.
+    pub run_id: Option<i64>,
+}
+
+/// A pull request to open.
+#[derive(Debug, Clone)]
+pub struct NewPull {
+    pub title: String,
+    pub body: String,
+    pub head: String,
+    pub base: String,
+    pub issue: Option<i64>,
+    pub run_id: Option<i64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    /// The forge asks lab to wait.
+    #[error("the forge's rate limit is reached; lab waits {} s", .retry_after.as_secs())]
+    RateLimited { retry_after: Duration },
+    #[error("{0}")]
+    Forge(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+pub type Result<T> = std::result::Result<T, SourceError>;
+
+/// One place issues live.
+#[async_trait::async_trait]
+pub trait IssueSource: Send + Sync {
+    fn kind(&self) -> SourceKind;
+    /// Issues, optionally only open/closed ones with a label. A forge is
+    /// asked once, and again only while there are more pages.
+    async fn list(&self, label: Option<&str>, state: Option<&str>) -> Result<Vec<Issue>>;
+    /// One issue with its comments.
+    async fn issue(&self, number: i64) -> Result<Issue>;
+    async fn create_issue(&self, title: &str, body: &str, labels: &[String]) -> Result<Issue>;
+    async fn close_issue(&self, number: i64) -> Result<()>;
+    async fn comment(&self, number: i64, body: &str) -> Result<()>;
+    /// Takes `remove` off an issue and puts `add` on it.
+    async fn relabel(&self, number: i64, remove: &str, add: &str) -> Result<()>;
+    /// Opens a pull request of a branch that is already where the source can
+    /// see it (the repo for the built-in tracker, pushed for a forge).
+    async fn create_pull(&self, p: &NewPull) -> Result<PullRequest>;
+    async fn pulls(&self) -> Result<Vec<PullRequest>>;
+}
+
+/// The issue source of a repo.
+pub fn source_for(repo: &Repo, store: &Store, lab_url: &str) -> Box<dyn IssueSource> {
+    match repo.issues.source {
+        SourceKind::Builtin => Box::new(Builtin::new(store.clone(), repo, lab_url)),
+        kind => Box::new(Forge::new(kind, repo)),
+    }
+}
+
+/// The forge token lab uses for a repo: its own, or lab's environment's.
+pub fn forge_token(repo: &Repo) -> Option<String> {
+    repo.issues.forge_token.clone().or_else(|| {
+        let var = match repo.issues.source {
+            SourceKind::Gitea => "LAB_GITEA_TOKEN",
+            SourceKind::Github => "LAB_GITHUB_TOKEN",
+            SourceKind::Builtin => return None,
+        };
+        std::env::var(var).ok().filter(|t| !t.is_empty())
+    })
+}

@@ -1,0 +1,223 @@
+//! AFK claims: which issue an AFK run works on, and how it ended.
+//!
+//! A claim is taken in one serialised write transaction that checks the
+//! caps and the issue; the partial unique index on active claims is the
+//! backstop when several lab nodes share one database.
+
+use sqlx::FromRow;
+
+use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
+
+const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
+     detail, relabelled, claimed_at, started_at, ended_at";
+
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct Claim {
+    pub id: i64,
+    pub repo_id: i64,
+    pub repo_name: String,
+    pub issue_number: i64,
+    pub run_id: Option<i64>,
+    pub node: String,
+    pub active: bool,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub pr_url: Option<String>,
+    /// `succeeded`, `failed` or `timed_out`, once the run ended.
+    pub outcome: Option<String>,
+    pub detail: Option<String>,
+    /// Whether the issue was relabelled (and commented) after the outcome.
+    pub relabelled: bool,
+    pub claimed_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+}
+
+/// What a claim attempt found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimResult {
+    Claimed(Box<Claim>),
+    /// The issue has an active run, or an outcome not yet on the issue.
+    IssueTaken,
+    RepoCap,
+    GlobalCap,
+}
+
+impl Store {
+    /// Claims `issue` of a repo for an AFK run on `node`, when neither cap is
+    /// reached and the issue is free.
+    pub async fn claim_issue(
+        &self,
+        repo_id: i64,
+        repo_name: &str,
+        issue: i64,
+        node: &str,
+        repo_cap: i64,
+        global_cap: i64,
+    ) -> Result<ClaimResult> {
+        let now = now_ms();
+        let insert = format!(
+            "INSERT INTO afk_claims (repo_id, repo_name, issue_number, node, active, claimed_at) \
+             VALUES ($1, $2, $3, $4, TRUE, $5) RETURNING {COLUMNS}"
+        );
+        let r: Result<ClaimResult> = in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE" => {
+            let (global,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM afk_claims WHERE active").fetch_one(&mut *tx).await?;
+            let (repo,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM afk_claims WHERE active AND repo_id = $1")
+                .bind(repo_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let (taken,): (i64,) = sqlx::query_as(
+                "SELECT COUNT(*) FROM afk_claims WHERE repo_id = $1 AND issue_number = $2 \
+                 AND (active OR (outcome IS NOT NULL AND NOT relabelled))",
+            )
+            .bind(repo_id)
+            .bind(issue)
+            .fetch_one(&mut *tx)
+            .await?;
+            if global >= global_cap {
+                Ok::<_, StoreError>(ClaimResult::GlobalCap)
+            } else if repo >= repo_cap {
+                Ok(ClaimResult::RepoCap)
+            } else if taken > 0 {
+                Ok(ClaimResult::IssueTaken)
+            } else {
+                let claim: std::result::Result<Claim, sqlx::Error> = sqlx::query_as(sqlx::AssertSqlSafe(insert))
+                    .bind(repo_id)
+                    .bind(repo_name)
+                    .bind(issue)
+                    .bind(node)
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await;
+                match claim {
+                    Ok(c) => Ok(ClaimResult::Claimed(Box::new(c))),
+                    Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(ClaimResult::IssueTaken),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        });
+        r
+    }
+
+    /// Ties a claim to the run that works on it.
+    pub async fn attach_run(&self, claim: i64, run: i64, model: &str, effort: &str) -> Result<()> {
+        on_db!(self.db(), pool => {
+            sqlx::query("UPDATE afk_claims SET run_id = $1, model = $2, effort = $3, started_at = $4 WHERE id = $5")
+                .bind(run)
+                .bind(model)
+                .bind(effort)
+                .bind(now_ms())
+                .bind(claim)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Gives up a claim whose run could not start.
+    pub async fn release_claim(&self, claim: i64) -> Result<()> {
+        on_db!(self.db(), pool => {
+            sqlx::query("DELETE FROM afk_claims WHERE id = $1").bind(claim).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    async fn claims_where(&self, cond: &str, node: &str) -> Result<Vec<Claim>> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM afk_claims WHERE node = $1 AND {cond} ORDER BY id");
+        Ok(on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(node).fetch_all(pool).await?
+        }))
+    }
+
+    /// Active claims of this node.
+    pub async fn active_claims(&self, node: &str) -> Result<Vec<Claim>> {
+        self.claims_where("active", node).await
+    }
+
+    /// Ended claims of this node whose issue was not relabelled yet.
+    pub async fn claims_to_relabel(&self, node: &str) -> Result<Vec<Claim>> {
+        self.claims_where("outcome IS NOT NULL AND NOT relabelled", node)
+            .await
+    }
+
+    pub async fn claim_of_run(&self, run: i64) -> Result<Option<Claim>> {
+        let sql = format!("SELECT {COLUMNS} FROM afk_claims WHERE run_id = $1");
+        Ok(on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(run).fetch_optional(pool).await?
+        }))
+    }
+
+    /// Records a run's pull request; false when it already had one.
+    pub async fn set_claim_pr(&self, claim: i64, url: &str) -> Result<bool> {
+        let n = on_db!(self.db(), pool => {
+            sqlx::query("UPDATE afk_claims SET pr_url = $1 WHERE id = $2 AND pr_url IS NULL")
+                .bind(url)
+                .bind(claim)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// Records how an active claim's run ended; false when it had already.
+    pub async fn finish_claim(&self, claim: i64, outcome: &str, detail: &str) -> Result<bool> {
+        let n = on_db!(self.db(), pool => {
+            sqlx::query(
+                "UPDATE afk_claims SET active = FALSE, outcome = $1, detail = $2, ended_at = $3 WHERE id = $4 AND active",
+            )
+            .bind(outcome)
+            .bind(detail)
+            .bind(now_ms())
+            .bind(claim)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    pub async fn mark_relabelled(&self, claim: i64) -> Result<()> {
+        on_db!(self.db(), pool => {
+            sqlx::query("UPDATE afk_claims SET relabelled = TRUE WHERE id = $1").bind(claim).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Every claim (newest first), for the ledger and the status.
+    pub async fn claims(&self, limit: i64) -> Result<Vec<Claim>> {
+        let sql = format!("SELECT {COLUMNS} FROM afk_claims ORDER BY id DESC LIMIT $1");
+        Ok(on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(limit).fetch_all(pool).await?
+        }))
+    }
+
+    /// Issue numbers of a repo the scheduler must not take now.
+    pub async fn blocked_issues(&self, repo_id: i64) -> Result<Vec<i64>> {
+        let rows: Vec<(i64,)> = on_db!(self.db(), pool => {
+            sqlx::query_as(
+                "SELECT issue_number FROM afk_claims WHERE repo_id = $1 AND (active OR (outcome IS NOT NULL AND NOT relabelled))",
+            )
+            .bind(repo_id)
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    }
+
+    /// Pauses or resumes the AFK scheduler on every node.
+    pub async fn set_afk_paused(&self, paused: bool) -> Result<()> {
+        on_db!(self.db(), pool => {
+            sqlx::query("UPDATE global_settings SET afk_paused = $1 WHERE id = 1").bind(paused).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    pub async fn afk_paused(&self) -> Result<bool> {
+        let (p,): (bool,) = on_db!(self.db(), pool => {
+            sqlx::query_as("SELECT afk_paused FROM global_settings WHERE id = 1").fetch_one(pool).await?
+        });
+        Ok(p)
+    }
+}

@@ -1,0 +1,358 @@
+//! AFK runs end to end on the built-in tracker, with the fake agent.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::on_both;
+use crate::support::agent::pid_alive;
+use crate::support::{Backend, TestServer};
+
+/// What the fake agent does in an AFK run (written next to its records).
+fn behave(s: &TestServer, script: &str) {
+    std::fs::write(s.tmp().join("afk.sh"), script).unwrap();
+}
+
+const RESOLVES: &str = r#"
+labctl issue view "$LAB_ISSUE" > ../issue-seen.txt 2>&1 || exit 9
+echo "fixed" > FIX.md
+git add FIX.md
+git -c user.name=agent -c user.email=agent@example.com commit -qm "Fix issue $LAB_ISSUE" || exit 8
+labctl pr create --title "Fix issue $LAB_ISSUE" --body "Resolves #$LAB_ISSUE" || exit 7
+"#;
+
+async fn afk_repo(s: &TestServer, name: &str) -> Value {
+    s.add_repo(name).await;
+    s.patch("/api/v1/settings", json!({"afk": {"tick_seconds": 1}}))
+        .await
+        .ok();
+    s.patch(
+        &format!("/api/v1/repos/{name}"),
+        json!({"afk_enabled": true}),
+    )
+    .await
+    .ok()
+}
+
+async fn issue(s: &TestServer, repo: &str, title: &str) -> i64 {
+    let v = s
+        .post(
+            &format!("/api/v1/repos/{repo}/issues"),
+            json!({"title": title, "body": "please", "labels": ["ready-for-agent"]}),
+        )
+        .await
+        .expect(201);
+    v["number"].as_i64().unwrap()
+}
+
+/// Waits for the AFK claim of an issue to have an outcome.
+async fn outcome(s: &TestServer, repo: &str, number: i64, secs: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let st = s.get("/api/v1/afk/status").await.ok();
+        if let Some(c) = st["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["repo"] == repo && c["issue"] == number && !c["outcome"].is_null())
+        {
+            return c.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no outcome for {repo}#{number}: {st}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn told(s: &TestServer, repo: &str, number: i64) -> Value {
+    for _ in 0..100 {
+        let i = s
+            .get(&format!("/api/v1/repos/{repo}/issues/{number}"))
+            .await
+            .ok();
+        if !i["comments"].as_array().unwrap().is_empty() {
+            return i;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("issue {number} was never commented");
+}
+
+async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, RESOLVES);
+    afk_repo(&s, "r").await;
+    let n = issue(&s, "r", "Make it faster").await;
+    let c = outcome(&s, "r", n, 30).await;
+    assert_eq!(c["outcome"], "succeeded", "{c}");
+    let pr_url = c["pr_url"].as_str().unwrap().to_owned();
+    // The agent read the issue through labctl, with its run token.
+    let seen =
+        std::fs::read_to_string(s.tmp().join("records").join("issue-seen.txt")).unwrap_or_default();
+    let seen = if seen.is_empty() {
+        // The script ran in the workspace: `..` is the workspaces folder.
+        std::fs::read_to_string(s.data_dir().join("workspaces/issue-seen.txt")).unwrap()
+    } else {
+        seen
+    };
+    assert!(
+        seen.contains("Make it faster") && seen.contains("please"),
+        "{seen}"
+    );
+    // The pull request is recorded, from the run's branch, for the issue.
+    let pulls = s.get("/api/v1/repos/r/pulls").await.ok();
+    let pr = &pulls[0];
+    assert_eq!(pr["url"], pr_url.as_str());
+    assert_eq!(pr["issue"], n);
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    assert_eq!(run["kind"], "afk");
+    assert_eq!(pr["head"], run["branch"]);
+    assert_eq!(pr["base"], "main");
+    // The run's prompt is lab's template, naming the issue and the branch.
+    let prompt = run["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains(&format!("labctl issue view {n}"))
+            && prompt.contains(run["branch"].as_str().unwrap()),
+        "{prompt}"
+    );
+    // The branch holds the agent's commit.
+    let repo_path = s.get("/api/v1/repos/r").await.ok()["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let log = std::process::Command::new("git")
+        .args([
+            "-C",
+            &repo_path,
+            "log",
+            "--format=%s",
+            run["branch"].as_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&log.stdout).contains(&format!("Fix issue {n}")));
+    // The issue is relabelled and commented with the pull request.
+    let i = told(&s, "r", n).await;
+    let labels: Vec<&str> = i["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["lab:pr-opened"]);
+    assert!(
+        i["comments"][0]["body"].as_str().unwrap().contains(&pr_url),
+        "{i}"
+    );
+    // And it is not taken again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    s.stop().await;
+}
+
+async fn a_failing_agent_is_recorded_as_failed(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, "echo 'cannot do this: the tests are broken'\nexit 3\n");
+    afk_repo(&s, "r").await;
+    let n = issue(&s, "r", "Impossible").await;
+    let c = outcome(&s, "r", n, 30).await;
+    assert_eq!(c["outcome"], "failed", "{c}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("status 3") && detail.contains("the tests are broken"),
+        "{detail}"
+    );
+    let i = told(&s, "r", n).await;
+    assert_eq!(i["labels"], json!(["lab:failed"]));
+    assert!(
+        i["comments"][0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("status 3")
+    );
+    s.stop().await;
+}
+
+/// A run that goes past the time limit is stopped, its process tree ended.
+async fn a_hanging_agent_times_out(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(
+        &s,
+        "sh -c 'trap \"\" TERM HUP; sleep 100000' &\necho $! > ../hang-child.pid\nwhile :; do sleep 1; done\n",
+    );
+    afk_repo(&s, "r").await;
+    s.patch(
+        "/api/v1/settings",
+        json!({"afk": {"run_timeout_minutes": 1}}),
+    )
+    .await
+    .ok();
+    let n = issue(&s, "r", "Hangs").await;
+    let child: i64 = loop {
+        if let Ok(t) = std::fs::read_to_string(s.data_dir().join("workspaces/hang-child.pid")) {
+            break t.trim().parse().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(pid_alive(child));
+    let c = outcome(&s, "r", n, 90).await;
+    assert_eq!(c["outcome"], "timed_out", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 1 minute"),
+        "{c}"
+    );
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    assert_eq!(run["state"], "stopped");
+    for _ in 0..40 {
+        if !pid_alive(child) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !pid_alive(child),
+        "a child that ignores TERM survived the timeout"
+    );
+    assert_eq!(told(&s, "r", n).await["labels"], json!(["lab:timed-out"]));
+    s.stop().await;
+}
+
+/// A run's token reaches its repo's issues and its own pull request, nothing
+/// else, and stops working when the run ends.
+async fn the_run_token_is_scoped_to_its_run(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, "while :; do sleep 1; done\n");
+    afk_repo(&s, "r").await;
+    s.add_repo("other").await;
+    let n = issue(&s, "r", "Scoped").await;
+    issue(&s, "other", "Not yours").await;
+    let run = loop {
+        let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+        if let Some(r) = runs.as_array().unwrap().first() {
+            break r.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let id = run["id"].as_i64().unwrap();
+    let env = crate::support::agent::env(&s.record(id, "env").await);
+    let token = env
+        .iter()
+        .find(|(k, _)| k == "LAB_TOKEN")
+        .unwrap()
+        .1
+        .clone();
+    assert_eq!(
+        env.iter().find(|(k, _)| k == "LAB_ISSUE").unwrap().1,
+        n.to_string()
+    );
+    let http = reqwest::Client::new();
+    let call = |m: reqwest::Method, path: &str| {
+        http.request(m, format!("{}{path}", s.url))
+            .bearer_auth(&token)
+    };
+    use reqwest::Method;
+    for (m, path, want) in [
+        (Method::GET, "/api/v1/repos/r/issues".to_owned(), 200),
+        (Method::GET, format!("/api/v1/repos/r/issues/{n}"), 200),
+        (Method::GET, format!("/api/v1/runs/{id}"), 200),
+        (Method::GET, "/api/v1/repos/other/issues".to_owned(), 403),
+        (Method::GET, "/api/v1/repos".to_owned(), 403),
+        (Method::GET, "/api/v1/settings".to_owned(), 403),
+        (Method::GET, "/api/v1/runs".to_owned(), 403),
+        (Method::POST, "/api/v1/repos/r/issues".to_owned(), 403),
+        (Method::POST, format!("/api/v1/runs/{id}/stop"), 403),
+        (Method::POST, format!("/api/v1/runs/{}/pull", id + 1), 403),
+        (Method::GET, "/api/v1/afk/status".to_owned(), 403),
+    ] {
+        let r = s.send(call(m.clone(), &path).json(&json!({}))).await;
+        assert_eq!(r.status.as_u16(), want, "{m} {path}: {}", r.body);
+    }
+    // Pages do not take it either.
+    let page = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = page
+        .get(format!("{}/settings", s.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303, "the pages want a browser session");
+    // Once the run ends, the token is dead.
+    s.post(&format!("/api/v1/runs/{id}/stop"), json!(null))
+        .await
+        .ok();
+    let r = s.send(call(Method::GET, "/api/v1/repos/r/issues")).await;
+    assert_eq!(r.status, 401);
+    // Forge tokens never reach a run: nothing LAB_* but lab's own four, and
+    // the admin token nowhere in the environment.
+    assert!(env.iter().all(|(_, v)| !v.contains(&s.token)));
+    s.stop().await;
+}
+
+async fn afk_start_says_why_not(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, "while :; do sleep 1; done\n");
+    s.add_repo("r").await;
+    // No issue yet.
+    let e = s
+        .post("/api/v1/repos/r/afk/start", json!(null))
+        .await
+        .expect(409);
+    assert_eq!(e["error"]["code"], "no_ready_issue");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ready-for-agent"),
+        "{e}"
+    );
+    let n = issue(&s, "r", "One").await;
+    issue(&s, "r", "Two").await;
+    // Paused.
+    s.post("/api/v1/afk/pause", json!(null)).await.ok();
+    let e = s
+        .post("/api/v1/repos/r/afk/start", json!(null))
+        .await
+        .expect(409);
+    assert_eq!(e["error"]["code"], "paused");
+    s.post("/api/v1/afk/resume", json!(null)).await.ok();
+    s.post("/api/v1/repos/r/afk/pause", json!(null)).await.ok();
+    assert_eq!(
+        s.post("/api/v1/repos/r/afk/start", json!(null))
+            .await
+            .expect(409)["error"]["code"],
+        "paused"
+    );
+    s.post("/api/v1/repos/r/afk/resume", json!(null)).await.ok();
+    // Started (AFK need not be on for an operator's start), then the cap.
+    let run = s
+        .post("/api/v1/repos/r/afk/start", json!(null))
+        .await
+        .expect(201);
+    assert_eq!(run["kind"], "afk");
+    let e = s
+        .post("/api/v1/repos/r/afk/start", json!(null))
+        .await
+        .expect(409);
+    assert_eq!(e["error"]["code"], "cap_reached", "{e}");
+    let st = s.get("/api/v1/afk/status").await.ok();
+    assert_eq!(st["live"], 1);
+    assert_eq!(st["recent"][0]["issue"], n);
+    s.stop().await;
+}
+
+on_both!(
+    a_resolving_agent_succeeds_with_a_pull_request,
+    a_failing_agent_is_recorded_as_failed,
+    a_hanging_agent_times_out,
+    the_run_token_is_scoped_to_its_run,
+    afk_start_says_why_not,
+);
