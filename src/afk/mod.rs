@@ -127,36 +127,31 @@ impl Scheduler {
             if waiting {
                 continue;
             }
-            loop {
-                match self.start_next(&repo, false).await {
-                    Ok(run) => {
-                        report.launched.push(run.id);
-                        self.note(&repo.name, None);
-                    }
-                    Err(StartError::NoReadyIssue { .. }) => {
-                        self.note(&repo.name, None);
-                        break;
-                    }
-                    Err(StartError::Cap(_)) | Err(StartError::Paused(_)) => break,
-                    Err(StartError::Source(SourceError::RateLimited { retry_after })) => {
-                        self.backoff
-                            .lock()
-                            .expect("poisoned")
-                            .insert(repo.id, Instant::now() + retry_after);
-                        self.note(
-                            &repo.name,
-                            Some(format!(
-                                "the forge's rate limit: waiting {} s",
-                                retry_after.as_secs()
-                            )),
-                        );
-                        break;
-                    }
-                    Err(e) => {
-                        report.errors.push(format!("{}: {e}", repo.name));
-                        self.note(&repo.name, Some(e.to_string()));
-                        break;
-                    }
+            // One listing of the repo's issues per tick (more pages only
+            // when the source has them).
+            match self.launch_ready(&repo, false, usize::MAX).await {
+                Ok(runs) => {
+                    report.launched.extend(runs.iter().map(|r| r.id));
+                    self.note(&repo.name, None);
+                }
+                Err(StartError::NoReadyIssue { .. }) => self.note(&repo.name, None),
+                Err(StartError::Cap(_)) | Err(StartError::Paused(_)) => {}
+                Err(StartError::Source(SourceError::RateLimited { retry_after })) => {
+                    self.backoff
+                        .lock()
+                        .expect("poisoned")
+                        .insert(repo.id, Instant::now() + retry_after);
+                    self.note(
+                        &repo.name,
+                        Some(format!(
+                            "the forge's rate limit: waiting {} s",
+                            retry_after.as_secs()
+                        )),
+                    );
+                }
+                Err(e) => {
+                    report.errors.push(format!("{}: {e}", repo.name));
+                    self.note(&repo.name, Some(e.to_string()));
                 }
             }
         }
@@ -166,6 +161,18 @@ impl Scheduler {
     /// Starts an AFK run of `repo` for its next ready issue. `asked` is an
     /// operator's request (`afk start`): allowed on a repo whose AFK is off.
     pub async fn start_next(&self, repo: &Repo, asked: bool) -> Result<Run, StartError> {
+        let mut runs = self.launch_ready(repo, asked, 1).await?;
+        Ok(runs.remove(0))
+    }
+
+    /// Lists the repo's ready issues once and starts AFK runs for up to `max`
+    /// of them, as the caps allow. With none started, says why.
+    async fn launch_ready(
+        &self,
+        repo: &Repo,
+        asked: bool,
+        max: usize,
+    ) -> Result<Vec<Run>, StartError> {
         let store = &self.runner.store;
         if store.afk_paused().await? {
             return Err(StartError::Paused(
@@ -194,7 +201,11 @@ impl Scheduler {
             .filter(|i| !blocked.contains(&i.number) && i.labels.contains(&repo.afk_label))
             .collect();
         issues.sort_by_key(|i| i.number);
+        let mut started = Vec::new();
         for issue in issues {
+            if started.len() >= max {
+                break;
+            }
             let claim = match store
                 .claim_issue(
                     repo.id,
@@ -208,6 +219,8 @@ impl Scheduler {
             {
                 ClaimResult::Claimed(c) => c,
                 ClaimResult::IssueTaken => continue,
+                ClaimResult::RepoCap if !started.is_empty() => break,
+                ClaimResult::GlobalCap if !started.is_empty() => break,
                 ClaimResult::RepoCap => {
                     return Err(StartError::Cap(format!(
                         "repo '{}' already has {} live AFK run(s), its limit",
@@ -221,7 +234,10 @@ impl Scheduler {
                     )));
                 }
             };
-            return self.launch(repo, &issue, claim.id).await;
+            started.push(self.launch(repo, &issue, claim.id).await?);
+        }
+        if !started.is_empty() {
+            return Ok(started);
         }
         Err(StartError::NoReadyIssue {
             repo: repo.name.clone(),

@@ -3,6 +3,7 @@
 mod support;
 
 mod afk;
+mod afk_race;
 mod api_auth;
 mod api_errors;
 mod api_repos;
@@ -10,6 +11,7 @@ mod api_settings;
 mod browser;
 mod contract;
 mod doctor;
+mod forges;
 mod labctl;
 mod readopt;
 mod real_cli;

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod browser;
 pub mod db;
+pub mod forge;
 pub mod git;
 pub mod process;
 pub mod real;

@@ -139,6 +139,10 @@ impl TestServer {
         TestServer::start_in(dir, url).await
     }
 
+    pub fn scheduler(&self) -> &lab::afk::Scheduler {
+        &self.running.as_ref().expect("server running").scheduler
+    }
+
     pub fn runner(&self) -> &lab::run::Runner {
         &self.running.as_ref().expect("server running").runner
     }
