@@ -285,6 +285,17 @@ impl Scheduler {
 
     /// Runs the scheduler every `tick_seconds` until `shutdown`. The setting
     /// is read every second, so a change takes effect at once.
+    /// Settles finished AFK runs without looking for new issues.
+    pub async fn settle_now(&self) -> TickReport {
+        let _one = self.ticking.lock().await;
+        let mut report = TickReport::default();
+        if let Err(e) = self.settle(&mut report).await {
+            tracing::warn!(error = %e, "settling AFK runs");
+            report.errors.push(e.to_string());
+        }
+        report
+    }
+
     pub fn spawn_loop(
         self: Arc<Self>,
         mut shutdown: watch::Receiver<bool>,
@@ -307,6 +318,9 @@ impl Scheduler {
                     .map(|s| s.afk.tick_seconds)
                     .unwrap_or(30);
                 if last.elapsed() < Duration::from_secs(secs.max(1) as u64) {
+                    // Between ticks, only settle: an outcome (or a time-out)
+                    // shows within a second of its run ending, not a tick.
+                    self.settle_now().await;
                     continue;
                 }
                 last = Instant::now();

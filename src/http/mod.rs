@@ -4,7 +4,7 @@
 //! Invariant: handlers reach the database only through [`crate::store::Store`]
 //! methods, and every failure leaves as an [`error::ApiError`].
 
-mod afk;
+pub mod afk;
 pub mod auth;
 pub mod dto;
 pub mod error;

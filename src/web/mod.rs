@@ -8,6 +8,7 @@
 //! Invariant: every POST passes the same-origin guard and carries the
 //! session's CSRF token; a refused post writes nothing.
 
+mod afk_page;
 mod assets;
 pub mod forms;
 mod live;
@@ -240,6 +241,7 @@ pub fn router() -> Router<AppState> {
         .merge(repos_page::router())
         .merge(runs_page::router())
         .merge(live::router())
+        .merge(afk_page::router())
         .layer(middleware::from_fn(same_origin))
         .merge(assets::router())
 }

@@ -173,6 +173,11 @@ async fn a_failing_agent_is_recorded_as_failed(b: Backend) {
             .unwrap()
             .contains("status 3")
     );
+    let ledger = s.get("/api/v1/afk/ledger").await.ok();
+    assert_eq!(ledger["by_repo"][0]["repo"], "r", "{ledger}");
+    assert_eq!(ledger["by_repo"][0]["runs"], 1, "{ledger}");
+    assert_eq!(ledger["by_repo"][0]["failed"], 1, "{ledger}");
+    assert_eq!(ledger["by_model"][0]["model"], "sonnet", "{ledger}");
     s.stop().await;
 }
 

@@ -26,6 +26,7 @@ async fn every_page_renders(b: Backend) {
         ("/repos", "repos", "Add a repo"),
         ("/repos/web", "repo", "What runs get"),
         ("/settings", "settings", "Claude Code: AFK defaults"),
+        ("/afk", "afk", "Ledger"),
         (&format!("/runs/{}", run["id"]), "run", "Output"),
     ] {
         br.go(path).await;

@@ -316,4 +316,90 @@ async fn attach_joins_the_session(b: Backend) {
     s.stop().await;
 }
 
-on_both!(start_ps_logs_stop_rm, attach_joins_the_session);
+/// Issues, the AFK scheduler's switches, an operator's AFK start, and the
+/// ledger it ends up in, all through labctl.
+async fn issues_afk_and_ledger(b: Backend) {
+    let s = TestServer::start(b).await;
+    std::fs::write(s.tmp().join("afk.sh"), "echo 'no can do'\nexit 2\n").unwrap();
+    s.add_repo("web").await;
+
+    let i = json(&labctl(
+        &s,
+        &[
+            "issue",
+            "create",
+            "--repo",
+            "web",
+            "--title",
+            "Add dark mode",
+            "--label",
+            "ready-for-agent",
+            "--json",
+        ],
+    ));
+    assert_eq!(i["number"], 1);
+    let other = json(&labctl(
+        &s,
+        &[
+            "issue", "create", "--repo", "web", "--title", "Later", "--json",
+        ],
+    ));
+    let out = ok(&labctl(&s, &["issue", "list", "--repo", "web"]));
+    assert!(
+        out.contains("#1") && out.contains("Add dark mode") && out.contains("ready-for-agent"),
+        "{out}"
+    );
+    let listed = json(&labctl(
+        &s,
+        &[
+            "issue",
+            "list",
+            "--repo",
+            "web",
+            "--label",
+            "ready-for-agent",
+            "--json",
+        ],
+    ));
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let n = other["number"].to_string();
+    ok(&labctl(&s, &["issue", "close", &n, "--repo", "web"]));
+    assert!(ok(&labctl(&s, &["issue", "view", &n, "--repo", "web"])).contains("[closed]"));
+    // Outside a run, the repo must be named.
+    assert_eq!(code(&labctl(&s, &["issue", "list"])).0, 2);
+
+    ok(&labctl(&s, &["afk", "pause"]));
+    assert!(ok(&labctl(&s, &["afk", "status"])).contains("PAUSED"));
+    let (c, err) = code(&labctl(&s, &["afk", "start", "web"]));
+    assert_eq!(c, 4, "{err}");
+    assert!(err.contains("paused"), "{err}");
+    ok(&labctl(&s, &["afk", "resume"]));
+
+    let run = json(&labctl(&s, &["afk", "start", "web", "--json"]));
+    assert_eq!(run["kind"], "afk", "{run}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let ledger = loop {
+        let l = json(&labctl(&s, &["ledger", "--json"]));
+        if l["by_repo"][0]["failed"] == 1 {
+            break l;
+        }
+        assert!(std::time::Instant::now() < deadline, "no outcome: {l}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(ledger["by_repo"][0]["runs"], 1);
+    let out = ok(&labctl(&s, &["ledger"]));
+    assert!(out.contains("web") && out.contains("FAILED"), "{out}");
+    let out = ok(&labctl(&s, &["afk", "status"]));
+    assert!(out.contains("#1") && out.contains("failed"), "{out}");
+
+    let (c, err) = code(&labctl(&s, &["pr", "create", "--title", "x"]));
+    assert_eq!(c, 2, "{err}");
+    assert!(err.contains("--run"), "{err}");
+    s.stop().await;
+}
+
+on_both!(
+    start_ps_logs_stop_rm,
+    attach_joins_the_session,
+    issues_afk_and_ledger
+);

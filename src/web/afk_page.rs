@@ -1,0 +1,81 @@
+//! The AFK page: the scheduler (pause, resume), recent AFK runs, and the
+//! ledger of outcomes.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+
+use super::forms::Form;
+use super::{Chrome, Page, Session};
+use crate::http::AppState;
+use crate::http::afk::{LedgerRow, ledger};
+use crate::store::Claim;
+
+#[derive(Template)]
+#[template(path = "afk.html")]
+struct AfkPage {
+    chrome: Chrome,
+    paused: bool,
+    live: usize,
+    max_concurrent: i64,
+    recent: Vec<Claim>,
+    by_repo: Vec<LedgerRow>,
+    by_model: Vec<LedgerRow>,
+}
+
+/// "42 s", "3.5 min", or "-".
+pub fn duration(secs: &Option<f64>) -> String {
+    match secs {
+        None => "-".into(),
+        Some(s) if *s < 120.0 => format!("{s:.0} s"),
+        Some(s) => format!("{:.1} min", s / 60.0),
+    }
+}
+
+async fn show(State(app): State<AppState>, session: Session) -> Response {
+    let (claims, settings, paused) = match (
+        app.store.claims(100_000).await,
+        app.store.settings().await,
+        app.store.afk_paused().await,
+    ) {
+        (Ok(c), Ok(s), Ok(p)) => (c, s, p),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return super::internal(e),
+    };
+    let l = ledger(&claims);
+    Page::ok(&AfkPage {
+        chrome: Chrome::new(&session, "afk", "AFK"),
+        paused,
+        live: claims.iter().filter(|c| c.active).count(),
+        max_concurrent: settings.afk.max_concurrent,
+        recent: claims.into_iter().take(50).collect(),
+        by_repo: l.by_repo,
+        by_model: l.by_model,
+    })
+}
+
+async fn toggle(app: &AppState, session: &Session, form: &Form, paused: bool) -> Response {
+    if let Some(r) = session.refuse_forged(form) {
+        return r;
+    }
+    match app.store.set_afk_paused(paused).await {
+        Ok(()) => Redirect::to("/afk").into_response(),
+        Err(e) => super::internal(e),
+    }
+}
+
+async fn pause(State(app): State<AppState>, session: Session, form: Form) -> Response {
+    toggle(&app, &session, &form, true).await
+}
+
+async fn resume(State(app): State<AppState>, session: Session, form: Form) -> Response {
+    toggle(&app, &session, &form, false).await
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/afk", get(show))
+        .route("/afk/pause", post(pause))
+        .route("/afk/resume", post(resume))
+}
