@@ -23,6 +23,7 @@ use crate::issues::{Issue, SourceError, source_for};
 use crate::repo::Repo;
 use crate::resolve::RunKind;
 use crate::run::{LaunchError, LaunchRequest, Run, Runner};
+use crate::settings::Settings;
 use crate::store::{ClaimResult, RepoKey, StoreError};
 
 /// Why no run was started.
@@ -64,6 +65,9 @@ pub struct Scheduler {
     /// One tick at a time on this node.
     ticking: tokio::sync::Mutex<()>,
 }
+
+/// Repos whose issues one tick lists at the same time.
+const LIST_AT_ONCE: usize = 8;
 
 /// How long a run that opened its pull request may go on before lab ends it.
 pub const PR_GRACE: Duration = Duration::from_secs(60);
@@ -110,27 +114,55 @@ impl Scheduler {
                 return report;
             }
         }
-        let repos = match self.runner.store.repos().await {
-            Ok(r) => r,
-            Err(e) => {
-                report.errors.push(e.to_string());
-                return report;
-            }
+        let store = &self.runner.store;
+        let (repos, settings, live) =
+            match tokio::try_join!(store.repos(), store.settings(), store.live_claim_counts()) {
+                Ok(x) => x,
+                Err(e) => {
+                    report.errors.push(e.to_string());
+                    return report;
+                }
+            };
+        let mut global_live: i64 = live.values().sum();
+        // The caps, as they stand: a repo with no room is not listed at all
+        // (the claim transaction checks again, across nodes).
+        let now = Instant::now();
+        let with_room: Vec<(Repo, i64)> = {
+            let backoff = self.backoff.lock().expect("poisoned");
+            repos
+                .into_iter()
+                .filter(|r| r.afk_enabled && !r.afk_paused)
+                .filter(|r| backoff.get(&r.id).is_none_or(|until| now >= *until))
+                .map(|r| {
+                    let room = r.afk_max_concurrent - live.get(&r.id).copied().unwrap_or(0);
+                    (r, room)
+                })
+                .filter(|(_, room)| *room > 0)
+                .collect()
         };
-        for repo in repos.into_iter().filter(|r| r.afk_enabled && !r.afk_paused) {
-            let waiting = self
-                .backoff
-                .lock()
-                .expect("poisoned")
-                .get(&repo.id)
-                .is_some_and(|until| Instant::now() < *until);
-            if waiting {
-                continue;
+        if global_live >= settings.afk.max_concurrent || with_room.is_empty() {
+            return report;
+        }
+        // One listing of each repo's issues per tick (more pages only when
+        // the source has them), several repos at a time; launches in order.
+        let lists = {
+            let repos: Vec<&Repo> = with_room.iter().map(|(r, _)| r).collect();
+            self.list_ready(&repos).await
+        };
+        for ((repo, room), listed) in with_room.into_iter().zip(lists) {
+            if global_live >= settings.afk.max_concurrent {
+                break;
             }
-            // One listing of the repo's issues per tick (more pages only
-            // when the source has them).
-            match self.launch_ready(&repo, false, usize::MAX).await {
+            let started = match listed {
+                Ok(issues) => {
+                    self.launch_listed(&repo, issues, &settings, room as usize)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match started {
                 Ok(runs) => {
+                    global_live += runs.len() as i64;
                     report.launched.extend(runs.iter().map(|r| r.id));
                     self.note(&repo.name, None);
                 }
@@ -158,21 +190,19 @@ impl Scheduler {
         report
     }
 
+    /// The ready issues of each repo, listed up to `LIST_AT_ONCE` repos at a
+    /// time; the results in the order of `repos`.
+    pub async fn list_ready(&self, repos: &[&Repo]) -> Vec<Result<Vec<Issue>, StartError>> {
+        use futures_util::stream::{self, StreamExt};
+        // The futures made first: a closure in `map` trips the compiler's
+        // proof that the tick's future is Send.
+        let lists: Vec<_> = repos.iter().map(|r| self.ready_issues(r)).collect();
+        stream::iter(lists).buffered(LIST_AT_ONCE).collect().await
+    }
+
     /// Starts an AFK run of `repo` for its next ready issue. `asked` is an
     /// operator's request (`afk start`): allowed on a repo whose AFK is off.
     pub async fn start_next(&self, repo: &Repo, asked: bool) -> Result<Run, StartError> {
-        let mut runs = self.launch_ready(repo, asked, 1).await?;
-        Ok(runs.remove(0))
-    }
-
-    /// Lists the repo's ready issues once and starts AFK runs for up to `max`
-    /// of them, as the caps allow. With none started, says why.
-    async fn launch_ready(
-        &self,
-        repo: &Repo,
-        asked: bool,
-        max: usize,
-    ) -> Result<Vec<Run>, StartError> {
         let store = &self.runner.store;
         if store.afk_paused().await? {
             return Err(StartError::Paused(
@@ -192,15 +222,60 @@ impl Scheduler {
             )));
         }
         let settings = store.settings().await?;
-        let source = source_for(repo, store, &self.runner.cfg.lab_url);
-        let blocked = store.blocked_issues(repo.id).await?;
-        let mut issues: Vec<Issue> = source
-            .list(Some(&repo.afk_label), Some("open"))
-            .await?
+        let mut runs = self.launch_ready(repo, &settings, 1).await?;
+        Ok(runs.remove(0))
+    }
+
+    /// The repo's open issues with its AFK label that no live run holds and
+    /// no unrecorded outcome blocks, lowest number first: one listing of the
+    /// source (more pages only when it has them).
+    pub async fn ready_issues(&self, repo: &Repo) -> Result<Vec<Issue>, StartError> {
+        let store = &self.runner.store;
+        let source = source_for(repo, &self.runner);
+        let (listed, blocked) = tokio::try_join!(
+            async {
+                source
+                    .list(Some(&repo.afk_label), Some("open"))
+                    .await
+                    .map_err(StartError::from)
+            },
+            async {
+                store
+                    .blocked_issues(repo.id)
+                    .await
+                    .map_err(StartError::from)
+            }
+        )?;
+        let blocked: std::collections::HashSet<i64> = blocked.into_iter().collect();
+        let mut issues: Vec<Issue> = listed
             .into_iter()
             .filter(|i| !blocked.contains(&i.number) && i.labels.contains(&repo.afk_label))
             .collect();
         issues.sort_by_key(|i| i.number);
+        Ok(issues)
+    }
+
+    /// Starts AFK runs for up to `max` of the repo's ready issues, as the
+    /// caps allow. With none started, says why.
+    async fn launch_ready(
+        &self,
+        repo: &Repo,
+        settings: &Settings,
+        max: usize,
+    ) -> Result<Vec<Run>, StartError> {
+        let issues = self.ready_issues(repo).await?;
+        self.launch_listed(repo, issues, settings, max).await
+    }
+
+    /// Starts AFK runs for up to `max` of `issues` (ready, in order).
+    async fn launch_listed(
+        &self,
+        repo: &Repo,
+        issues: Vec<Issue>,
+        settings: &Settings,
+        max: usize,
+    ) -> Result<Vec<Run>, StartError> {
+        let store = &self.runner.store;
         let mut started = Vec::new();
         for issue in issues {
             if started.len() >= max {

@@ -147,7 +147,7 @@ impl Scheduler {
             ),
             _ => format!("lab's {run}{with} ended without a pull request.\n\n{detail}"),
         };
-        let source = source_for(&repo, store, &self.runner.cfg.lab_url);
+        let source = source_for(&repo, &self.runner);
         let told = async {
             source
                 .relabel(claim.issue_number, &repo.afk_label, outcome_label(outcome))

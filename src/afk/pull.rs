@@ -94,7 +94,7 @@ pub async fn open(
             run.id
         )));
     }
-    let source = source_for(&repo, store, &runner.cfg.lab_url);
+    let source = source_for(&repo, runner);
     if source.kind() != SourceKind::Builtin {
         let remote = push_url(&repo)
             .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;

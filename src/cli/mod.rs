@@ -53,7 +53,7 @@ enum Command {
     },
     /// Manage repos.
     #[command(subcommand)]
-    Repo(repos::RepoCommand),
+    Repo(Box<repos::RepoCommand>),
     /// Show or change the global settings.
     #[command(subcommand)]
     Settings(settings::SettingsCommand),
@@ -142,7 +142,7 @@ async fn run(cli: Cli) -> CliResult<()> {
             output::providers(&v, json);
             Ok(())
         }
-        Command::Repo(cmd) => repos::run(&client, cmd).await,
+        Command::Repo(cmd) => repos::run(&client, *cmd).await,
         Command::Settings(cmd) => settings::run(&client, cmd).await,
         Command::Resolve(args) => repos::resolve(&client, args).await,
         Command::Start(args) => runs::start(&client, args).await,

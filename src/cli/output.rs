@@ -159,6 +159,17 @@ pub fn repo(r: &Value, as_json: bool) {
         s(&r["afk_label"]),
         s(&r["afk_max_concurrent"])
     );
+    match r["issue_source"].as_str() {
+        Some("builtin") | None => println!("  issues:          lab's built-in tracker"),
+        Some(kind) => println!(
+            "  issues:          {kind}, {} at {} (token: {})",
+            s(&r["forge_repo"]),
+            s(&r["forge_url"]),
+            r["forge_token"]
+                .as_str()
+                .unwrap_or("from lab's environment")
+        ),
+    }
     println!(
         "  ('-' inherits; `labctl resolve {}` shows what runs get)",
         s(&r["name"])

@@ -93,6 +93,21 @@ pub struct RepoFields {
     /// Most AFK runs of this repo at once.
     #[arg(long)]
     afk_max_concurrent: Option<i64>,
+    /// Where the repo's issues live.
+    #[arg(long, value_parser = ["builtin", "gitea", "github"])]
+    issue_source: Option<String>,
+    /// The forge's address (Gitea/Forgejo: its web address; GitHub:
+    /// https://api.github.com, the default).
+    #[arg(long)]
+    forge_url: Option<String>,
+    /// The repo on the forge, OWNER/NAME.
+    #[arg(long, value_name = "OWNER/NAME")]
+    forge_repo: Option<String>,
+    /// A forge token for this repo; "-" reads it from standard input (keeps
+    /// it out of your shell history); "" goes back to LAB_GITEA_TOKEN /
+    /// LAB_GITHUB_TOKEN of lab's environment.
+    #[arg(long)]
+    forge_token: Option<String>,
 }
 
 /// Splits `KEY=VALUE` options into a JSON object; `KEY=` clears.
@@ -139,6 +154,20 @@ impl RepoFields {
             "afk_max_concurrent",
             self.afk_max_concurrent.map(Value::from),
         );
+        put("issue_source", self.issue_source.map(Value::from));
+        put("forge_url", self.forge_url.map(Value::from));
+        put("forge_repo", self.forge_repo.map(Value::from));
+        let token = match self.forge_token.as_deref() {
+            Some("-") => {
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .map_err(|e| CliError::invalid(format!("--forge-token -: {e}")))?;
+                Some(line.trim().to_owned())
+            }
+            other => other.map(str::to_owned),
+        };
+        put("forge_token", token.map(Value::from));
         Ok(())
     }
 }

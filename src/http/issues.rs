@@ -37,7 +37,7 @@ async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn Issue
         .repo(&key)
         .await
         .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
-    let source = source_for(&repo, &app.store, &app.runner.cfg.lab_url);
+    let source = source_for(&repo, &app.runner);
     Ok((repo, source))
 }
 

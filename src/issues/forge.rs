@@ -127,25 +127,31 @@ fn enc(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
+/// The HTTP client forge calls go through (lab keeps one: building one
+/// loads the root certificates, too slow to do per repo per tick).
+pub fn http_client() -> reqwest::Client {
+    crate::init_tls();
+    reqwest::Client::builder()
+        .user_agent(concat!("lab/", env!("CARGO_PKG_VERSION")))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap_or_default()
+}
+
 impl Forge {
-    pub fn new(kind: SourceKind, repo: &Repo) -> Forge {
+    pub fn new(kind: SourceKind, repo: &Repo, http: reqwest::Client) -> Forge {
         let base = repo.issues.forge_url.clone().unwrap_or_default();
         let api = match kind {
             SourceKind::Gitea => format!("{base}/api/v1"),
             _ => base,
         };
         let owner_repo = repo.issues.forge_repo.clone().unwrap_or_default();
-        crate::init_tls();
         Forge {
             kind,
             repo_api: format!("{api}/repos/{owner_repo}"),
             api,
             token: forge_token(repo),
-            http: reqwest::Client::builder()
-                .user_agent(concat!("lab/", env!("CARGO_PKG_VERSION")))
-                .timeout(Duration::from_secs(30))
-                .build()
-                .unwrap_or_default(),
+            http,
         }
     }
 

@@ -14,10 +14,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::repo::Repo;
-use crate::store::Store;
+use crate::run::Runner;
 pub use builtin::Builtin;
 use config::SourceKind;
 pub use forge::Forge;
+pub use forge::http_client as forge_http_client;
 
 /// An issue, as every source describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -104,10 +105,14 @@ pub trait IssueSource: Send + Sync {
 }
 
 /// The issue source of a repo.
-pub fn source_for(repo: &Repo, store: &Store, lab_url: &str) -> Box<dyn IssueSource> {
+pub fn source_for(repo: &Repo, runner: &Runner) -> Box<dyn IssueSource> {
     match repo.issues.source {
-        SourceKind::Builtin => Box::new(Builtin::new(store.clone(), repo, lab_url)),
-        kind => Box::new(Forge::new(kind, repo)),
+        SourceKind::Builtin => Box::new(Builtin::new(
+            runner.store.clone(),
+            repo,
+            &runner.cfg.lab_url,
+        )),
+        kind => Box::new(Forge::new(kind, repo, runner.forge_http.clone())),
     }
 }
 

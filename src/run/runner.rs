@@ -131,6 +131,8 @@ pub struct Runner {
     pub(super) log_seen: Mutex<HashMap<i64, u64>>,
     /// Dead panes whose exit status tmux has not reported yet, since when.
     pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
+    /// The client every forge call goes through.
+    pub forge_http: reqwest::Client,
 }
 
 impl Runner {
@@ -155,6 +157,7 @@ impl Runner {
             last_pass: Mutex::new(None),
             exit_wait: Mutex::new(HashMap::new()),
             log_seen: Mutex::new(HashMap::new()),
+            forge_http: crate::issues::forge_http_client(),
         })
     }
 

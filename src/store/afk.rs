@@ -193,6 +193,16 @@ impl Store {
         }))
     }
 
+    /// Live AFK runs (active claims, on every node) per repo id.
+    pub async fn live_claim_counts(&self) -> Result<std::collections::HashMap<i64, i64>> {
+        let rows: Vec<(i64, i64)> = on_db!(self.db(), pool => {
+            sqlx::query_as("SELECT repo_id, COUNT(*) FROM afk_claims WHERE active GROUP BY repo_id")
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows.into_iter().collect())
+    }
+
     /// Issue numbers of a repo the scheduler must not take now.
     pub async fn blocked_issues(&self, repo_id: i64) -> Result<Vec<i64>> {
         let rows: Vec<(i64,)> = on_db!(self.db(), pool => {

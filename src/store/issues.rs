@@ -2,7 +2,7 @@
 
 use sqlx::FromRow;
 
-use super::{Result, Store, StoreError, now_ms, on_db};
+use super::{Db, Result, Store, StoreError, now_ms, on_db};
 
 /// An issue as the built-in tracker stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,12 +17,21 @@ pub struct IssueRow {
 
 #[derive(FromRow)]
 struct Row {
-    id: i64,
     number: i64,
     title: String,
     body: String,
     state: String,
     created_at: i64,
+}
+
+#[derive(FromRow)]
+struct ListedRow {
+    number: i64,
+    title: String,
+    body: String,
+    state: String,
+    created_at: i64,
+    labels: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
@@ -120,21 +129,34 @@ impl Store {
         label: Option<&str>,
         state: Option<&str>,
     ) -> Result<Vec<IssueRow>> {
-        let mut sql = String::from(
-            "SELECT i.id, i.number, i.title, i.body, i.state, i.created_at FROM issues i WHERE i.repo_id = $1",
-        );
+        let mut cond = String::from("i.repo_id = $1");
         if label.is_some() {
-            sql.push_str(" AND EXISTS (SELECT 1 FROM issue_labels l WHERE l.issue_id = i.id AND l.label = $2)");
+            cond.push_str(" AND EXISTS (SELECT 1 FROM issue_labels f WHERE f.issue_id = i.id AND f.label = $2)");
         }
         if state.is_some() {
-            sql.push_str(if label.is_some() {
+            cond.push_str(if label.is_some() {
                 " AND i.state = $3"
             } else {
                 " AND i.state = $2"
             });
         }
-        sql.push_str(" ORDER BY i.number");
-        let rows: Vec<Row> = on_db!(self.db(), pool => {
+        // Each issue's labels come in its own row, as a JSON array: one query,
+        // one row per issue (rows, not bytes, are what a listing pays for).
+        let labels = match self.db() {
+            Db::Sqlite(_) => {
+                "(SELECT json_group_array(label) FROM \
+                 (SELECT label FROM issue_labels WHERE issue_id = i.id ORDER BY label))"
+            }
+            Db::Pg(_) => {
+                "(SELECT COALESCE(json_agg(label ORDER BY label), '[]')::text \
+                 FROM issue_labels WHERE issue_id = i.id)"
+            }
+        };
+        let sql = format!(
+            "SELECT i.number, i.title, i.body, i.state, i.created_at, {labels} AS labels \
+             FROM issues i WHERE {cond} ORDER BY i.number"
+        );
+        let rows: Vec<ListedRow> = on_db!(self.db(), pool => {
             let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(repo_id);
             if let Some(l) = label {
                 q = q.bind(l);
@@ -144,30 +166,21 @@ impl Store {
             }
             q.fetch_all(pool).await?
         });
-        let labels: Vec<(i64, String)> = on_db!(self.db(), pool => {
-            sqlx::query_as(
-                "SELECT l.issue_id, l.label FROM issue_labels l JOIN issues i ON i.id = l.issue_id \
-                 WHERE i.repo_id = $1 ORDER BY l.label",
-            )
-            .bind(repo_id)
-            .fetch_all(pool)
-            .await?
-        });
-        Ok(rows
-            .into_iter()
-            .map(|r| IssueRow {
-                labels: labels
-                    .iter()
-                    .filter(|(id, _)| *id == r.id)
-                    .map(|(_, l)| l.clone())
-                    .collect(),
-                number: r.number,
-                title: r.title,
-                body: r.body,
-                state: r.state,
-                created_at: r.created_at,
+        rows.into_iter()
+            .map(|r| {
+                let labels: Vec<String> = serde_json::from_str(&r.labels).map_err(|e| {
+                    StoreError::Corrupt(format!("labels of issue {}: {e}", r.number))
+                })?;
+                Ok(IssueRow {
+                    labels,
+                    number: r.number,
+                    title: r.title,
+                    body: r.body,
+                    state: r.state,
+                    created_at: r.created_at,
+                })
             })
-            .collect())
+            .collect()
     }
 
     async fn issue_id(&self, repo_id: i64, number: i64) -> Result<i64> {
@@ -185,7 +198,7 @@ impl Store {
     pub async fn issue(&self, repo_id: i64, number: i64) -> Result<(IssueRow, Vec<CommentRow>)> {
         let id = self.issue_id(repo_id, number).await?;
         let (row, labels, comments) = on_db!(self.db(), pool => {
-            let row: Row = sqlx::query_as("SELECT id, number, title, body, state, created_at FROM issues WHERE id = $1")
+            let row: Row = sqlx::query_as("SELECT number, title, body, state, created_at FROM issues WHERE id = $1")
                 .bind(id)
                 .fetch_one(pool)
                 .await?;

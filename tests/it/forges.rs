@@ -264,6 +264,21 @@ async fn an_afk_run_on_a_forge(flavor: Flavor) {
     )
     .unwrap();
     assert!(!log.contains(&f.fake.token));
+
+    // A rate limit: the tick backs off that repo, and says so, instead of
+    // asking again on the next tick.
+    f.add_issue("Another", &["ready-for-agent"], "open", false);
+    f.fake.state.lock().unwrap().rate_limited = true;
+    let before = listings(&f);
+    let t = s.scheduler().tick().await;
+    assert!(t.launched.is_empty(), "{t:?}");
+    assert_eq!(listings(&f) - before, 1);
+    let st = s.get("/api/v1/afk/status").await.ok();
+    let problem = st["repos"][0]["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("rate limit"), "{st}");
+    let t = s.scheduler().tick().await;
+    assert!(t.launched.is_empty(), "{t:?}");
+    assert_eq!(listings(&f) - before, 1, "no listing while backing off");
     s.stop().await;
 }
 

@@ -395,6 +395,63 @@ async fn issues_afk_and_ledger(b: Backend) {
     let (c, err) = code(&labctl(&s, &["pr", "create", "--title", "x"]));
     assert_eq!(c, 2, "{err}");
     assert!(err.contains("--run"), "{err}");
+
+    // Issues on a forge, the token read from standard input.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args([
+            "repo",
+            "set",
+            "web",
+            "--issue-source",
+            "github",
+            "--forge-repo",
+            "team/web",
+            "--forge-token",
+            "-",
+            "--json",
+        ])
+        .env("LAB_URL", &s.url)
+        .env_remove("LAB_TOKEN")
+        .env("LAB_DATA_DIR", s.data_dir())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"ghp_secret1234\n").unwrap();
+    }
+    let r = json(&child.wait_with_output().unwrap());
+    assert_eq!(r["issue_source"], "github", "{r}");
+    assert_eq!(r["forge_repo"], "team/web");
+    assert_eq!(r["forge_token"], "…1234", "only a hint comes back: {r}");
+    let out = ok(&labctl(&s, &["repo", "show", "web"]));
+    assert!(
+        out.contains("github, team/web") && out.contains("…1234"),
+        "{out}"
+    );
+    assert!(!out.contains("secret"), "{out}");
+    let (c, _) = code(&labctl(
+        &s,
+        &["repo", "set", "web", "--issue-source", "gitlab"],
+    ));
+    assert_eq!(c, 2);
+    let (c, err) = code(&labctl(
+        &s,
+        &[
+            "repo",
+            "set",
+            "web",
+            "--issue-source",
+            "gitea",
+            "--forge-url",
+            "not a url",
+        ],
+    ));
+    assert_eq!(c, 5, "{err}");
+    assert!(err.contains("forge_url"), "{err}");
     s.stop().await;
 }
 

@@ -1,0 +1,253 @@
+//! Scheduler benchmark (issue 5): one AFK tick over 50 repos × 200 open
+//! ready issues on the built-in tracker, against a baseline tick over the
+//! same 50 repos with no issues, in the same invocation.
+//!
+//! cargo build --release && cargo run --release --example bench_afk [TICKS]
+//!
+//! Runs lab in this process (SQLite in a temp dir; also PostgreSQL when
+//! LAB_BENCH_DATABASE_URL names a server it may create a database on), with
+//! an agent that sleeps. The steady tick is the one lab runs all day once
+//! every repo has its live AFK run: settle 50 live claims, then per repo list
+//! its 200 ready issues, skip the claimed one, and stop at the repo's cap.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+const REPOS: usize = 50;
+const ISSUES: usize = 200;
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn git_repo(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["commit", "-q", "--allow-empty", "-m", "x"],
+    ] {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "b")
+            .env("GIT_AUTHOR_EMAIL", "b@x")
+            .env("GIT_COMMITTER_NAME", "b")
+            .env("GIT_COMMITTER_EMAIL", "b@x")
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+}
+
+struct Api {
+    url: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    async fn send(&self, m: reqwest::Method, path: &str, body: Value) -> Value {
+        let r = self
+            .http
+            .request(m, format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "{path}: {status} {v}");
+        v
+    }
+}
+
+/// Times `ticks` scheduler ticks; returns (median, p90, max) in ms.
+async fn time_ticks(s: &lab::afk::Scheduler, ticks: usize) -> (f64, f64, f64) {
+    let mut ms = Vec::with_capacity(ticks);
+    for _ in 0..ticks {
+        let t0 = Instant::now();
+        let r = s.tick().await;
+        ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert!(
+            r.launched.is_empty(),
+            "a steady tick launched {:?}",
+            r.launched
+        );
+    }
+    (pct(&mut ms, 0.5), pct(&mut ms, 0.9), pct(&mut ms, 1.0))
+}
+
+async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>, ticks: usize) {
+    let cfg = lab::server::ServeConfig {
+        data_dir: Some(t.join(format!("data-{label}"))),
+        listen: "127.0.0.1:0".into(),
+        database_url,
+        public_url: None,
+        reconcile_ms: 1000,
+        lab_exe: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/lab")),
+        provider_bins: [("claude-code".to_owned(), agent.to_path_buf())].into(),
+        agent_home: Some(t.join("home")),
+    };
+    let running = lab::server::start(&cfg).await.expect("lab starts");
+    let api = Api {
+        url: format!("http://{}", running.addr),
+        token: running.token.clone(),
+        http: reqwest::Client::new(),
+    };
+    use reqwest::Method;
+    // The background loop must not tick meanwhile: a day between ticks.
+    api.send(
+        Method::PATCH,
+        "/api/v1/settings",
+        json!({"afk": {"tick_seconds": 86_400, "max_concurrent": REPOS}}),
+    )
+    .await;
+    let mut repo_ids = Vec::new();
+    for i in 0..REPOS {
+        let path = t.join(format!("repos-{label}/r{i}"));
+        if !path.exists() {
+            git_repo(&path);
+        }
+        let r = api
+            .send(
+                Method::POST,
+                "/api/v1/repos",
+                json!({"name": format!("r{i}"), "path": path}),
+            )
+            .await;
+        api.send(
+            Method::PATCH,
+            &format!("/api/v1/repos/r{i}"),
+            json!({"afk_enabled": true, "afk_max_concurrent": 1}),
+        )
+        .await;
+        repo_ids.push(r["id"].as_i64().unwrap());
+    }
+    let s = &running.scheduler;
+    let (b50, _, _) = time_ticks(s, ticks).await;
+
+    let labels = vec!["ready-for-agent".to_owned(), "bug".to_owned()];
+    for id in &repo_ids {
+        for n in 0..ISSUES {
+            running
+                .store
+                .create_issue(*id, &format!("Issue {n}"), "Something to fix.", &labels)
+                .await
+                .unwrap();
+        }
+    }
+    // The first tick launches one run per repo (tmux, worktrees): timed
+    // apart, it is not the steady state.
+    let t0 = Instant::now();
+    let first = s.tick().await;
+    let launch_ms = t0.elapsed().as_secs_f64() * 1e3;
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    assert_eq!(first.launched.len(), REPOS, "one run per repo");
+    let (s50, s90, smax) = time_ticks(s, ticks).await;
+    // What the caps spare a steady tick: listing every repo's ready issues,
+    // as the tick does for the repos with room.
+    let repos = running.store.repos().await.unwrap();
+    let mut listing = Vec::with_capacity(ticks);
+    for _ in 0..ticks {
+        let t0 = Instant::now();
+        let all: Vec<&lab::repo::Repo> = repos.iter().collect();
+        for ready in s.list_ready(&all).await {
+            assert_eq!(ready.unwrap().len(), ISSUES - 1, "all but the claimed one");
+        }
+        listing.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    let l50 = pct(&mut listing, 0.5);
+
+    println!(
+        "| {label} | {b50:.2} | {s50:.2} / {s90:.2} / {smax:.2} | {:.2}× | {l50:.2} | {:.2}× | {launch_ms:.0} |",
+        s50 / b50,
+        (b50 + l50) / b50
+    );
+    for r in api
+        .send(Method::GET, "/api/v1/runs", Value::Null)
+        .await
+        .as_array()
+        .unwrap()
+    {
+        let id = r["id"].as_i64().unwrap();
+        api.send(
+            Method::POST,
+            &format!("/api/v1/runs/{id}/stop"),
+            Value::Null,
+        )
+        .await;
+    }
+    running.stop().await.unwrap();
+}
+
+/// A fresh database on the PostgreSQL server of `admin`.
+async fn fresh_pg(admin: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("lab_bench_{}", std::process::id());
+    let mut c = sqlx::PgConnection::connect(admin)
+        .await
+        .expect("PostgreSQL");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name}"
+    )))
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(admin);
+    format!("{base}/{name}")
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    lab::init_tls();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            std::env::var("LAB_LOG").unwrap_or_else(|_| "warn".into()),
+        ))
+        .with_writer(std::io::stderr)
+        .try_init();
+    let ticks: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(30);
+    let lab_bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/lab");
+    assert!(lab_bin.exists(), "build first: cargo build --release");
+    let tmp = tempfile::Builder::new()
+        .prefix("lab-bench-afk-")
+        .tempdir()
+        .unwrap();
+    let t = tmp.path();
+    let agent = t.join("agent");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 0.0.1; exit 0; }\nexec sleep 100000\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    println!(
+        "{REPOS} repos, {ISSUES} open ready issues each, one live AFK run per repo; {ticks} ticks\n"
+    );
+    println!(
+        "| database | baseline tick, no issues (ms, median) | steady tick (ms, median / p90 / max) | steady ÷ baseline | listing all 50 repos (ms, median) | baseline + listing ÷ baseline | launch tick, 50 runs (ms) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    bench("SQLite", t, &agent, None, ticks).await;
+    if let Ok(admin) = std::env::var("LAB_BENCH_DATABASE_URL") {
+        let url = fresh_pg(&admin).await;
+        bench("PostgreSQL", t, &agent, Some(url), ticks).await;
+    }
+}
