@@ -84,9 +84,23 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
     let s = TestServer::start(b).await;
     behave(&s, RESOLVES);
     afk_repo(&s, "r").await;
+    s.patch(
+        "/api/v1/repos/r",
+        json!({"afk_options": {"ultracode": "true"}}),
+    )
+    .await
+    .ok();
     let n = issue(&s, "r", "Make it faster").await;
     let c = outcome(&s, "r", n, 30).await;
     assert_eq!(c["outcome"], "succeeded", "{c}");
+    // The provider applied the repo's AFK option to lab's prompt: the
+    // agent's last argument is the directive, then the template.
+    let argv = crate::support::agent::argv(&s.record(c["run_id"].as_i64().unwrap(), "argv").await);
+    let last = String::from_utf8(argv.last().unwrap().clone()).unwrap();
+    assert!(
+        last.starts_with("ultracode:") && last.contains(&format!("labctl issue view {n}")),
+        "{last}"
+    );
     let pr_url = c["pr_url"].as_str().unwrap().to_owned();
     // The agent read the issue through labctl, with its run token.
     let seen =

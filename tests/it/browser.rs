@@ -355,7 +355,49 @@ async fn a_cross_site_post_is_refused(b: Backend) {
     s.stop().await;
 }
 
+/// The AFK page: an outcome in the ledger and the recent runs, and the
+/// scheduler paused and resumed from the page.
+async fn the_afk_page_pauses_and_keeps_the_ledger(b: Backend) {
+    let (s, br) = setup(b, "afk_page").await;
+    std::fs::write(s.tmp().join("afk.sh"), "echo 'stuck'\nexit 2\n").unwrap();
+    s.add_repo("web").await;
+    s.post(
+        "/api/v1/repos/web/issues",
+        json!({"title": "Dark mode", "labels": ["ready-for-agent"]}),
+    )
+    .await
+    .expect(201);
+    s.post("/api/v1/repos/web/afk/start", json!(null))
+        .await
+        .expect(201);
+    br.go("/afk").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        br.go("/afk").await;
+        let t = br.text().await;
+        if t.contains("failed") {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "no outcome on the page: {t}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert!(text.contains("#1") && text.contains("web"), "{text}");
+    br.shot("afk_outcome").await;
+
+    br.submit("Pause the scheduler").await;
+    br.wait_text("paused", |t| t.contains("The scheduler is paused"))
+        .await;
+    assert_eq!(s.get("/api/v1/afk/status").await.ok()["paused"], true);
+    br.submit("Resume the scheduler").await;
+    br.wait_text("running", |t| t.contains("The scheduler is running"))
+        .await;
+    assert_eq!(s.get("/api/v1/afk/status").await.ok()["paused"], false);
+    br.quit().await;
+    s.stop().await;
+}
+
 on_both!(
+    the_afk_page_pauses_and_keeps_the_ledger,
     every_page_renders,
     global_afk_settings_reach_the_api,
     a_repo_inherits_then_overrides,
