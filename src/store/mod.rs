@@ -10,6 +10,7 @@
 
 mod afk;
 mod issues;
+mod reads;
 mod repos;
 mod runs;
 mod sessions;
@@ -30,6 +31,8 @@ pub use issues::{CommentRow, IssueRow, NewPullRow, PullRow};
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
 pub use sessions::WebSession;
+
+pub(crate) use reads::on_read;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -55,6 +58,17 @@ pub enum Db {
     Sqlite(SqlitePool),
     Pg(PgPool),
 }
+
+/// The hot-read connections of the live backend (see [`reads`]).
+#[derive(Debug)]
+pub enum ReadsOf {
+    Sqlite(reads::Reads<sqlx::Sqlite>),
+    Pg(reads::Reads<sqlx::Postgres>),
+}
+
+/// How many hot-read connections a store keeps at most: enough to keep two
+/// cores busy while some wait on the database.
+const READ_CONNS: usize = 8;
 
 /// Runs the same body on whichever pool is live. `$pool` is bound to the
 /// concrete pool, so `query(...).bind(...)` works unchanged on both.
@@ -103,10 +117,31 @@ macro_rules! in_tx {
 
 pub(crate) use {in_tx, on_db};
 
+/// How long a pooled PostgreSQL connection may sit idle and still be used
+/// without a ping first.
+const TRUST_IDLE: Duration = Duration::from_secs(2);
+
+/// Pings a PostgreSQL connection before use only when it has been idle a
+/// while (a restarted server or a dropped socket shows up there), so a busy
+/// server pays no extra round trip per query. sqlx's own
+/// `test_before_acquire` pings on every checkout, and the pool already pings
+/// on every return, which together would make one query three round trips.
+async fn ping_if_idle(
+    conn: &mut sqlx::PgConnection,
+    meta: sqlx::pool::PoolConnectionMetadata,
+) -> std::result::Result<bool, sqlx::Error> {
+    use sqlx::Connection as _;
+    if meta.idle_for < TRUST_IDLE {
+        return Ok(true);
+    }
+    Ok(conn.ping().await.is_ok())
+}
+
 /// lab's state.
 #[derive(Clone, Debug)]
 pub struct Store {
     db: Db,
+    reads: std::sync::Arc<ReadsOf>,
 }
 
 impl Store {
@@ -118,6 +153,8 @@ impl Store {
                 PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(10))
+                    .test_before_acquire(false)
+                    .before_acquire(|conn, meta| Box::pin(ping_if_idle(conn, meta)))
                     .connect_with(opts)
                     .await?,
             )
@@ -132,7 +169,7 @@ impl Store {
                 .into(),
             )));
         };
-        Ok(Store { db })
+        Ok(Store::with_db(db))
     }
 
     /// Opens (creating it if needed) the SQLite database in this file.
@@ -147,14 +184,15 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
+        // A SQLite connection is a file handle in this process: it cannot go
+        // stale the way a socket can, so it is never tested before use.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
+            .test_before_acquire(false)
             .connect_with(opts)
             .await?;
-        Ok(Store {
-            db: Db::Sqlite(pool),
-        })
+        Ok(Store::with_db(Db::Sqlite(pool)))
     }
 
     /// Applies the embedded migrations of the live backend.
@@ -194,8 +232,23 @@ impl Store {
         }
     }
 
+    fn with_db(db: Db) -> Store {
+        let reads = match &db {
+            Db::Sqlite(pool) => ReadsOf::Sqlite(reads::Reads::new(pool.clone(), READ_CONNS)),
+            Db::Pg(pool) => ReadsOf::Pg(reads::Reads::new(pool.clone(), READ_CONNS)),
+        };
+        Store {
+            db,
+            reads: std::sync::Arc::new(reads),
+        }
+    }
+
     pub(crate) fn db(&self) -> &Db {
         &self.db
+    }
+
+    pub(crate) fn reads(&self) -> &ReadsOf {
+        &self.reads
     }
 
     pub async fn close(&self) {

@@ -4,7 +4,7 @@ use sqlx::FromRow;
 
 use super::settings::ProviderRow;
 use super::{
-    Result, Store, StoreError, conflict_on_unique, in_tx, now_ms, on_db, options_json,
+    Result, Store, StoreError, conflict_on_unique, in_tx, now_ms, on_db, on_read, options_json,
     parse_options,
 };
 use crate::issues::config::{IssueConfig, SourceKind};
@@ -152,8 +152,8 @@ impl Store {
 
     pub async fn repo(&self, key: &RepoKey) -> Result<Repo> {
         let sql = format!("SELECT {COLUMNS} FROM repos r WHERE {}", where_key(key));
-        let row: Option<RepoRow> = on_db!(self.db(), pool => {
-            bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key).fetch_optional(pool).await?
+        let row: Option<RepoRow> = on_read!(self, conn => {
+            bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key).fetch_optional(conn).await
         });
         row.ok_or(StoreError::NotFound)?.try_into()
     }
@@ -167,8 +167,8 @@ impl Store {
              FROM repos r LEFT JOIN provider_settings g ON g.provider = r.provider WHERE {}",
             where_key(key)
         );
-        let row: Option<RepoWithGlobalRow> = on_db!(self.db(), pool => {
-            bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key).fetch_optional(pool).await?
+        let row: Option<RepoWithGlobalRow> = on_read!(self, conn => {
+            bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key).fetch_optional(conn).await
         });
         let row = row.ok_or(StoreError::NotFound)?;
         let global = match row.g_provider {

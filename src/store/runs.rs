@@ -4,7 +4,7 @@
 
 use sqlx::FromRow;
 
-use super::{RepoKey, Result, Store, StoreError, now_ms, on_db};
+use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
 use crate::resolve::{Resolved, RunKind, Source, Sourced};
 use crate::run::{ACTIVE_STATES_SQL, Run, RunState};
 
@@ -371,8 +371,8 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM runs WHERE token_hash = $1 AND state IN {ACTIVE_STATES_SQL}"
         );
-        let row: Option<RunRow> = on_db!(self.db(), pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(token_hash).fetch_optional(pool).await?
+        let row: Option<RunRow> = on_read!(self, conn => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(token_hash).fetch_optional(conn).await
         });
         row.map(Run::try_from).transpose()
     }
