@@ -185,6 +185,7 @@ async fn main() {
     let bare_sock = t.join("bare.sock");
     let (mut lab_ms, mut lab_no_ws, mut ws_ms, mut bare_ms) = (vec![], vec![], vec![], vec![]);
     let (mut tmux_ms, mut server_ms) = (vec![], vec![]);
+    let (mut insert_ms, mut prepare_ms, mut record_ms) = (vec![], vec![], vec![]);
     for i in 0..spawns {
         let t0 = Instant::now();
         let (run, h) = lab
@@ -207,6 +208,9 @@ async fn main() {
         };
         let ws = dur("workspace");
         tmux_ms.push(dur("tmux"));
+        insert_ms.push(dur("insert"));
+        prepare_ms.push(dur("prepare"));
+        record_ms.push(dur("record"));
         server_ms.push(dur("total"));
         lab_ms.push(total);
         ws_ms.push(ws);
@@ -251,6 +255,12 @@ async fn main() {
         "| (server side: launch total {:.2} ms, its tmux call {:.2} ms) | |",
         median(&mut server_ms),
         median(&mut tmux_ms)
+    );
+    println!(
+        "| (server side: insert {:.2} ms, prepare {:.2} ms, record {:.2} ms) | |",
+        median(&mut insert_ms),
+        median(&mut prepare_ms),
+        median(&mut record_ms)
     );
     tmux(&bare_sock, &["kill-server"]);
 

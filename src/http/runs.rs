@@ -131,11 +131,15 @@ async fn start_run(
 ) -> ApiResult<Response> {
     let prompt = body.prompt.unwrap_or_default();
     let (run, t) = start_manual(&app, &body.repo, body.model, body.effort, prompt).await?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let timing = format!(
-        "workspace;dur={:.3}, tmux;dur={:.3}, total;dur={:.3}",
-        t.workspace.as_secs_f64() * 1e3,
-        t.tmux.as_secs_f64() * 1e3,
-        t.total.as_secs_f64() * 1e3
+        "insert;dur={:.3}, workspace;dur={:.3}, prepare;dur={:.3}, tmux;dur={:.3}, record;dur={:.3}, total;dur={:.3}",
+        ms(t.insert),
+        ms(t.workspace),
+        ms(t.prepare),
+        ms(t.tmux),
+        ms(t.record),
+        ms(t.total)
     );
     let mut resp = (StatusCode::CREATED, Json(RunBody::new(run, &app.runner))).into_response();
     if let Ok(v) = HeaderValue::from_str(&timing) {

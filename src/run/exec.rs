@@ -37,6 +37,21 @@ pub struct Launch {
     pub path_prepend: Vec<PathBuf>,
     /// Where the shim writes how the agent ended.
     pub exit_file: PathBuf,
+    /// The run's log: the shim pipes its pane into it before it starts the
+    /// agent (see [`PaneLog`]).
+    #[serde(default)]
+    pub log: Option<PaneLog>,
+}
+
+/// Where the pane's output goes. The shim attaches the pipe itself, from
+/// inside the pane and before the agent exists, so no output is missed and
+/// lab's start call stays a bare `new-session`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneLog {
+    /// lab's tmux socket.
+    pub socket: PathBuf,
+    /// The log file (appended to).
+    pub file: PathBuf,
 }
 
 /// How an agent ended, as the shim saw it.
@@ -128,6 +143,18 @@ pub fn exec_main(launch_file: &Path) -> i32 {
         );
         return 126;
     }
+    if let Some(log) = &launch.log {
+        let pane = std::env::var("TMUX_PANE").unwrap_or_default();
+        if let Err(e) = super::tmux::attach_log(&log.socket, &pane, &log.file) {
+            eprintln!("lab: cannot send this pane's output to the run's log: {e}");
+            let _ = AgentExit {
+                code: Some(126),
+                signal: None,
+            }
+            .write(&launch.exit_file);
+            return 126;
+        }
+    }
     let env = launch.environment(std::env::vars());
     let mut child = match std::process::Command::new(&launch.program)
         .args(&launch.args)
@@ -215,6 +242,7 @@ mod tests {
             env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".into()],
             path_prepend: vec!["/opt/lab/bin".into()],
             exit_file: "/x/exit.json".into(),
+            log: None,
         };
         let env = l.environment(
             [

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::agent_config::AgentConfig;
-use super::exec::Launch;
+use super::exec::{Launch, PaneLog};
 use super::tmux::{SpawnArgs, Tmux};
 use super::workspace::Workspaces;
 use super::{Run, branch_name, proctree, session_name};
@@ -81,6 +81,12 @@ pub struct LaunchTimings {
     pub workspace: Duration,
     /// The one tmux call that starts the session.
     pub tmux: Duration,
+    /// Recording the run before its start (the insert).
+    pub insert: Duration,
+    /// The agent's config, the run's folder and its launch file.
+    pub prepare: Duration,
+    /// Recording it as running.
+    pub record: Duration,
 }
 
 /// A recorded run, and what starting it needs.
@@ -226,6 +232,7 @@ impl Runner {
         let token_hash = hex::encode(digest(&token));
 
         self.pending.fetch_add(1, Ordering::SeqCst);
+        let t = std::time::Instant::now();
         let inserted = self
             .store
             .insert_run(
@@ -250,6 +257,7 @@ impl Runner {
                 },
             )
             .await;
+        timings.insert = t.elapsed();
         if let Ok(run) = &inserted {
             self.launching.lock().expect("poisoned").insert(run.id);
         }
@@ -297,6 +305,30 @@ impl Runner {
     }
 
     /// Workspace, launch file, session. Errors are the reason the run failed.
+    /// The run's folder and empty log, and the agent's config edits for an
+    /// unattended start. Returns the folder and the log's path.
+    async fn prepare_files(
+        &self,
+        run_id: i64,
+        p: &dyn Provider,
+        spec: &SpawnSpec,
+    ) -> Result<(PathBuf, PathBuf), String> {
+        let dir = self.run_dir(run_id);
+        create_private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let log = dir.join("output.log");
+        std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        self.agent_config
+            .apply(&p.prepare(spec))
+            .await
+            .map_err(|e| {
+                format!(
+                    "could not prepare {}'s config for an unattended start: {e}",
+                    p.name()
+                )
+            })?;
+        Ok((dir, log))
+    }
+
     async fn start(
         &self,
         plan: Plan<'_>,
@@ -311,36 +343,32 @@ impl Runner {
             token,
         } = plan;
         let branch = run.branch.clone().unwrap_or_else(|| branch_name(run.id));
-        let t = std::time::Instant::now();
-        let ws = self
-            .workspaces
-            .create(&req.repo, run.id, &branch)
-            .await
-            .map_err(|e| format!("could not create the workspace: {e}"))?;
-        timings.workspace = t.elapsed();
-        let dir = self.run_dir(run.id);
-        create_private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let log = dir.join("output.log");
-        std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-
+        // The worktree (git) and the agent's config, run folder and log file
+        // (lab's own files) do not depend on each other: made side by side.
         let spec = SpawnSpec {
             session_name: run.session.clone(),
             model: resolved.model.value.clone(),
             effort: resolved.effort.value.clone(),
             options: resolved.option_values(),
             initial_prompt: run.prompt.clone(),
-            working_dir: ws.path.clone(),
+            working_dir: self.workspaces.path_for(run.id),
             runs_as_root: rustix::process::geteuid().is_root(),
         };
-        self.agent_config
-            .apply(&p.prepare(&spec))
-            .await
-            .map_err(|e| {
-                format!(
-                    "could not prepare {}'s config for an unattended start: {e}",
-                    p.name()
-                )
-            })?;
+        let workspace = async {
+            let t = std::time::Instant::now();
+            let ws = self.workspaces.create(&req.repo, run.id, &branch).await;
+            (ws, t.elapsed())
+        };
+        let prepare = async {
+            let t = std::time::Instant::now();
+            let out = self.prepare_files(run.id, p, &spec).await;
+            (out, t.elapsed())
+        };
+        let ((ws, ws_took), (prepared, prepare_took)) = tokio::join!(workspace, prepare);
+        timings.workspace = ws_took;
+        let ws = ws.map_err(|e| format!("could not create the workspace: {e}"))?;
+        let (dir, log) = prepared?;
+        let t = std::time::Instant::now();
         let cl = p.command_line(&spec);
         let mut env: BTreeMap<String, String> = cl.env.into_iter().collect();
         env.extend(req.env.clone());
@@ -368,11 +396,16 @@ impl Runner {
                 .into_iter()
                 .collect(),
             exit_file: self.exit_file(run.id),
+            log: Some(PaneLog {
+                socket: self.tmux.socket().to_path_buf(),
+                file: log.clone(),
+            }),
         };
         let launch_file = dir.join("launch.json");
         launch
             .write(&launch_file)
             .map_err(|e| format!("cannot write {}: {e}", launch_file.display()))?;
+        timings.prepare = prepare_took + t.elapsed();
         let argv = vec![
             self.cfg.lab_exe.to_string_lossy().into_owned(),
             "__exec".to_owned(),
@@ -385,7 +418,6 @@ impl Runner {
                 session: &run.session,
                 cwd: &ws.path,
                 argv: &argv,
-                log: &log,
             })
             .await
         {
@@ -396,11 +428,13 @@ impl Runner {
             }
         };
         timings.tmux = t.elapsed();
+        let t = std::time::Instant::now();
         let now = self
             .store
             .mark_running(run.id, pid, proctree::start_time(pid))
             .await
             .map_err(|e| format!("could not record the run as running: {e}"))?;
+        timings.record = t.elapsed();
         tracing::info!(run = run.id, session = %run.session, pid, "run started");
         Ok(now)
     }

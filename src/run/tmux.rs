@@ -54,7 +54,6 @@ pub struct SpawnArgs<'a> {
     pub session: &'a str,
     pub cwd: &'a Path,
     pub argv: &'a [String],
-    pub log: &'a Path,
 }
 
 pub struct Tmux {
@@ -163,10 +162,10 @@ impl Tmux {
         }
     }
 
-    /// Starts a detached session running `argv`, with its output appended
-    /// to `log`, in one tmux call. Returns the pane's process id.
+    /// Starts a detached session running `argv`, in one tmux call. Returns
+    /// the pane's process id. The pane's output reaches the run's log through
+    /// [`attach_log`], which the exec shim calls before it starts the agent.
     pub async fn spawn(&self, a: SpawnArgs<'_>) -> Result<i64, TmuxError> {
-        let target = format!("={}:", a.session);
         let mut new = NewSession::new()
             .detached()
             .print()
@@ -181,13 +180,9 @@ impl Tmux {
         for part in a.argv {
             new.push_param(arg(part));
         }
-        let pipe_cmd = format!("exec cat >> {}", shell_quote(&a.log.to_string_lossy()));
-        let pipe = PipePane::new()
-            .target_pane(target)
-            .shell_command(fmt_arg(&pipe_cmd))
-            .build();
-        let cmds = TmuxCommands::new().add_command(new).add_command(pipe);
-        let out = self.run("new-session", chain(self.base(), cmds)).await?;
+        let out = self
+            .run("new-session", self.base().command(new).build())
+            .await?;
         out.trim().parse().map_err(|_| TmuxError::Failed {
             what: "new-session",
             message: format!("unexpected output {out:?}"),
@@ -367,6 +362,38 @@ pub fn fmt_arg(s: &str) -> String {
     arg(&s.replace('#', "##"))
 }
 
+/// Appends everything `pane` prints from now on to `log` (`pipe-pane`; the
+/// command runs under `sh` in the tmux server). Blocking: the exec shim calls
+/// it from inside the pane before it starts the agent, so lab's own start
+/// call is a bare `new-session` and no output is printed before the pipe.
+pub fn attach_log(socket: &Path, pane: &str, log: &Path) -> Result<(), TmuxError> {
+    if !pane.starts_with('%') {
+        return Err(TmuxError::Setup(format!(
+            "not inside a tmux pane (TMUX_PANE is {pane:?})"
+        )));
+    }
+    let pipe_cmd = format!("exec cat >> {}", shell_quote(&log.to_string_lossy()));
+    let cmd = TmuxCmd::new()
+        .socket_path(arg(&socket.to_string_lossy()))
+        .command(
+            PipePane::new()
+                .target_pane(arg(pane))
+                .shell_command(fmt_arg(&pipe_cmd))
+                .build(),
+        )
+        .build();
+    let mut c = cmd.to_command();
+    c.stdin(Stdio::null()).env_remove("TMUX");
+    let out = c.output().map_err(TmuxError::Spawn)?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(TmuxError::Failed {
+        what: "pipe-pane",
+        message: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+    })
+}
+
 /// Single-quotes for `sh`.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
@@ -420,6 +447,22 @@ pub fn socket_path(data_dir: &Path) -> Result<PathBuf, TmuxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_is_attached_only_from_inside_a_pane() {
+        let e = attach_log(Path::new("/nonexistent/sock"), "", Path::new("/tmp/x.log"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not inside a tmux pane"), "{e}");
+        let e = attach_log(
+            Path::new("/nonexistent/sock"),
+            "%1",
+            Path::new("/tmp/x.log"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("pipe-pane failed"), "{e}");
+    }
 
     #[test]
     fn a_final_semicolon_is_escaped_and_nothing_else_changes() {

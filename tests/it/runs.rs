@@ -116,8 +116,12 @@ async fn exit_status_is_recorded(b: Backend) {
         ))
         .await;
     let text = out.body.as_str().unwrap().to_owned();
+    // From its very first line: the shim pipes the pane into the log before
+    // the agent exists.
     assert!(
-        text.contains("fake-agent line 2") && text.contains("exiting with 0"),
+        text.contains("fake-agent line 1")
+            && text.contains("fake-agent line 2")
+            && text.contains("exiting with 0"),
         "{text}"
     );
     let sessions = s.runner().tmux.panes().await.unwrap();
