@@ -27,7 +27,7 @@ api() { curl -sf -H "Authorization: Bearer $TOKEN" -H 'content-type: application
 # wrk_run URL SECONDS: prints "req_per_s p50_ms p99_ms"
 wrk_run() {
   local out
-  out=$(wrk -t2 -c64 -d"${2}s" --latency -H "Authorization: Bearer $TOKEN" "$1")
+  out=$(wrk -t"${WRK_THREADS:-2}" -c64 -d"${2}s" --latency -H "Authorization: Bearer $TOKEN" "$1")
   local rps p50 p99
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p50=$(awk '$1=="50%" {print $2}' <<<"$out")

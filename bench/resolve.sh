@@ -18,7 +18,7 @@ for backend in "${backends[@]}"; do
   git init -q -b main "$dir/repo" && git -C "$dir/repo" commit -q --allow-empty -m first
   api -d "{\"name\":\"bench\",\"path\":\"$dir/repo\",\"afk_model_default\":\"opus\"}" "$URL/api/v1/repos" >/dev/null
   api -X PATCH -d '{"providers":{"claude-code":{"afk_options":{"ultracode":true}}}}' "$URL/api/v1/settings" >/dev/null
-  echo "== $backend: $rounds rounds of ${secs}s each, wrk -t2 -c64"
+  echo "== $backend: $rounds rounds of ${secs}s each, wrk -t${WRK_THREADS:-2} -c64"
   for r in $(seq 1 "$rounds"); do
     read -r h_rps h_p50 h_p99 < <(wrk_run "$URL/healthz" "$secs")
     read -r r_rps r_p50 r_p99 < <(wrk_run "$URL/api/v1/repos/bench/resolve?kind=afk" "$secs")
