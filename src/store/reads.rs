@@ -118,29 +118,26 @@ impl<DB: Database> std::ops::DerefMut for ReadConn<'_, DB> {
 macro_rules! on_read {
     ($store:expr, $conn:ident => $body:expr) => {
         match $store.reads() {
-            $crate::store::ReadsOf::Sqlite(reads) => {
-                let mut held = reads.get().await?;
-                let $conn = &mut *held;
-                let out = $body;
-                if out.is_ok() {
-                    held.keep();
-                }
-                out?
-            }
-            $crate::store::ReadsOf::Pg(reads) => {
-                let mut held = reads.get().await?;
-                let $conn = &mut *held;
-                let out = $body;
-                if out.is_ok() {
-                    held.keep();
-                }
-                out?
-            }
+            $crate::store::ReadsOf::Sqlite(reads) => $crate::store::reads::read_on!(reads, $conn => $body),
+            $crate::store::ReadsOf::Pg(reads) => $crate::store::reads::read_on!(reads, $conn => $body),
         }
     };
 }
 
-pub(crate) use on_read;
+/// One arm of [`on_read!`]: the connection is kept only when `$body` is `Ok`.
+macro_rules! read_on {
+    ($reads:expr, $conn:ident => $body:expr) => {{
+        let mut held = $reads.get().await?;
+        let $conn = &mut *held;
+        let out = $body;
+        if out.is_ok() {
+            held.keep();
+        }
+        out?
+    }};
+}
+
+pub(crate) use {on_read, read_on};
 
 #[cfg(test)]
 mod tests {
