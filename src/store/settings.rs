@@ -2,7 +2,7 @@
 
 use sqlx::FromRow;
 
-use super::{Result, Store, in_tx, now_ms, on_db, options_json, parse_options};
+use super::{Result, Store, in_tx, now_ms, on_read, options_json, parse_options};
 use crate::resolve::Defaults;
 use crate::settings::{self, AfkLimits, RunSettings, Settings, SettingsPatch};
 
@@ -108,8 +108,8 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
 
 impl Store {
     pub async fn settings(&self) -> Result<Settings> {
-        let rows: Vec<AllRow> = on_db!(self.db(), pool => {
-            sqlx::query_as(SELECT_ALL).fetch_all(pool).await?
+        let rows: Vec<AllRow> = on_read!(self, conn => {
+            sqlx::query_as(SELECT_ALL).fetch_all(conn).await
         });
         assemble_all(rows)
     }
