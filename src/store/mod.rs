@@ -252,6 +252,10 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        match self.reads() {
+            ReadsOf::Sqlite(reads) => reads.close(),
+            ReadsOf::Pg(reads) => reads.close(),
+        }
         on_db!(&self.db, pool => pool.close().await)
     }
 }

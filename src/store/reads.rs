@@ -69,6 +69,13 @@ impl<DB: Database> Reads<DB> {
         })
     }
 
+    /// Closes the idle connections; readers still holding one close it when
+    /// they finish, and new readers get `PoolClosed`.
+    pub fn close(&self) {
+        self.slots.close();
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     async fn open(&self) -> Result<DB::Connection, sqlx::Error> {
         Ok(self.pool.acquire().await?.detach())
     }
@@ -85,6 +92,9 @@ impl<DB: Database> std::fmt::Debug for Reads<DB> {
 impl<DB: Database> ReadConn<'_, DB> {
     /// The statement finished cleanly: the connection may serve the next read.
     pub fn keep(mut self) {
+        if self.reads.slots.is_closed() {
+            return;
+        }
         if let Some(conn) = self.conn.take() {
             self.reads
                 .idle
@@ -190,5 +200,22 @@ mod tests {
             third.is_ok(),
             "and gets the kept connection once one is back"
         );
+    }
+
+    #[tokio::test]
+    async fn a_closed_store_keeps_no_connection_and_serves_no_read() {
+        let reads = reads().await;
+        let held = reads.get().await.unwrap();
+        reads.get().await.unwrap().keep();
+        assert_eq!(idle(&reads), 1);
+        reads.close();
+        assert_eq!(idle(&reads), 0);
+        held.keep();
+        assert_eq!(
+            idle(&reads),
+            0,
+            "a read that ends after the close closes its connection"
+        );
+        assert!(matches!(reads.get().await, Err(sqlx::Error::PoolClosed)));
     }
 }
