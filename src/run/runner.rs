@@ -304,7 +304,6 @@ impl Runner {
         Ok((run, timings))
     }
 
-    /// Workspace, launch file, session. Errors are the reason the run failed.
     /// The run's folder and empty log, and the agent's config edits for an
     /// unattended start. Returns the folder and the log's path.
     async fn prepare_files(
@@ -329,6 +328,7 @@ impl Runner {
         Ok((dir, log))
     }
 
+    /// Workspace, launch file, session. Errors are the reason the run failed.
     async fn start(
         &self,
         plan: Plan<'_>,
