@@ -10,62 +10,16 @@
 //! every repo has its live AFK run: settle 50 live claims, then per repo list
 //! its 200 ready issues, skip the claimed one, and stop at the repo's cap.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
+mod common;
+use common::{Api, git_repo, lab_bin, pct, script};
+
 const REPOS: usize = 50;
 const ISSUES: usize = 200;
-
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
-fn git_repo(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["commit", "-q", "--allow-empty", "-m", "x"],
-    ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "b")
-            .env("GIT_AUTHOR_EMAIL", "b@x")
-            .env("GIT_COMMITTER_NAME", "b")
-            .env("GIT_COMMITTER_EMAIL", "b@x")
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
-}
-
-struct Api {
-    url: String,
-    token: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    async fn send(&self, m: reqwest::Method, path: &str, body: Value) -> Value {
-        let r = self
-            .http
-            .request(m, format!("{}{path}", self.url))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        let v: Value = r.json().await.unwrap_or(Value::Null);
-        assert!(status.is_success(), "{path}: {status} {v}");
-        v
-    }
-}
 
 /// Times `ticks` scheduler ticks; returns (median, p90, max) in ms.
 async fn time_ticks(s: &lab::afk::Scheduler, ticks: usize) -> (f64, f64, f64) {
@@ -91,16 +45,12 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         database_url,
         public_url: None,
         reconcile_ms: 1000,
-        lab_exe: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/lab")),
+        lab_exe: Some(lab_bin()),
         provider_bins: [("claude-code".to_owned(), agent.to_path_buf())].into(),
         agent_home: Some(t.join("home")),
     };
     let running = lab::server::start(&cfg).await.expect("lab starts");
-    let api = Api {
-        url: format!("http://{}", running.addr),
-        token: running.token.clone(),
-        http: reqwest::Client::new(),
-    };
+    let api = Api::new(format!("http://{}", running.addr), running.token.clone());
     use reqwest::Method;
     // The background loop must not tick meanwhile: a day between ticks.
     api.send(
@@ -221,23 +171,17 @@ async fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(30);
-    let lab_bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/lab");
-    assert!(lab_bin.exists(), "build first: cargo build --release");
+    lab_bin(); // asserts the release build exists
     let tmp = tempfile::Builder::new()
         .prefix("lab-bench-afk-")
         .tempdir()
         .unwrap();
     let t = tmp.path();
     let agent = t.join("agent");
-    std::fs::write(
+    script(
         &agent,
         "#!/bin/sh\n[ \"$1\" = --version ] && { echo 0.0.1; exit 0; }\nexec sleep 100000\n",
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    );
     println!(
         "{REPOS} repos, {ISSUES} open ready issues each, one live AFK run per repo; {ticks} ticks\n"
     );

@@ -7,22 +7,13 @@
 //!
 //! Needs wrk, chromium and chromedriver.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use thirtyfour::prelude::*;
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-fn sh(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, body).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
+mod common;
+use common::{git_repo, median, script, serve};
 
 fn wrk(url: &str, cookie: &str, secs: u32) -> (f64, String) {
     let out = Command::new("wrk")
@@ -56,9 +47,6 @@ fn wrk(url: &str, cookie: &str, secs: u32) -> (f64, String) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     lab::init_tls();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lab_bin = root.join("target/release/lab");
-    assert!(lab_bin.exists(), "build first: cargo build --release");
     let tmp = tempfile::Builder::new()
         .prefix("lab-bench-")
         .tempdir()
@@ -66,58 +54,14 @@ async fn main() {
     let t = tmp.path();
     // An agent that prints a timestamped line every 100 ms.
     let agent = t.join("agent");
-    sh(
+    script(
         &agent,
         "#!/bin/sh\nn=0\nwhile :; do n=$((n+1)); echo \"line $n $(date +%s%N)\"; sleep 0.1; done\n",
     );
     let repo = t.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["commit", "-q", "--allow-empty", "-m", "x"],
-    ] {
-        Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "b")
-            .env("GIT_AUTHOR_EMAIL", "b@x")
-            .env("GIT_COMMITTER_NAME", "b")
-            .env("GIT_COMMITTER_EMAIL", "b@x")
-            .status()
-            .unwrap();
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let data = t.join("data");
-    let mut child = Command::new(&lab_bin)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(&data)
-        .env("LAB_CLAUDE_CODE_BIN", &agent)
-        .env("LAB_LOG", "warn")
-        .env("HOME", t.join("home"))
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    for _ in 0..100 {
-        if http.get(format!("{base}/healthz")).send().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let token = std::fs::read_to_string(data.join("token"))
-        .unwrap()
-        .trim()
-        .to_owned();
+    git_repo(&repo);
+    let (mut child, api) = serve(t, &agent).await;
+    let (base, token, http) = (api.url.clone(), api.token.clone(), api.http.clone());
     http.post(format!("{base}/api/v1/repos"))
         .bearer_auth(&token)
         .json(&serde_json::json!({"name": "web", "path": repo}))
@@ -292,7 +236,7 @@ async fn main() {
     let _ = driver_proc.wait();
     let _ = Command::new("tmux")
         .arg("-S")
-        .arg(data.join("tmux.sock"))
+        .arg(t.join("data/tmux.sock"))
         .arg("kill-server")
         .status();
     let _ = child.kill();

@@ -6,44 +6,14 @@
 //! Starts target/release/lab on a temp data dir (SQLite), with a minimal
 //! agent (a shell script that sleeps), and prints a Markdown report.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-struct Lab {
-    child: std::process::Child,
-    url: String,
-    token: String,
-    http: reqwest::Client,
-}
-
-impl Lab {
-    async fn call(
-        &self,
-        m: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (Value, reqwest::header::HeaderMap) {
-        let mut rb = self
-            .http
-            .request(m, format!("{}{path}", self.url))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        let r = rb.send().await.unwrap();
-        assert!(r.status().is_success(), "{path}: {}", r.status());
-        let h = r.headers().clone();
-        (r.json().await.unwrap_or(Value::Null), h)
-    }
-}
+mod common;
+use common::{Api as Lab, git_repo, median, script, serve};
 
 /// utime+stime and cutime+cstime of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> (u64, u64) {
@@ -107,73 +77,17 @@ async fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(30);
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let lab_bin = root.join("target/release/lab");
-    assert!(lab_bin.exists(), "build first: cargo build --release");
     let tmp = tempfile::Builder::new()
         .prefix("lab-bench-")
         .tempdir()
         .unwrap();
     let t = tmp.path();
     let agent = t.join("agent");
-    std::fs::write(&agent, "#!/bin/sh\nexec sleep 100000\n").unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    script(&agent, "#!/bin/sh\nexec sleep 100000\n");
     let repo = t.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["commit", "-q", "--allow-empty", "-m", "x"],
-    ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "b")
-            .env("GIT_AUTHOR_EMAIL", "b@x")
-            .env("GIT_COMMITTER_NAME", "b")
-            .env("GIT_COMMITTER_EMAIL", "b@x")
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let data = t.join("data");
-    let child = Command::new(&lab_bin)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(&data)
-        .env("LAB_CLAUDE_CODE_BIN", &agent)
-        .env("LAB_LOG", "warn")
-        .env("HOME", t.join("home"))
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
+    git_repo(&repo);
+    let (mut child, lab) = serve(t, &agent).await;
     let pid = child.id();
-    let http = reqwest::Client::new();
-    let url = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
-        if http.get(format!("{url}/healthz")).send().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let token = std::fs::read_to_string(data.join("token"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let lab = Lab {
-        child,
-        url,
-        token,
-        http,
-    };
     lab.call(
         reqwest::Method::POST,
         "/api/v1/repos",
@@ -320,8 +234,7 @@ async fn main() {
             );
         }
     }
-    let Lab { mut child, .. } = lab;
-    tmux(&data.join("tmux.sock"), &["kill-server"]);
+    tmux(&t.join("data/tmux.sock"), &["kill-server"]);
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -8,6 +8,7 @@
 pub mod agent_config;
 pub mod cli_check;
 pub mod exec;
+mod launch;
 pub mod proctree;
 mod reconcile;
 mod runner;
@@ -22,8 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::resolve::{RunKind, Sourced};
 
+pub use launch::{LaunchError, LaunchRequest, LaunchTimings};
 pub use reconcile::PassReport;
-pub use runner::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner, RunnerConfig};
+pub use runner::{RunError, Runner, RunnerConfig};
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]

@@ -59,7 +59,7 @@ pub enum Db {
     Pg(PgPool),
 }
 
-/// The hot-read connections of the live backend (see [`reads`]).
+/// The hot-read connections of the live backend (see `reads.rs`).
 #[derive(Debug)]
 pub enum ReadsOf {
     Sqlite(reads::Reads<sqlx::Sqlite>),

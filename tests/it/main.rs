@@ -16,4 +16,5 @@ mod labctl;
 mod readopt;
 mod real_cli;
 mod runs;
+mod runs_end;
 mod store;

@@ -34,3 +34,8 @@ macro_rules! on_both {
         )+
     };
 }
+
+/// The `id` of a run (or any record) in an API answer.
+pub fn id(v: &serde_json::Value) -> i64 {
+    v["id"].as_i64().expect("an answer with an integer id")
+}

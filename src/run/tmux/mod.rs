@@ -2,10 +2,8 @@
 //! lab, commands built with `tmux_interface` and run without a shell.
 //!
 //! What tmux does to arguments, and what this module does about it:
-//! - an argument ending in `;` separates commands: [`arg`] escapes the final
-//!   `;` as `\;`, which tmux turns back into `;`;
-//! - `-s`, `-c`, `-F` and `pipe-pane`'s command are read as formats: [`fmt_arg`]
-//!   doubles every `#`;
+//! - a final `;` separates commands and `-s`, `-c`, `-F` and `pipe-pane`'s
+//!   command are read as formats: every argument is escaped (`args.rs`);
 //! - dead panes are kept (`remain-on-exit`, set server-wide) until lab has
 //!   read their exit status;
 //! - `-t name` matches by prefix: targets are always `=name` (`=name:` for a
@@ -19,6 +17,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+mod args;
+
+use args::{arg, fmt_arg, shell_quote, socket_path};
 
 use tmux_interface::{
     CapturePane, KillSession, ListPanes, NewSession, PipePane, SetOption, Tmux as TmuxCmd,
@@ -61,9 +63,6 @@ pub struct Tmux {
     conf: PathBuf,
     calls: AtomicU64,
 }
-
-/// The longest socket path a Unix socket takes (sun_path is 108 bytes).
-const MAX_SOCKET_PATH: usize = 107;
 
 const PANE_FORMAT: &str = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_height}\t#{pane_dead_status}\t#{pane_dead_signal}";
 
@@ -348,20 +347,6 @@ fn parse_pane(line: &str) -> Option<Pane> {
     })
 }
 
-/// An argument as tmux must receive it to pass it on unchanged: a final `;`
-/// would end the command, so it is sent as `\;`.
-pub fn arg(s: &str) -> String {
-    match s.strip_suffix(';') {
-        Some(head) => format!("{head}\\;"),
-        None => s.to_owned(),
-    }
-}
-
-/// An argument tmux reads as a format: every `#` doubled, then [`arg`].
-pub fn fmt_arg(s: &str) -> String {
-    arg(&s.replace('#', "##"))
-}
-
 /// Appends everything `pane` prints from now on to `log` (`pipe-pane`; the
 /// command runs under `sh` in the tmux server). Blocking: the exec shim calls
 /// it from inside the pane before it starts the agent, so lab's own start
@@ -394,56 +379,6 @@ pub fn attach_log(socket: &Path, pane: &str, log: &Path) -> Result<(), TmuxError
     })
 }
 
-/// Single-quotes for `sh`.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// `<data-dir>/tmux.sock`, or when that is too long for a Unix socket, a
-/// stable short path named after the data dir in a private folder.
-pub fn socket_path(data_dir: &Path) -> Result<PathBuf, TmuxError> {
-    let preferred = data_dir.join("tmux.sock");
-    if preferred.as_os_str().len() <= MAX_SOCKET_PATH {
-        return Ok(preferred);
-    }
-    use sha2::{Digest, Sha256};
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let canonical = data_dir
-        .canonicalize()
-        .unwrap_or_else(|_| data_dir.to_path_buf());
-    let hash = hex::encode(&Sha256::digest(canonical.as_os_str().as_encoded_bytes())[..8]);
-    let uid = rustix::process::getuid().as_raw();
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|d| d.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = base.join(format!("lab-{uid}"));
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-    let meta = std::fs::metadata(&dir)
-        .map_err(|e| TmuxError::Setup(format!("cannot create {}: {e}", dir.display())))?;
-    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(TmuxError::Setup(format!(
-            "the data dir's socket path {} is longer than {MAX_SOCKET_PATH} bytes, and the fallback folder {} \
-             is not private to this user: use a shorter --data-dir",
-            preferred.display(),
-            dir.display()
-        )));
-    }
-    let path = dir.join(format!("{hash}.sock"));
-    if path.as_os_str().len() > MAX_SOCKET_PATH {
-        return Err(TmuxError::Setup(format!(
-            "the tmux socket path {} is longer than {MAX_SOCKET_PATH} bytes: use a shorter --data-dir",
-            preferred.display()
-        )));
-    }
-    tracing::warn!(
-        preferred = %preferred.display(),
-        socket = %path.display(),
-        "the data dir is too deep for a Unix socket; lab's tmux socket lives at the fallback path"
-    );
-    Ok(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,16 +397,6 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("pipe-pane failed"), "{e}");
-    }
-
-    #[test]
-    fn a_final_semicolon_is_escaped_and_nothing_else_changes() {
-        assert_eq!(arg("a;"), "a\\;");
-        assert_eq!(arg(";"), "\\;");
-        assert_eq!(arg("a\\;"), "a\\\\;");
-        assert_eq!(arg("a;b"), "a;b");
-        assert_eq!(arg("#{x} $(y)"), "#{x} $(y)");
-        assert_eq!(fmt_arg("/d#{x};"), "/d##{x}\\;");
     }
 
     #[test]
@@ -499,15 +424,5 @@ mod tests {
             })
         );
         assert_eq!(parse_pane("garbage"), None);
-    }
-
-    #[test]
-    fn long_data_dirs_get_a_short_socket() {
-        let short = Path::new("/tmp/x");
-        assert_eq!(socket_path(short).unwrap(), Path::new("/tmp/x/tmux.sock"));
-        let long = std::env::temp_dir().join("d".repeat(120));
-        let p = socket_path(&long).unwrap();
-        assert!(p.as_os_str().len() <= MAX_SOCKET_PATH, "{}", p.display());
-        assert_eq!(socket_path(&long).unwrap(), p, "stable");
     }
 }

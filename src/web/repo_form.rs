@@ -1,0 +1,314 @@
+//! The repo forms: the create form's fields, a repo's settings sections
+//! (each empty choice naming what it inherits, from the resolver), and the
+//! patch a posted form makes.
+
+use super::forms::{Errors, Field, Form, Kind, Section, select};
+use super::settings_page::{change, number, option_fields, options_patch};
+use crate::provider::{self, Provider};
+use crate::repo::{self, Repo, RepoPatch};
+use crate::resolve::{Defaults, Request, Resolved, RunKind, Sourced, resolve};
+use crate::settings::{Change, DefaultsPatch};
+use crate::validate::{Errors as FieldErrors, FieldError, Invalid};
+
+fn text(name: &str, label: &str, value: String, placeholder: &str) -> Field {
+    Field::new(
+        name,
+        label,
+        Kind::Text {
+            value,
+            placeholder: placeholder.to_owned(),
+        },
+    )
+}
+
+fn provider_choice(current: &str) -> Kind {
+    let ids = provider::ids();
+    select(None, &ids, current)
+}
+
+pub(super) fn create_fields(form: Option<&Form>, errors: &mut Errors) -> Vec<Field> {
+    let v = |n: &str| form.and_then(|f| f.get(n)).unwrap_or("").to_owned();
+    let provider = form
+        .and_then(|f| f.get("provider"))
+        .unwrap_or(provider::DEFAULT_PROVIDER);
+    vec![
+        text("name", "Name", v("name"), "my-repo")
+            .help("Letters, digits, '.', '_' and '-'.")
+            .error_from(errors),
+        text("path", "Local path", v("path"), "/srv/src/my-repo")
+            .help("A git repository on the lab server…")
+            .error_from(errors),
+        text(
+            "url",
+            "or clone URL",
+            v("url"),
+            "https://git.example.com/me/my-repo.git",
+        )
+        .help("…or a URL lab clones (and keeps a mirror of).")
+        .error_from(errors),
+        text(
+            "default_branch",
+            "Default branch",
+            form.map_or("main".into(), |_| v("default_branch")),
+            "main",
+        )
+        .error_from(errors),
+        Field::new("provider", "Provider", provider_choice(provider)).error_from(errors),
+    ]
+}
+
+/// What a repo value would be without the repo's own setting.
+fn inherited(
+    p: &dyn Provider,
+    global: &Defaults,
+    repo: &Defaults,
+    kind: RunKind,
+    clear: impl Fn(&mut Defaults),
+) -> Resolved {
+    let mut without = repo.clone();
+    clear(&mut without);
+    resolve(p, kind, global, &without, &Request::default())
+}
+
+/// A model or effort choice whose empty option names what it inherits.
+fn default_choice(
+    name: &str,
+    label: &str,
+    inherits: &Sourced,
+    values: &[&str],
+    current: &str,
+    errors: &mut Errors,
+) -> Field {
+    let inherit = format!(
+        "same as default: {} ({})",
+        inherits.value,
+        inherits.source.describe()
+    );
+    Field::new(name, label, select(Some(inherit), values, current)).error_from(errors)
+}
+
+pub(super) fn sections(
+    repo: &Repo,
+    global: &Defaults,
+    form: Option<&Form>,
+    errors: &mut Errors,
+) -> Vec<Section> {
+    let p = repo.provider().unwrap_or_else(|_| provider::all()[0]);
+    let d = &repo.defaults;
+    let v = |name: &str, stored: Option<&str>| match form {
+        Some(f) => f.get(name).unwrap_or("").to_owned(),
+        None => stored.unwrap_or("").to_owned(),
+    };
+    let manual_model = inherited(p, global, d, RunKind::Manual, |x| x.model_default = None).model;
+    let manual_effort =
+        inherited(p, global, d, RunKind::Manual, |x| x.effort_default = None).effort;
+    let afk_model = inherited(p, global, d, RunKind::Afk, |x| x.afk_model_default = None).model;
+    let afk_effort = inherited(p, global, d, RunKind::Afk, |x| x.afk_effort_default = None).effort;
+    let inherit_option = |key: &str| {
+        let r = inherited(p, global, d, RunKind::Afk, |x| {
+            x.afk_options.remove(key);
+        });
+        match r.options.get(key) {
+            Some(s) => {
+                let value = match s.value.as_str() {
+                    "true" => "on",
+                    "false" => "off",
+                    other => other,
+                };
+                format!("inherit: {value} ({})", s.source.describe())
+            }
+            None => "inherit".to_owned(),
+        }
+    };
+    let enabled = match form {
+        Some(f) => f.get("afk_enabled") == Some("true"),
+        None => repo.afk_enabled,
+    };
+    let mut afk = vec![
+        Field::new(
+            "afk_enabled",
+            "Let the AFK scheduler take this repo's issues",
+            Kind::Checkbox(enabled),
+        )
+        .error_from(errors),
+        text(
+            "afk_label",
+            "Label of ready issues",
+            v("afk_label", Some(&repo.afk_label)),
+            repo::DEFAULT_AFK_LABEL,
+        )
+        .error_from(errors),
+        Field::new(
+            "afk_max_concurrent",
+            "Most AFK runs at once",
+            Kind::Number {
+                value: v(
+                    "afk_max_concurrent",
+                    Some(&repo.afk_max_concurrent.to_string()),
+                ),
+                min: repo::AFK_MAX_CONCURRENT.0,
+                max: repo::AFK_MAX_CONCURRENT.1,
+            },
+        )
+        .error_from(errors),
+        default_choice(
+            "afk_model_default",
+            "AFK model",
+            &afk_model,
+            p.models(),
+            &v("afk_model_default", d.afk_model_default.as_deref()),
+            errors,
+        ),
+        default_choice(
+            "afk_effort_default",
+            "AFK effort",
+            &afk_effort,
+            p.efforts(),
+            &v("afk_effort_default", d.afk_effort_default.as_deref()),
+            errors,
+        ),
+    ];
+    afk.extend(option_fields(p, "", d, v, Some(&inherit_option), errors));
+    vec![
+        Section {
+            title: "Repository".into(),
+            intro: String::new(),
+            fields: vec![
+                text("name", "Name", v("name", Some(&repo.name)), "").error_from(errors),
+                text("path", "Local path", v("path", repo.path()), "").error_from(errors),
+                text("url", "or clone URL", v("url", repo.url()), "").error_from(errors),
+                text(
+                    "default_branch",
+                    "Default branch",
+                    v("default_branch", Some(&repo.default_branch)),
+                    "main",
+                )
+                .error_from(errors),
+                Field::new(
+                    "provider",
+                    "Provider",
+                    provider_choice(&v("provider", Some(&repo.provider))),
+                )
+                .help("Changing it reports the values below that do not fit the new provider.")
+                .error_from(errors),
+            ],
+        },
+        Section {
+            title: "Defaults".into(),
+            intro: "What a manual start is pre-filled with, and what AFK runs fall back to.".into(),
+            fields: vec![
+                default_choice(
+                    "model_default",
+                    "Model",
+                    &manual_model,
+                    p.models(),
+                    &v("model_default", d.model_default.as_deref()),
+                    errors,
+                ),
+                default_choice(
+                    "effort_default",
+                    "Effort",
+                    &manual_effort,
+                    p.efforts(),
+                    &v("effort_default", d.effort_default.as_deref()),
+                    errors,
+                ),
+            ],
+        },
+        Section {
+            title: "Issues".into(),
+            intro: "Where AFK work comes from: lab's own tracker, or a forge.".into(),
+            fields: vec![
+                Field::new(
+                    "issue_source",
+                    "Issue source",
+                    select(
+                        None,
+                        crate::issues::config::SOURCE_KINDS,
+                        &v("issue_source", Some(repo.issues.source.as_str())),
+                    ),
+                )
+                .help("gitea also serves Forgejo.")
+                .error_from(errors),
+                text(
+                    "forge_url",
+                    "Forge URL",
+                    v("forge_url", repo.issues.forge_url.as_deref()),
+                    "https://git.example.com",
+                )
+                .error_from(errors),
+                text(
+                    "forge_repo",
+                    "Forge repository",
+                    v("forge_repo", repo.issues.forge_repo.as_deref()),
+                    "owner/name",
+                )
+                .error_from(errors),
+                Field::new("forge_token", "Forge token", Kind::Password)
+                    .help(match repo.issues.token_hint() {
+                        Some(h) => format!("A token is stored ({h}); leave empty to keep it."),
+                        None => {
+                            "Or set LAB_GITEA_TOKEN / LAB_GITHUB_TOKEN for lab. Runs never see it."
+                                .to_owned()
+                        }
+                    })
+                    .error_from(errors),
+            ],
+        },
+        Section {
+            title: "AFK".into(),
+            intro: "What AFK runs of this repo use. An empty choice inherits the value it names."
+                .into(),
+            fields: afk,
+        },
+    ]
+}
+
+/// The patch a repo form posts: every field it shows is set (empty clears).
+/// The create form shows only the repository's own fields.
+pub(super) fn patch_from(
+    form: &Form,
+    p: &dyn Provider,
+    editing: bool,
+) -> Result<RepoPatch, Invalid> {
+    let mut errs = FieldErrors::default();
+    let set_if = |name: &str| form.value(name).map_or(Change::Keep, Change::Set);
+    let (path, url) = (set_if("path"), set_if("url"));
+    if editing && path.is_keep() && url.is_keep() {
+        errs.push(FieldError::new(
+            "path",
+            "a repo needs a local path or a clone URL",
+        ));
+    }
+    let mut patch = RepoPatch {
+        name: set_if("name"),
+        path,
+        url,
+        default_branch: change(form, "default_branch"),
+        provider: change(form, "provider"),
+        ..RepoPatch::default()
+    };
+    if editing {
+        patch.defaults = DefaultsPatch {
+            model_default: change(form, "model_default"),
+            effort_default: change(form, "effort_default"),
+            afk_model_default: change(form, "afk_model_default"),
+            afk_effort_default: change(form, "afk_effort_default"),
+            afk_options: options_patch(p, "", form, false),
+        };
+        if form.has("afk_enabled.shown") {
+            patch.afk_enabled = Change::Set(form.get("afk_enabled") == Some("true"));
+        }
+        patch.afk_label = change(form, "afk_label");
+        patch.afk_max_concurrent = number(form, "afk_max_concurrent", &mut errs);
+        patch.issues = crate::issues::config::IssueConfigPatch {
+            source: change(form, "issue_source"),
+            forge_url: change(form, "forge_url"),
+            forge_repo: change(form, "forge_repo"),
+            // An empty password field keeps the stored token.
+            forge_token: set_if("forge_token"),
+        };
+    }
+    errs.finish()?;
+    Ok(patch)
+}
