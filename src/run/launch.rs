@@ -72,6 +72,51 @@ pub struct LaunchRequest {
     pub env: BTreeMap<String, String>,
 }
 
+/// A launch's marks for reconcile: counted in `pending` until its run is
+/// recorded, then its id in `launching` until the launch ends. Dropping the
+/// guard clears both, however the launch ends: an error, or its request
+/// dropped mid-way (a client that hung up). A run left `starting` is then
+/// reconcile's to adopt (its session exists) or fail (it does not).
+struct InFlight<'a> {
+    runner: &'a Runner,
+    pending: Option<Pending<'a>>,
+    run: Option<i64>,
+}
+
+/// One count in `Runner::pending`, given back on drop.
+struct Pending<'a>(&'a Runner);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl<'a> InFlight<'a> {
+    fn new(runner: &'a Runner) -> Self {
+        runner.pending.fetch_add(1, Ordering::SeqCst);
+        InFlight {
+            runner,
+            pending: Some(Pending(runner)),
+            run: None,
+        }
+    }
+
+    /// The run is recorded: mark it launching (before the pending count goes).
+    fn recorded(&mut self, id: i64) {
+        self.runner.launching.lock().expect("poisoned").insert(id);
+        self.run = Some(id);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.run {
+            self.runner.launching.lock().expect("poisoned").remove(&id);
+        }
+    }
+}
+
 impl Runner {
     /// The binary of a provider: `LAB_<ID>_BIN` when set, else the CLI's
     /// name on `PATH`.
@@ -124,7 +169,7 @@ impl Runner {
         let token = new_token();
         let token_hash = hex::encode(digest(&token));
 
-        self.pending.fetch_add(1, Ordering::SeqCst);
+        let mut in_flight = InFlight::new(self);
         let t = std::time::Instant::now();
         let inserted = self
             .store
@@ -152,9 +197,9 @@ impl Runner {
             .await;
         timings.insert = t.elapsed();
         if let Ok(run) = &inserted {
-            self.launching.lock().expect("poisoned").insert(run.id);
+            in_flight.recorded(run.id);
         }
-        self.pending.fetch_sub(1, Ordering::SeqCst);
+        drop(in_flight.pending.take());
         let mut run = inserted?;
         if req.prompt_names_branch
             && let Some(branch) = run.branch.clone()
@@ -172,7 +217,6 @@ impl Runner {
             token: &token,
         };
         let started = self.start(plan, &mut timings).await;
-        self.launching.lock().expect("poisoned").remove(&run.id);
         if let Ok(Some(now)) = started {
             timings.total = began.elapsed();
             return Ok((now, timings));

@@ -9,15 +9,12 @@ use crate::support::{Backend, TestServer, agent, real};
 /// A CLI from before lab's time: its version is not the pinned one and it
 /// rejects `--effort`.
 fn old_claude(dir: &std::path::Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let p = dir.join("old-claude");
-    std::fs::write(
+    crate::support::agent::write_script(
         &p,
         "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '1.0.0 (Claude Code)'; exit 0; fi\n\
          echo \"error: unknown option '--effort'\" >&2; exit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     p
 }
 

@@ -313,7 +313,57 @@ async fn a_waiting_agent_shows_as_waiting(b: Backend) {
     s.stop().await;
 }
 
+/// A launch dropped mid-way (its client hung up while git made the
+/// worktree) leaves no run `starting` for ever: reconcile fails it.
+async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
+    use lab::run::LaunchRequest;
+    use lab::store::RepoKey;
+    let s = TestServer::start(b).await;
+    let repo = s.add_repo("r").await;
+    // A slow checkout: the launch is still in the worktree when it is dropped.
+    let hook =
+        std::path::Path::new(repo["path"].as_str().unwrap()).join(".git/hooks/post-checkout");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    crate::support::agent::write_script(&hook, "#!/bin/sh\nsleep 2\n");
+    let (repo, global) = s
+        .runner()
+        .store
+        .repo_with_global(&RepoKey::Name("r".into()))
+        .await
+        .unwrap();
+    let mut launch = Box::pin(s.runner().launch(LaunchRequest {
+        repo,
+        global,
+        kind: lab::resolve::RunKind::Manual,
+        model: None,
+        effort: None,
+        prompt: "FAKE_EXIT=0".into(),
+        prompt_names_branch: false,
+        env: Default::default(),
+    }));
+    let run_id = loop {
+        tokio::select! {
+            r = &mut launch => panic!("the launch ended before it could be dropped: {:?}", r.map(|r| r.state)),
+            _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {
+                let runs = s.get("/api/v1/runs").await.expect(200);
+                if let Some(run) = runs.as_array().unwrap().first() {
+                    assert_eq!(run["state"], "starting", "{run}");
+                    break id(run);
+                }
+            }
+        }
+    };
+    drop(launch);
+    let run = s.wait_state(run_id, "failed").await;
+    assert!(
+        run["state_reason"].as_str().unwrap().contains("vanished"),
+        "{run}"
+    );
+    s.stop().await;
+}
+
 on_both!(
+    a_dropped_launch_does_not_leave_a_run_starting,
     a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs,
     each_run_has_its_own_worktree_branch_and_token,
     exit_status_is_recorded,

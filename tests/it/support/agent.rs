@@ -3,15 +3,20 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Writes an executable script.
+pub fn write_script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Writes the fake agent into `dir`, recording under `dir/records`.
 pub fn install(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let rec = dir.join("records");
     std::fs::create_dir_all(&rec).unwrap();
     let script = include_str!("fake-agent.sh").replace("@@REC@@", &rec.to_string_lossy());
     let path = dir.join("fake-agent");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_script(&path, &script);
     path
 }
 
