@@ -64,6 +64,9 @@ pub struct Scheduler {
     pub problems: Mutex<BTreeMap<String, String>>,
     /// One tick at a time on this node.
     ticking: tokio::sync::Mutex<()>,
+    /// Ended claims whose issue could not be told, and when to try again
+    /// (settling runs every second; a failing forge is not asked that often).
+    tell_retry: Mutex<HashMap<i64, Instant>>,
 }
 
 /// Repos whose issues one tick lists at the same time.
@@ -78,6 +81,7 @@ impl Scheduler {
             runner,
             backoff: Mutex::new(HashMap::new()),
             pr_seen: Mutex::new(HashMap::new()),
+            tell_retry: Mutex::new(HashMap::new()),
             problems: Mutex::new(BTreeMap::new()),
             ticking: tokio::sync::Mutex::new(()),
         }
@@ -344,9 +348,19 @@ impl Scheduler {
             .await;
         match launched {
             Ok(run) => {
-                store
+                let attached = store
                     .attach_run(claim, run.id, &run.model.value, &run.effort.value)
-                    .await?;
+                    .await;
+                if let Err(e) = attached {
+                    // A claim that does not name its run would be released
+                    // later and its issue taken again while this run works.
+                    let _ = self
+                        .runner
+                        .stop(run.id, "lab could not record which issue it works on")
+                        .await;
+                    store.release_claim(claim).await?;
+                    return Err(e.into());
+                }
                 tracing::info!(repo = %repo.name, issue = issue.number, run = run.id, "AFK run started");
                 Ok(run)
             }
@@ -358,8 +372,6 @@ impl Scheduler {
         }
     }
 
-    /// Runs the scheduler every `tick_seconds` until `shutdown`. The setting
-    /// is read every second, so a change takes effect at once.
     /// Settles finished AFK runs without looking for new issues.
     pub async fn settle_now(&self) -> TickReport {
         let _one = self.ticking.lock().await;
@@ -371,6 +383,8 @@ impl Scheduler {
         report
     }
 
+    /// Runs the scheduler every `tick_seconds` until `shutdown`. The setting
+    /// is read every second, so a change takes effect at once.
     pub fn spawn_loop(
         self: Arc<Self>,
         mut shutdown: watch::Receiver<bool>,

@@ -121,10 +121,24 @@ impl Scheduler {
     /// when the source fails (the issue stays blocked meanwhile).
     async fn tell_issue(&self, claim: &Claim) {
         let store = &self.runner.store;
+        let waiting = self
+            .tell_retry
+            .lock()
+            .expect("poisoned")
+            .get(&claim.id)
+            .copied();
+        if waiting.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
         let repo = match store.repo(&RepoKey::Id(claim.repo_id)).await {
             Ok(r) => r,
-            Err(_) => {
-                let _ = store.mark_relabelled(claim.id).await;
+            Err(StoreError::NotFound) => {
+                // The repo is gone, and its issues with it: nobody to tell.
+                self.told(claim).await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(claim = claim.id, error = %e, "cannot read the repo of an ended AFK run");
                 return;
             }
         };
@@ -155,19 +169,35 @@ impl Scheduler {
             source.comment(claim.issue_number, &text).await
         };
         match told.await {
-            Ok(()) => {
-                let _ = store.mark_relabelled(claim.id).await;
+            Ok(()) => self.told(claim).await,
+            Err(e) => {
+                self.tell_retry
+                    .lock()
+                    .expect("poisoned")
+                    .insert(claim.id, Instant::now() + TELL_RETRY);
+                self.note(
+                    &repo.name,
+                    Some(format!(
+                        "could not tell issue {} how its run ended: {e}",
+                        claim.issue_number
+                    )),
+                );
             }
-            Err(e) => self.note(
-                &repo.name,
-                Some(format!(
-                    "could not tell issue {} how its run ended: {e}",
-                    claim.issue_number
-                )),
-            ),
+        }
+    }
+
+    /// The issue has been told: the claim stops blocking it.
+    async fn told(&self, claim: &Claim) {
+        self.tell_retry.lock().expect("poisoned").remove(&claim.id);
+        if let Err(e) = self.runner.store.mark_relabelled(claim.id).await {
+            // Told again next time: a repeated comment, not a lost one.
+            tracing::warn!(claim = claim.id, error = %e, "cannot record that an issue was told");
         }
     }
 }
+
+/// How long lab waits before telling an issue again after its source failed.
+const TELL_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The outcome of an ended run, and what to say about it.
 fn judge(claim: &Claim, run: &Run) -> (&'static str, String) {

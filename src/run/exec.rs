@@ -37,10 +37,9 @@ pub struct Launch {
     pub path_prepend: Vec<PathBuf>,
     /// Where the shim writes how the agent ended.
     pub exit_file: PathBuf,
-    /// The run's log: the shim pipes its pane into it before it starts the
-    /// agent (see [`PaneLog`]).
-    #[serde(default)]
-    pub log: Option<PaneLog>,
+    /// The run's log: the shim pipes its pane into it before anything else
+    /// (see [`PaneLog`]).
+    pub log: PaneLog,
 }
 
 /// Where the pane's output goes. The shim attaches the pipe itself, from
@@ -120,6 +119,17 @@ impl Launch {
     }
 }
 
+/// Records that the agent never started, as the exit status `code`, and
+/// returns it for the shim to exit with.
+fn failed_to_start(launch: &Launch, code: i64) -> i32 {
+    let _ = AgentExit {
+        code: Some(code),
+        signal: None,
+    }
+    .write(&launch.exit_file);
+    code as i32
+}
+
 /// The shim's body. Returns only on failure, with the exit code to use.
 pub fn exec_main(launch_file: &Path) -> i32 {
     let launch: Launch = match std::fs::read(launch_file)
@@ -136,24 +146,18 @@ pub fn exec_main(launch_file: &Path) -> i32 {
         }
     };
     let _ = std::fs::remove_file(launch_file);
+    // The log first, so that every later failure is in it.
+    let pane = std::env::var("TMUX_PANE").unwrap_or_default();
+    if let Err(e) = super::tmux::attach_log(&launch.log.socket, &pane, &launch.log.file) {
+        eprintln!("lab: cannot send this pane's output to the run's log: {e}");
+        return failed_to_start(&launch, 126);
+    }
     if let Err(e) = std::env::set_current_dir(&launch.cwd) {
         eprintln!(
             "lab: cannot enter the workspace {}: {e}",
             launch.cwd.display()
         );
-        return 126;
-    }
-    if let Some(log) = &launch.log {
-        let pane = std::env::var("TMUX_PANE").unwrap_or_default();
-        if let Err(e) = super::tmux::attach_log(&log.socket, &pane, &log.file) {
-            eprintln!("lab: cannot send this pane's output to the run's log: {e}");
-            let _ = AgentExit {
-                code: Some(126),
-                signal: None,
-            }
-            .write(&launch.exit_file);
-            return 126;
-        }
+        return failed_to_start(&launch, 126);
     }
     let env = launch.environment(std::env::vars());
     let mut child = match std::process::Command::new(&launch.program)
@@ -170,12 +174,7 @@ pub fn exec_main(launch_file: &Path) -> i32 {
             } else {
                 126
             };
-            let _ = AgentExit {
-                code: Some(code),
-                signal: None,
-            }
-            .write(&launch.exit_file);
-            return code as i32;
+            return failed_to_start(&launch, code);
         }
     };
     ignore_job_control();
@@ -242,7 +241,10 @@ mod tests {
             env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".into()],
             path_prepend: vec!["/opt/lab/bin".into()],
             exit_file: "/x/exit.json".into(),
-            log: None,
+            log: PaneLog {
+                socket: "/x/tmux.sock".into(),
+                file: "/x/output.log".into(),
+            },
         };
         let env = l.environment(
             [

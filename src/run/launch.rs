@@ -333,10 +333,10 @@ impl Runner {
                 .into_iter()
                 .collect(),
             exit_file: self.exit_file(run.id),
-            log: Some(PaneLog {
+            log: PaneLog {
                 socket: self.tmux.socket().to_path_buf(),
                 file: log.clone(),
-            }),
+            },
         };
         let launch_file = dir.join("launch.json");
         launch

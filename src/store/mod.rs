@@ -234,8 +234,8 @@ impl Store {
 
     fn with_db(db: Db) -> Store {
         let reads = match &db {
-            Db::Sqlite(pool) => ReadsOf::Sqlite(reads::Reads::new(pool.clone(), READ_CONNS)),
-            Db::Pg(pool) => ReadsOf::Pg(reads::Reads::new(pool.clone(), READ_CONNS)),
+            Db::Sqlite(pool) => ReadsOf::Sqlite(reads::Reads::new(pool.clone(), READ_CONNS, false)),
+            Db::Pg(pool) => ReadsOf::Pg(reads::Reads::new(pool.clone(), READ_CONNS, true)),
         };
         Store {
             db,

@@ -22,6 +22,9 @@ use super::TRUST_IDLE;
 /// (with its connect options) and detached from it.
 pub struct Reads<DB: Database> {
     pool: Pool<DB>,
+    /// Ping a connection idle [`TRUST_IDLE`] or longer before use (a socket
+    /// can go stale; a SQLite file handle cannot).
+    ping_idle: bool,
     slots: Semaphore,
     idle: Mutex<Vec<(DB::Connection, Instant)>>,
 }
@@ -35,9 +38,10 @@ pub struct ReadConn<'a, DB: Database> {
 }
 
 impl<DB: Database> Reads<DB> {
-    pub fn new(pool: Pool<DB>, size: usize) -> Self {
+    pub fn new(pool: Pool<DB>, size: usize, ping_idle: bool) -> Self {
         Reads {
             pool,
+            ping_idle,
             slots: Semaphore::new(size),
             idle: Mutex::new(Vec::with_capacity(size)),
         }
@@ -52,7 +56,7 @@ impl<DB: Database> Reads<DB> {
             .map_err(|_| sqlx::Error::PoolClosed)?;
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match idle {
-            Some((mut conn, since)) if since.elapsed() >= TRUST_IDLE => {
+            Some((mut conn, since)) if self.ping_idle && since.elapsed() >= TRUST_IDLE => {
                 if conn.ping().await.is_ok() {
                     conn
                 } else {
@@ -159,7 +163,7 @@ mod tests {
             .connect("sqlite::memory:")
             .await
             .unwrap();
-        Reads::new(pool, 2)
+        Reads::new(pool, 2, false)
     }
 
     fn idle(reads: &Reads<sqlx::Sqlite>) -> usize {

@@ -17,8 +17,9 @@ if [ ! -t 0 ]; then echo "Not logged in · fake agent without a terminal"; exit 
 id=${LAB_RUN_ID:-none}
 d="$REC/$id"
 mkdir -p "$d"
-printf '%s\0' "$@" > "$d/argv"
-env -0 > "$d/env"
+# Written aside and renamed: a reader never sees half a record.
+printf '%s\0' "$@" > "$d/argv.part" && mv "$d/argv.part" "$d/argv"
+env -0 > "$d/env.part" && mv "$d/env.part" "$d/env"
 pwd > "$d/cwd"
 echo $$ > "$d/pid"
 prompt=
