@@ -143,22 +143,25 @@ pub struct AfkStatusBody {
 async fn status_body(app: &AppState) -> ApiResult<AfkStatusBody> {
     let s = app.store.settings().await.map_err(ApiError::internal)?;
     let paused = app.store.afk_paused().await.map_err(ApiError::internal)?;
-    let claims = app.store.claims(200).await.map_err(ApiError::internal)?;
+    // Live counts from every active claim, not only the recent ones listed.
+    let live = app
+        .store
+        .live_claim_counts()
+        .await
+        .map_err(ApiError::internal)?;
+    let claims = app.store.claims(50).await.map_err(ApiError::internal)?;
     let repos = app.store.repos().await.map_err(ApiError::internal)?;
     let problems = app.scheduler.problems.lock().expect("poisoned").clone();
     Ok(AfkStatusBody {
         paused,
-        live: claims.iter().filter(|c| c.active).count(),
+        live: live.values().sum::<i64>() as usize,
         max_concurrent: s.afk.max_concurrent,
         tick_seconds: s.afk.tick_seconds,
         run_timeout_minutes: s.afk.run_timeout_minutes,
         repos: repos
             .into_iter()
             .map(|r| RepoAfkBody {
-                live: claims
-                    .iter()
-                    .filter(|c| c.active && c.repo_id == r.id)
-                    .count(),
+                live: live.get(&r.id).copied().unwrap_or(0) as usize,
                 problem: problems.get(&r.name).cloned(),
                 repo: r.name,
                 enabled: r.afk_enabled,
@@ -167,7 +170,7 @@ async fn status_body(app: &AppState) -> ApiResult<AfkStatusBody> {
                 max_concurrent: r.afk_max_concurrent,
             })
             .collect(),
-        recent: claims.into_iter().take(50).map(ClaimBody::from).collect(),
+        recent: claims.into_iter().map(ClaimBody::from).collect(),
     })
 }
 

@@ -35,10 +35,10 @@ pub fn duration(secs: &Option<f64>) -> String {
 }
 
 async fn show(State(app): State<AppState>, session: Session) -> Response {
-    let (claims, settings, paused) = match (
-        app.store.claims(100_000).await,
-        app.store.settings().await,
-        app.store.afk_paused().await,
+    let (claims, settings, paused) = match tokio::join!(
+        app.store.claims(100_000),
+        app.store.settings(),
+        app.store.afk_paused(),
     ) {
         (Ok(c), Ok(s), Ok(p)) => (c, s, p),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return super::internal(e),

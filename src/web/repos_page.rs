@@ -205,7 +205,10 @@ async fn save(
     let key = RepoKey::parse(&name);
     let p = match app.store.repo(&key).await {
         Ok(r) => r.provider().unwrap_or_else(|_| provider::all()[0]),
-        Err(_) => return Page::error(StatusCode::NOT_FOUND, &format!("There is no repo '{key}'.")),
+        Err(crate::store::StoreError::NotFound) => {
+            return Page::error(StatusCode::NOT_FOUND, &format!("There is no repo '{key}'."));
+        }
+        Err(e) => return super::internal(e),
     };
     let result = match patch_from(&form, p, true) {
         Ok(patch) => crate::http::repos::update(&app, &key, &patch).await,
