@@ -7,6 +7,7 @@ pub mod cli;
 pub mod doctor;
 pub mod http;
 pub mod issues;
+pub mod lock;
 pub mod provider;
 pub mod repo;
 pub mod resolve;

@@ -70,6 +70,8 @@ pub struct Running {
     pub runner: Arc<Runner>,
     pub scheduler: Arc<crate::afk::Scheduler>,
     shutdown: Option<oneshot::Sender<()>>,
+    /// This server's hold on its data dir (and SQLite database).
+    _lock: crate::lock::Held,
     stop_loops: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
     loops: Vec<JoinHandle<()>>,
@@ -117,6 +119,7 @@ fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
 pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     let data_dir = cfg.data_dir();
     prepare_data_dir(&data_dir)?;
+    let lock = crate::lock::take(&data_dir, cfg.database_url.as_deref())?;
 
     let token_path = data_dir.join("token");
     let (token, created) = auth::load_or_create_token(&token_path).with_context(|| {
@@ -206,6 +209,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         runner,
         scheduler,
         shutdown: Some(tx),
+        _lock: lock,
         stop_loops,
         task,
         loops,

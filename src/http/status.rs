@@ -24,6 +24,19 @@ pub struct StatusBody {
     /// Sessions on lab's tmux socket that no run owns.
     pub stray_sessions: Vec<String>,
     pub last_pass: Option<PassBody>,
+    pub cache: CacheBody,
+}
+
+/// The in-memory cache of resolve inputs and settings (ADR 11).
+#[derive(Serialize, ToSchema)]
+pub struct CacheBody {
+    /// Off while a PostgreSQL node cannot hear other nodes' writes: every
+    /// read then goes to the database.
+    pub on: bool,
+    /// Reads it answered since lab started.
+    pub hits: u64,
+    /// Reads that went to the database.
+    pub misses: u64,
 }
 
 /// The last reconcile pass.
@@ -53,6 +66,14 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             tmux_calls: p.tmux_calls,
             elapsed_ms: p.elapsed.as_secs_f64() * 1e3,
         }),
+        cache: {
+            let c = app.store.cache_stats();
+            CacheBody {
+                on: c.on,
+                hits: c.hits,
+                misses: c.misses,
+            }
+        },
     })
 }
 

@@ -9,7 +9,9 @@
 //! two writers queue on the lock instead of failing with "database is locked".
 
 mod afk;
+mod cache;
 mod issues;
+mod notify;
 mod reads;
 mod repos;
 mod runs;
@@ -27,6 +29,7 @@ use sqlx::sqlite::{
 use crate::validate::Invalid;
 
 pub use afk::{Claim, ClaimResult};
+pub use cache::CacheStats;
 pub use issues::{CommentRow, IssueRow, NewPullRow, PullRow};
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
@@ -85,11 +88,17 @@ macro_rules! on_db {
 /// returns `Ok`. SQLite takes the write lock up front (`BEGIN IMMEDIATE`);
 /// on PostgreSQL, the optional `pg_lock` statement runs first (a
 /// `SELECT … FOR UPDATE` that serialises read-modify-write transactions).
+/// With `notify: true`, a committed PostgreSQL transaction also tells the
+/// other nodes to empty their caches (`notify.rs`); the caller empties this
+/// node's (see `Store::changed`).
 macro_rules! in_tx {
     ($db:expr, $tx:ident => $body:expr) => {
-        in_tx!($db, $tx, pg_lock: "" => $body)
+        in_tx!($db, $tx, pg_lock: "", notify: false => $body)
     };
     ($db:expr, $tx:ident, pg_lock: $lock:expr => $body:expr) => {
+        in_tx!($db, $tx, pg_lock: $lock, notify: false => $body)
+    };
+    ($db:expr, $tx:ident, pg_lock: $lock:expr, notify: $notify:expr => $body:expr) => {
         match $db {
             $crate::store::Db::Sqlite(pool) => {
                 let mut $tx = pool.begin_with("BEGIN IMMEDIATE").await?;
@@ -107,6 +116,9 @@ macro_rules! in_tx {
                 }
                 let out = $body;
                 if out.is_ok() {
+                    if $notify {
+                        sqlx::query($crate::store::notify::NOTIFY).execute(&mut *$tx).await?;
+                    }
                     $tx.commit().await?;
                 }
                 out
@@ -142,6 +154,7 @@ async fn ping_if_idle(
 pub struct Store {
     db: Db,
     reads: std::sync::Arc<ReadsOf>,
+    cache: std::sync::Arc<cache::Cache>,
 }
 
 impl Store {
@@ -201,6 +214,7 @@ impl Store {
             Db::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
             Db::Pg(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
         }
+        self.cache.invalidate();
         Ok(())
     }
 
@@ -232,15 +246,43 @@ impl Store {
         }
     }
 
+    /// A SQLite store is this process's alone, so its cache hears every
+    /// write from the start; a PostgreSQL store's cache is on only while its
+    /// listener hears the other nodes (`notify.rs`).
     fn with_db(db: Db) -> Store {
-        let reads = match &db {
-            Db::Sqlite(pool) => ReadsOf::Sqlite(reads::Reads::new(pool.clone(), READ_CONNS, false)),
-            Db::Pg(pool) => ReadsOf::Pg(reads::Reads::new(pool.clone(), READ_CONNS, true)),
+        let (reads, cache) = match &db {
+            Db::Sqlite(pool) => (
+                ReadsOf::Sqlite(reads::Reads::new(pool.clone(), READ_CONNS, false)),
+                std::sync::Arc::new(cache::Cache::on()),
+            ),
+            Db::Pg(pool) => {
+                let cache = std::sync::Arc::new(cache::Cache::off());
+                notify::spawn_listener(pool.clone(), &cache);
+                (
+                    ReadsOf::Pg(reads::Reads::new(pool.clone(), READ_CONNS, true)),
+                    cache,
+                )
+            }
         };
         Store {
             db,
             reads: std::sync::Arc::new(reads),
+            cache,
         }
+    }
+
+    /// How often the resolve cache answered a read, and how often it could
+    /// not (ADR 11).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Empties this node's cache after a write that may have changed a cached
+    /// row, whatever the write's outcome (a failed commit may still have
+    /// committed), and hands the outcome back.
+    fn changed<T>(&self, outcome: Result<T>) -> Result<T> {
+        self.cache.invalidate();
+        outcome
     }
 
     pub(crate) fn db(&self) -> &Db {

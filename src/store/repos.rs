@@ -13,7 +13,7 @@ use crate::resolve::Defaults;
 use crate::validate::Invalid;
 
 /// How a request names a repo: its id, or its name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RepoKey {
     Id(i64),
     Name(String),
@@ -158,8 +158,13 @@ impl Store {
         row.ok_or(StoreError::NotFound)?.try_into()
     }
 
-    /// A repo and the global defaults of its provider, in one query.
+    /// A repo and the global defaults of its provider: from the cache when it
+    /// has them (ADR 11), else in one query.
     pub async fn repo_with_global(&self, key: &RepoKey) -> Result<(Repo, Defaults)> {
+        if let Some(hit) = self.cache.repo(key) {
+            return Ok(hit);
+        }
+        let generation = self.cache.generation();
         let sql = format!(
             "SELECT {COLUMNS}, g.provider AS g_provider, g.model_default AS g_model_default, \
              g.effort_default AS g_effort_default, g.afk_model_default AS g_afk_model_default, \
@@ -186,10 +191,13 @@ impl Store {
                 .1
             }
         };
-        Ok((row.repo.try_into()?, global))
+        let value = (row.repo.try_into()?, global);
+        self.cache.store_repo(generation, key, &value);
+        Ok(value)
     }
 
-    /// Inserts a validated new repo. A taken name is a conflict.
+    /// Inserts a validated new repo. A taken name is a conflict. The cache
+    /// holds no entry a new repo could change (it never holds a miss).
     pub async fn create_repo(&self, repo: &Repo) -> Result<Repo> {
         let now = now_ms();
         let sql = format!(
@@ -238,7 +246,7 @@ impl Store {
         let now = now_ms();
         let select = format!("SELECT {COLUMNS} FROM repos r WHERE {}", where_key(key));
         let lock = format!("{select} FOR UPDATE");
-        in_tx!(self.db(), tx => {
+        let outcome: Result<_> = async { in_tx!(self.db(), tx, pg_lock: "", notify: true => {
             let sql = if self.backend() == "postgres" { lock } else { select };
             let row: Option<RepoRow> = bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key)
                 .fetch_optional(&mut *tx)
@@ -283,7 +291,9 @@ impl Store {
                     }
                 },
             }
-        })
+        }) }
+        .await;
+        self.changed(outcome)
     }
 
     pub async fn delete_repo(&self, key: &RepoKey) -> Result<()> {
@@ -291,13 +301,16 @@ impl Store {
             "DELETE FROM repos WHERE {}",
             where_key(key).replace("r.", "")
         );
-        let done = on_db!(self.db(), pool => {
-            bind_key!(sqlx::query(sqlx::AssertSqlSafe(sql)), key).execute(pool).await?.rows_affected()
-        });
-        if done == 0 {
-            Err(StoreError::NotFound)
-        } else {
-            Ok(())
+        let outcome: Result<_> = async {
+            in_tx!(self.db(), tx, pg_lock: "", notify: true => {
+                let done = bind_key!(sqlx::query(sqlx::AssertSqlSafe(sql)), key)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if done == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+            })
         }
+        .await;
+        self.changed(outcome)
     }
 }

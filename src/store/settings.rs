@@ -107,18 +107,25 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
 }
 
 impl Store {
+    /// The settings, from the cache when it has them (ADR 11).
     pub async fn settings(&self) -> Result<Settings> {
+        if let Some(hit) = self.cache.settings() {
+            return Ok(hit);
+        }
+        let generation = self.cache.generation();
         let rows: Vec<AllRow> = on_read!(self, conn => {
             sqlx::query_as(SELECT_ALL).fetch_all(conn).await
         });
-        assemble_all(rows)
+        let settings = assemble_all(rows)?;
+        self.cache.store_settings(generation, &settings);
+        Ok(settings)
     }
 
     /// Applies a settings change in one transaction: read, validate, write.
     /// A change that fails validation writes nothing.
     pub async fn update_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
         let now = now_ms();
-        in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE" => {
+        let outcome: Result<_> = async { in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE", notify: true => {
             let rows: Vec<AllRow> = sqlx::query_as(SELECT_ALL).fetch_all(&mut *tx).await?;
             let current = assemble_all(rows)?;
             match settings::apply(&current, patch) {
@@ -159,6 +166,8 @@ impl Store {
                     Ok(next)
                 }
             }
-        })
+        }) }
+        .await;
+        self.changed(outcome)
     }
 }

@@ -284,6 +284,23 @@ async fn resolve_walks_the_layers_with_provenance(b: Backend) {
     assert_eq!(vs(&r["effort"]), pair("max", "request"));
     // kind defaults to manual
     assert_eq!(resolve(&s, "r", "").await["kind"], "manual");
+    // Repeat resolves are answered from memory (ADR 11; a PostgreSQL node's
+    // cache turns on once it listens for the other nodes' writes).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let before = s.get("/api/v1/status").await.ok()["cache"].clone();
+        let r = resolve(&s, "r", "kind=afk").await;
+        assert_eq!(vs(&r["model"]), pair("opusplan", "repo.afk"));
+        let after = s.get("/api/v1/status").await.ok()["cache"].clone();
+        if after["on"] == true && after["hits"].as_u64() > before["hits"].as_u64() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no resolve hit the cache: {after}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     s.stop().await;
 }
 

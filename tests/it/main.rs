@@ -18,3 +18,4 @@ mod real_cli;
 mod runs;
 mod runs_end;
 mod store;
+mod store_cache;

@@ -119,6 +119,27 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
         .map(|r| argv_mtime(r["id"].as_i64().unwrap()))
         .collect();
 
+    // A second server on the same data dir (and so the same tmux server and
+    // runs) is refused, and takes nothing over.
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(
+            db.as_deref()
+                .map(|u| vec!["--database-url", u])
+                .unwrap_or_default(),
+        )
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{said}");
+    assert!(
+        said.contains("another lab server is using the data dir"),
+        "{said}"
+    );
+
+    // kill -9 lets go of the data dir: the tmux server lab started holds no
+    // lock of lab's, so the next start below is not refused.
     lab.kill9();
     // While lab is down: one agent exits, one session disappears, and a
     // session nobody made appears on lab's socket.

@@ -7,7 +7,7 @@ use lab::store::{RepoKey, Store, StoreError};
 use crate::on_both;
 use crate::support::Backend;
 
-async fn open(b: &Backend) -> (Store, tempfile::TempDir) {
+pub(crate) async fn open(b: &Backend) -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = match b.fresh_url().await {
         Some(url) => Store::connect(&url).await.unwrap(),
@@ -21,7 +21,7 @@ async fn open(b: &Backend) -> (Store, tempfile::TempDir) {
     (store, dir)
 }
 
-fn new_repo(name: &str) -> lab::repo::Repo {
+pub(crate) fn new_repo(name: &str) -> lab::repo::Repo {
     repo::create(&RepoPatch {
         name: Change::Set(name.into()),
         path: Change::Set(format!("/srv/{name}")),

@@ -1,0 +1,86 @@
+//! One `lab serve` per data dir, and per SQLite database.
+//!
+//! A data dir holds one tmux server and one set of runs: two servers on it
+//! would each reconcile the other's runs. A SQLite database is one process's
+//! alone: its cache of resolve inputs hears only its own writes (ADR 11).
+//! Several nodes share state through PostgreSQL, each with its own data dir.
+//! The lock is an advisory `flock` on a file beside what it guards, held
+//! until the server's process ends (or its [`Held`] is dropped).
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+/// Locks held for as long as this value lives.
+#[derive(Debug)]
+pub struct Held {
+    _files: Vec<File>,
+}
+
+/// Takes the data dir's lock and, for a SQLite database elsewhere, the
+/// database's; fails, naming the place, if another server holds one.
+pub fn take(data_dir: &Path, database_url: Option<&str>) -> anyhow::Result<Held> {
+    let mut held = vec![lock(&data_dir.join("lab.lock"), "data dir", data_dir)?];
+    if let Some(db) = database_url.and_then(sqlite_file) {
+        let mut name = db.clone().into_os_string();
+        name.push(".lab-lock");
+        held.push(lock(Path::new(&name), "SQLite database", &db)?);
+    }
+    Ok(Held { _files: held })
+}
+
+/// The file of a `sqlite:` URL (`None` for PostgreSQL or an in-memory one).
+fn sqlite_file(url: &str) -> Option<PathBuf> {
+    use std::str::FromStr;
+    if !url.starts_with("sqlite:") {
+        return None;
+    }
+    let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
+    let file = opts.get_filename();
+    (!file.as_os_str().is_empty() && file != Path::new(":memory:")).then(|| file.to_owned())
+}
+
+fn lock(path: &Path, what: &str, guarded: &Path) -> anyhow::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => bail!(
+            "another lab server is using the {what} {}: one server per data dir and per SQLite \
+             database (several nodes share state through PostgreSQL, each with its own data dir)",
+            guarded.display()
+        ),
+        Err(TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_server_is_refused_until_the_first_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("sqlite://{}/elsewhere.db", dir.path().display());
+        std::fs::create_dir_all(dir.path().join("a")).unwrap();
+        std::fs::create_dir_all(dir.path().join("b")).unwrap();
+        let first = take(&dir.path().join("a"), Some(&db)).unwrap();
+        let same_dir = take(&dir.path().join("a"), None).unwrap_err().to_string();
+        assert!(same_dir.contains("data dir"), "{same_dir}");
+        let same_db = take(&dir.path().join("b"), Some(&db))
+            .unwrap_err()
+            .to_string();
+        assert!(same_db.contains("SQLite database"), "{same_db}");
+        assert!(same_db.contains("elsewhere.db"), "{same_db}");
+        take(&dir.path().join("b"), Some("postgres://x/y")).expect("PostgreSQL is shared");
+        drop(first);
+        take(&dir.path().join("b"), Some(&db)).expect("free again");
+    }
+}

@@ -1,0 +1,287 @@
+//! The resolve cache (ADR 11): repeat reads cost no query, and no read ever
+//! sees a row older than a write that finished before it, on this node or,
+//! on PostgreSQL, on another.
+
+use std::time::{Duration, Instant};
+
+use lab::repo::RepoPatch;
+use lab::settings::{Change, DefaultsPatch, SettingsPatch};
+use lab::store::{RepoKey, Store, StoreError};
+use sqlx::Connection;
+
+use crate::on_both;
+use crate::store::{new_repo, open};
+use crate::support::Backend;
+
+fn afk_model(model: &str) -> SettingsPatch {
+    SettingsPatch {
+        providers: [(
+            "claude-code".to_owned(),
+            DefaultsPatch {
+                afk_model_default: Change::Set(model.into()),
+                ..DefaultsPatch::default()
+            },
+        )]
+        .into(),
+        ..SettingsPatch::default()
+    }
+}
+
+fn model(model: &str) -> RepoPatch {
+    RepoPatch {
+        defaults: DefaultsPatch {
+            model_default: Change::Set(model.into()),
+            ..DefaultsPatch::default()
+        },
+        ..RepoPatch::default()
+    }
+}
+
+/// Reads `key` until one is answered from the cache (a PostgreSQL store's
+/// cache is on once its listener listens), and returns what it read.
+async fn until_cached(store: &Store, key: &RepoKey) -> lab::repo::Repo {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let before = store.cache_stats().hits;
+        // (A read on a connection the database ended fails once.)
+        if let Ok((repo, _)) = store.repo_with_global(key).await
+            && store.cache_stats().hits > before
+        {
+            return repo;
+        }
+        assert!(Instant::now() < deadline, "the cache never answered a read");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads `key` until `check` holds, for at most `within`.
+async fn until_seen(
+    store: &Store,
+    key: &RepoKey,
+    within: Duration,
+    check: impl Fn(&lab::repo::Repo) -> bool,
+) {
+    let deadline = Instant::now() + within;
+    loop {
+        // (A read on a connection the database ended fails once.)
+        let read = store.repo_with_global(key).await;
+        if read.as_ref().is_ok_and(|(repo, _)| check(repo)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still reading a stale repo: {read:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn cached_reads_follow_every_write(b: Backend) {
+    let (store, _d) = open(&b).await;
+    let created = store.create_repo(&new_repo("c")).await.unwrap();
+    let (by_id, by_name) = (RepoKey::Id(created.id), RepoKey::Name("c".into()));
+    until_cached(&store, &by_id).await;
+    until_cached(&store, &by_name).await;
+    store.settings().await.unwrap();
+    let hits = store.cache_stats().hits;
+    store.settings().await.unwrap();
+    assert_eq!(
+        store.cache_stats().hits,
+        hits + 1,
+        "settings are cached too"
+    );
+
+    // Each write is seen by the very next read, by id and by name.
+    store
+        .update_repo(&by_id, |r| lab::repo::apply(r, &model("opus")))
+        .await
+        .unwrap();
+    for key in [&by_id, &by_name] {
+        let (r, _) = store.repo_with_global(key).await.unwrap();
+        assert_eq!(r.defaults.model_default.as_deref(), Some("opus"));
+    }
+    store.update_settings(&afk_model("sonnet")).await.unwrap();
+    let (_, g) = store.repo_with_global(&by_name).await.unwrap();
+    assert_eq!(g.afk_model_default.as_deref(), Some("sonnet"));
+    let s = store.settings().await.unwrap();
+    assert_eq!(
+        s.provider("claude-code").afk_model_default.as_deref(),
+        Some("sonnet")
+    );
+
+    // A rename: the old name is gone, the new one found.
+    until_cached(&store, &by_name).await;
+    store
+        .update_repo(&by_id, |r| {
+            lab::repo::apply(
+                r,
+                &RepoPatch {
+                    name: Change::Set("d".into()),
+                    ..RepoPatch::default()
+                },
+            )
+        })
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.repo_with_global(&by_name).await,
+        Err(StoreError::NotFound)
+    ));
+    let (r, _) = store
+        .repo_with_global(&RepoKey::Name("d".into()))
+        .await
+        .unwrap();
+    assert_eq!(r.id, created.id);
+
+    // A rejected change writes nothing and the cache still answers truly.
+    until_cached(&store, &by_id).await;
+    let rejected = store
+        .update_repo(&by_id, |r| lab::repo::apply(r, &model("no-such-model")))
+        .await;
+    assert!(
+        matches!(rejected, Err(StoreError::Invalid(_))),
+        "{rejected:?}"
+    );
+    let (r, _) = store.repo_with_global(&by_id).await.unwrap();
+    assert_eq!(r.defaults.model_default.as_deref(), Some("opus"));
+
+    // A deleted repo is not served from the cache.
+    until_cached(&store, &by_id).await;
+    store.delete_repo(&by_id).await.unwrap();
+    assert!(matches!(
+        store.repo_with_global(&by_id).await,
+        Err(StoreError::NotFound)
+    ));
+}
+
+/// Two nodes on one PostgreSQL database: a write on one reaches the other's
+/// cache (by its notification) within moments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_nodes_write_empties_this_nodes_cache() {
+    let Some(b) = Backend::postgres() else {
+        return;
+    };
+    let url = b.fresh_url().await.unwrap();
+    let a = Store::connect(&url).await.unwrap();
+    a.migrate().await.unwrap();
+    let other = Store::connect(&url).await.unwrap();
+    let created = a.create_repo(&new_repo("shared")).await.unwrap();
+    let key = RepoKey::Id(created.id);
+    until_cached(&a, &key).await;
+    a.settings().await.unwrap();
+
+    other.update_settings(&afk_model("opus")).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (_, g) = a.repo_with_global(&key).await.unwrap();
+        let s = a.settings().await.unwrap();
+        if g.afk_model_default.as_deref() == Some("opus")
+            && s.provider("claude-code").afk_model_default.as_deref() == Some("opus")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node a still reads the old settings"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    until_cached(&a, &key).await;
+    other.delete_repo(&key).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while a.repo_with_global(&key).await.is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "node a still reads a deleted repo"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A node whose listening connection dies misses the notifications sent
+/// meanwhile; it must not serve what it had cached, and it must listen (and
+/// cache) again afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
+    let Some(b) = Backend::postgres() else {
+        return;
+    };
+    let url = b.fresh_url().await.unwrap();
+    let a = Store::connect(&url).await.unwrap();
+    a.migrate().await.unwrap();
+    let created = a.create_repo(&new_repo("deaf")).await.unwrap();
+    let key = RepoKey::Id(created.id);
+    until_cached(&a, &key).await;
+
+    // Another node's write while a cannot hear it: no connection to the
+    // database may open, all of a's end (its listener among them, waited
+    // for), then the repo changes and the change is announced to nobody.
+    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
+    let (db, other_pid): (String, i32) =
+        sqlx::query_as("SELECT current_database()::text, pg_backend_pid()")
+            .fetch_one(&mut other)
+            .await
+            .unwrap();
+    let Backend::Postgres(server) = &b else {
+        unreachable!()
+    };
+    let mut admin = sqlx::PgConnection::connect(server).await.unwrap();
+    let allow = |yes: bool| format!("ALTER DATABASE {db} ALLOW_CONNECTIONS {yes}");
+    sqlx::query(sqlx::AssertSqlSafe(allow(false)))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let ended: Vec<(String, bool)> = sqlx::query_as(
+        "SELECT query, pg_terminate_backend(pid, 5000) FROM pg_stat_activity \
+         WHERE datname = $1 AND pid <> $2",
+    )
+    .bind(&db)
+    .bind(other_pid)
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert!(ended.iter().all(|(_, gone)| *gone), "{ended:?}");
+    assert!(
+        ended
+            .iter()
+            .any(|(q, _)| q == "LISTEN \"lab_cache\"" || q == "SELECT 1 AS lab_cache_listener"),
+        "a's listening connection was among them: {ended:?}"
+    );
+    let mut tx = other.begin().await.unwrap();
+    sqlx::query("UPDATE repos SET model_default = 'haiku' WHERE id = $1")
+        .bind(created.id)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("NOTIFY lab_cache")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(allow(true)))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+
+    until_seen(&a, &key, Duration::from_secs(5), |r| {
+        r.defaults.model_default.as_deref() == Some("haiku")
+    })
+    .await;
+    // It listens again: the cache answers, and hears the next write.
+    until_cached(&a, &key).await;
+    sqlx::query("UPDATE repos SET model_default = 'opus' WHERE id = $1")
+        .bind(created.id)
+        .execute(&mut other)
+        .await
+        .unwrap();
+    sqlx::query("NOTIFY lab_cache")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    until_seen(&a, &key, Duration::from_secs(3), |r| {
+        r.defaults.model_default.as_deref() == Some("opus")
+    })
+    .await;
+}
+
+on_both!(cached_reads_follow_every_write);
