@@ -25,6 +25,7 @@ for backend in "${backends[@]}"; do
     ratio=$(awk -v a="$r_rps" -v b="$h_rps" 'BEGIN{printf "%.2f", a/b}')
     echo "round $r: healthz $h_rps req/s (p50 $h_p50 ms, p99 $h_p99 ms) | resolve $r_rps req/s (p50 $r_p50 ms, p99 $r_p99 ms) | ratio $ratio"
   done
+  echo "cache: $(api "$URL/api/v1/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"])')"
   kill "$LAB_PID"; wait "$LAB_PID" 2>/dev/null || true
   rm -rf "$dir"
 done

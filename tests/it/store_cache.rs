@@ -169,6 +169,12 @@ async fn another_nodes_write_empties_this_nodes_cache() {
     let key = RepoKey::Id(created.id);
     until_cached(&a, &key).await;
     a.settings().await.unwrap();
+    // Both nodes probe their listeners while nothing is written; a probe
+    // empties no cache.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let hits = a.cache_stats().hits;
+    a.repo_with_global(&key).await.unwrap();
+    assert_eq!(a.cache_stats().hits, hits + 1, "still cached after probes");
 
     other.update_settings(&afk_model("opus")).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -242,9 +248,7 @@ async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
     .unwrap();
     assert!(ended.iter().all(|(_, gone)| *gone), "{ended:?}");
     assert!(
-        ended
-            .iter()
-            .any(|(q, _)| q == "LISTEN \"lab_cache\"" || q == "SELECT 1 AS lab_cache_listener"),
+        ended.iter().any(|(q, _)| is_listener(q)),
         "a's listening connection was among them: {ended:?}"
     );
     let mut tx = other.begin().await.unwrap();
@@ -282,6 +286,84 @@ async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
         r.defaults.model_default.as_deref() == Some("opus")
     })
     .await;
+}
+
+/// Whether a `pg_stat_activity.query` is a cache listener's last statement.
+fn is_listener(query: &str) -> bool {
+    query == "LISTEN \"lab_cache\"" || query.contains("lab_cache_listener")
+}
+
+/// Resumes a stopped process when dropped (also when the test fails).
+struct Stopped(rustix::process::Pid);
+
+impl Stopped {
+    fn stop(pid: i32) -> Stopped {
+        let pid = rustix::process::Pid::from_raw(pid).expect("a positive pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = rustix::process::kill_process(self.0, rustix::process::Signal::CONT);
+    }
+}
+
+/// A listening connection that neither fails nor delivers (its server
+/// process frozen, as behind a half-open socket): the node's own probe goes
+/// unanswered, so it stops trusting its cache within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_listener_went_silent_stops_trusting_its_cache() {
+    let Some(b) = Backend::postgres() else {
+        return;
+    };
+    let url = b.fresh_url().await.unwrap();
+    let a = Store::connect(&url).await.unwrap();
+    a.migrate().await.unwrap();
+    let created = a.create_repo(&new_repo("frozen")).await.unwrap();
+    let key = RepoKey::Id(created.id);
+    until_cached(&a, &key).await;
+
+    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
+    let listeners: Vec<(i32, String)> = sqlx::query_as(
+        "SELECT pid, query FROM pg_stat_activity WHERE datname = current_database()",
+    )
+    .fetch_all(&mut other)
+    .await
+    .unwrap();
+    let listeners: Vec<i32> = listeners
+        .into_iter()
+        .filter(|(_, q)| is_listener(q))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(listeners.len(), 1, "a's listening connection");
+    let frozen = Stopped::stop(listeners[0]);
+    let mut tx = other.begin().await.unwrap();
+    sqlx::query("UPDATE repos SET model_default = 'haiku' WHERE id = $1")
+        .bind(created.id)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("NOTIFY lab_cache")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let started = Instant::now();
+    until_seen(&a, &key, Duration::from_secs(6), |r| {
+        r.defaults.model_default.as_deref() == Some("haiku")
+    })
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "seen only after {:?}",
+        started.elapsed()
+    );
+    drop(frozen);
+    // It listens again on another connection, and caches again.
+    until_cached(&a, &key).await;
 }
 
 on_both!(cached_reads_follow_every_write);
