@@ -18,11 +18,24 @@ pub struct Held {
     _files: Vec<File>,
 }
 
-/// Takes the data dir's lock and, for a SQLite database elsewhere, the
-/// database's; fails, naming the place, if another server holds one.
+/// Takes the data dir's lock and the SQLite database's (the default one in
+/// the data dir, or the file a `sqlite:` URL names); fails, naming the place,
+/// if another server holds one.
 pub fn take(data_dir: &Path, database_url: Option<&str>) -> anyhow::Result<Held> {
     let mut held = vec![lock(&data_dir.join("lab.lock"), "data dir", data_dir)?];
-    if let Some(db) = database_url.and_then(sqlite_file) {
+    let db = match database_url {
+        None => Some(data_dir.join("lab.db")),
+        Some(url) => sqlite_file(url),
+    };
+    if let Some(db) = db {
+        // The same file by another name (a symlink, `..`) is the same lock,
+        // also before the file exists.
+        let db = std::fs::canonicalize(&db).unwrap_or_else(|_| {
+            match (db.parent().map(std::fs::canonicalize), db.file_name()) {
+                (Some(Ok(dir)), Some(name)) => dir.join(name),
+                _ => db.clone(),
+            }
+        });
         let mut name = db.clone().into_os_string();
         name.push(".lab-lock");
         held.push(lock(Path::new(&name), "SQLite database", &db)?);
@@ -33,12 +46,12 @@ pub fn take(data_dir: &Path, database_url: Option<&str>) -> anyhow::Result<Held>
 /// The file of a `sqlite:` URL (`None` for PostgreSQL or an in-memory one).
 fn sqlite_file(url: &str) -> Option<PathBuf> {
     use std::str::FromStr;
-    if !url.starts_with("sqlite:") {
+    if !url.starts_with("sqlite:") || url.contains(":memory:") || url.contains("mode=memory") {
         return None;
     }
     let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
     let file = opts.get_filename();
-    (!file.as_os_str().is_empty() && file != Path::new(":memory:")).then(|| file.to_owned())
+    (!file.as_os_str().is_empty()).then(|| file.to_owned())
 }
 
 fn lock(path: &Path, what: &str, guarded: &Path) -> anyhow::Result<File> {
@@ -80,7 +93,30 @@ mod tests {
         assert!(same_db.contains("SQLite database"), "{same_db}");
         assert!(same_db.contains("elsewhere.db"), "{same_db}");
         take(&dir.path().join("b"), Some("postgres://x/y")).expect("PostgreSQL is shared");
+        take(&dir.path().join("b"), Some("sqlite::memory:")).expect("nothing to share");
         drop(first);
         take(&dir.path().join("b"), Some(&db)).expect("free again");
+    }
+
+    #[test]
+    fn the_default_database_is_locked_under_any_name() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["a", "b", "c"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        std::fs::write(dir.path().join("a/lab.db"), "").unwrap();
+        let _a = take(&dir.path().join("a"), None).unwrap();
+        let by_url = format!("sqlite://{}/a/lab.db", dir.path().display());
+        let e = take(&dir.path().join("b"), Some(&by_url))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SQLite database"), "{e}");
+        std::os::unix::fs::symlink(dir.path().join("a/lab.db"), dir.path().join("c/link.db"))
+            .unwrap();
+        let by_link = format!("sqlite://{}/c/link.db", dir.path().display());
+        let e = take(&dir.path().join("c"), Some(&by_link))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SQLite database"), "{e}");
     }
 }

@@ -33,10 +33,28 @@ pub struct CacheBody {
     /// Off while a PostgreSQL node cannot hear other nodes' writes: every
     /// read then goes to the database.
     pub on: bool,
-    /// Reads it answered since lab started.
+    /// Reads of a repo with its global defaults (resolve, run starts).
+    pub repos: CountsBody,
+    /// Reads of the global settings.
+    pub settings: CountsBody,
+}
+
+/// Reads since lab started.
+#[derive(Serialize, ToSchema)]
+pub struct CountsBody {
+    /// Answered from the cache.
     pub hits: u64,
-    /// Reads that went to the database.
+    /// Gone to the database.
     pub misses: u64,
+}
+
+impl From<crate::store::Counts> for CountsBody {
+    fn from(c: crate::store::Counts) -> Self {
+        CountsBody {
+            hits: c.hits,
+            misses: c.misses,
+        }
+    }
 }
 
 /// The last reconcile pass.
@@ -70,8 +88,8 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             let c = app.store.cache_stats();
             CacheBody {
                 on: c.on,
-                hits: c.hits,
-                misses: c.misses,
+                repos: c.repos.into(),
+                settings: c.settings.into(),
             }
         },
     })

@@ -30,8 +30,28 @@ const MAX_REPOS: usize = 4096;
 #[derive(Debug, Default)]
 pub struct Cache {
     inner: RwLock<Inner>,
+    repos: Counters,
+    settings: Counters,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
     hits: AtomicU64,
     misses: AtomicU64,
+}
+
+impl Counters {
+    fn count(&self, hit: bool) {
+        let counter = if hit { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Counts {
+        Counts {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -44,11 +64,20 @@ struct Inner {
     settings: Option<Settings>,
 }
 
-/// Whether the cache is on, how often it served a read, and how often a
-/// read went to the database.
+/// Whether the cache is on, and how its reads went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheStats {
     pub on: bool,
+    /// `repo_with_global` reads.
+    pub repos: Counts,
+    /// `settings` reads.
+    pub settings: Counts,
+}
+
+/// How often the cache served a read, and how often a read went to the
+/// database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
     pub hits: u64,
     pub misses: u64,
 }
@@ -75,7 +104,7 @@ impl Cache {
 
     pub fn repo(&self, key: &RepoKey) -> Option<(Repo, Defaults)> {
         let hit = self.read().repos.get(key).cloned();
-        self.count(hit.is_some());
+        self.repos.count(hit.is_some());
         hit
     }
 
@@ -92,7 +121,7 @@ impl Cache {
 
     pub fn settings(&self) -> Option<Settings> {
         let hit = self.read().settings.clone();
-        self.count(hit.is_some());
+        self.settings.count(hit.is_some());
         hit
     }
 
@@ -127,14 +156,9 @@ impl Cache {
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             on: self.read().on,
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
+            repos: self.repos.get(),
+            settings: self.settings.get(),
         }
-    }
-
-    fn count(&self, hit: bool) {
-        let counter = if hit { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
@@ -183,14 +207,7 @@ mod tests {
         let g = c.generation();
         c.store_repo(g, &key, &repo("a"));
         assert_eq!(c.repo(&key).unwrap().0.name, "a");
-        assert_eq!(
-            c.stats(),
-            CacheStats {
-                on: true,
-                hits: 1,
-                misses: 1
-            }
-        );
+        assert_eq!(c.stats().repos, Counts { hits: 1, misses: 1 });
     }
 
     #[test]

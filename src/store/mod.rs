@@ -29,7 +29,7 @@ use sqlx::sqlite::{
 use crate::validate::Invalid;
 
 pub use afk::{Claim, ClaimResult};
-pub use cache::CacheStats;
+pub use cache::{CacheStats, Counts};
 pub use issues::{CommentRow, IssueRow, NewPullRow, PullRow};
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
@@ -88,23 +88,29 @@ macro_rules! on_db {
 /// returns `Ok`. SQLite takes the write lock up front (`BEGIN IMMEDIATE`);
 /// on PostgreSQL, the optional `pg_lock` statement runs first (a
 /// `SELECT … FOR UPDATE` that serialises read-modify-write transactions).
-/// With `notify: true`, a committed PostgreSQL transaction also tells the
-/// other nodes to empty their caches (`notify.rs`); the caller empties this
-/// node's (see `Store::changed`).
+/// With `changes: cache`, the transaction changes rows the resolve cache
+/// holds (ADR 11): on PostgreSQL it also notifies the other nodes, and it
+/// commits through [`commit_changes`], which empties this node's cache.
 macro_rules! in_tx {
     ($db:expr, $tx:ident => $body:expr) => {
-        in_tx!($db, $tx, pg_lock: "", notify: false => $body)
+        in_tx!($db, $tx, pg_lock: "" => $body)
     };
     ($db:expr, $tx:ident, pg_lock: $lock:expr => $body:expr) => {
-        in_tx!($db, $tx, pg_lock: $lock, notify: false => $body)
+        in_tx!(@run $db, $tx, $lock, None => $body)
     };
-    ($db:expr, $tx:ident, pg_lock: $lock:expr, notify: $notify:expr => $body:expr) => {
+    ($db:expr, $tx:ident, pg_lock: $lock:expr, changes: $cache:expr => $body:expr) => {
+        in_tx!(@run $db, $tx, $lock, Some($cache) => $body)
+    };
+    (@run $db:expr, $tx:ident, $lock:expr, $cache:expr => $body:expr) => {
         match $db {
             $crate::store::Db::Sqlite(pool) => {
                 let mut $tx = pool.begin_with("BEGIN IMMEDIATE").await?;
                 let out = $body;
                 if out.is_ok() {
-                    $tx.commit().await?;
+                    match $cache {
+                        Some(cache) => $crate::store::commit_changes($tx, cache).await?,
+                        None => $tx.commit().await?,
+                    }
                 }
                 out
             }
@@ -116,15 +122,39 @@ macro_rules! in_tx {
                 }
                 let out = $body;
                 if out.is_ok() {
-                    if $notify {
-                        sqlx::query($crate::store::notify::NOTIFY).execute(&mut *$tx).await?;
+                    match $cache {
+                        Some(cache) => {
+                            sqlx::query($crate::store::notify::NOTIFY).execute(&mut *$tx).await?;
+                            $crate::store::commit_changes($tx, cache).await?
+                        }
+                        None => $tx.commit().await?,
                     }
-                    $tx.commit().await?;
                 }
                 out
             }
         }
     };
+}
+
+/// Commits a transaction that changed cached rows, then empties this node's
+/// cache, in a task of its own: a caller dropped mid-commit (a client that
+/// hung up) cannot leave the commit landed and the cache unemptied. A commit
+/// that failed may still have landed, so the cache is emptied either way.
+pub(crate) async fn commit_changes<DB: sqlx::Database>(
+    tx: sqlx::Transaction<'static, DB>,
+    cache: &std::sync::Arc<cache::Cache>,
+) -> Result<()> {
+    let cache = cache.clone();
+    let committed = tokio::spawn(async move {
+        let done = tx.commit().await;
+        cache.invalidate();
+        done
+    })
+    .await;
+    match committed {
+        Ok(done) => Ok(done?),
+        Err(e) => Err(StoreError::Db(sqlx::Error::Io(std::io::Error::other(e)))),
+    }
 }
 
 pub(crate) use {in_tx, on_db};
@@ -212,7 +242,12 @@ impl Store {
     pub async fn migrate(&self) -> Result<()> {
         match &self.db {
             Db::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
-            Db::Pg(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+            Db::Pg(pool) => {
+                sqlx::migrate!("migrations/postgres").run(pool).await?;
+                // A migration may change cached rows: other nodes forget
+                // theirs (a rolling upgrade runs it while they serve).
+                sqlx::query(notify::NOTIFY).execute(pool).await?;
+            }
         }
         self.cache.invalidate();
         Ok(())
@@ -275,14 +310,6 @@ impl Store {
     /// not (ADR 11).
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
-    }
-
-    /// Empties this node's cache after a write that may have changed a cached
-    /// row, whatever the write's outcome (a failed commit may still have
-    /// committed), and hands the outcome back.
-    fn changed<T>(&self, outcome: Result<T>) -> Result<T> {
-        self.cache.invalidate();
-        outcome
     }
 
     pub(crate) fn db(&self) -> &Db {

@@ -246,7 +246,7 @@ impl Store {
         let now = now_ms();
         let select = format!("SELECT {COLUMNS} FROM repos r WHERE {}", where_key(key));
         let lock = format!("{select} FOR UPDATE");
-        let outcome: Result<_> = async { in_tx!(self.db(), tx, pg_lock: "", notify: true => {
+        in_tx!(self.db(), tx, pg_lock: "", changes: &self.cache => {
             let sql = if self.backend() == "postgres" { lock } else { select };
             let row: Option<RepoRow> = bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key)
                 .fetch_optional(&mut *tx)
@@ -291,9 +291,7 @@ impl Store {
                     }
                 },
             }
-        }) }
-        .await;
-        self.changed(outcome)
+        })
     }
 
     pub async fn delete_repo(&self, key: &RepoKey) -> Result<()> {
@@ -301,16 +299,12 @@ impl Store {
             "DELETE FROM repos WHERE {}",
             where_key(key).replace("r.", "")
         );
-        let outcome: Result<_> = async {
-            in_tx!(self.db(), tx, pg_lock: "", notify: true => {
-                let done = bind_key!(sqlx::query(sqlx::AssertSqlSafe(sql)), key)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                if done == 0 { Err(StoreError::NotFound) } else { Ok(()) }
-            })
-        }
-        .await;
-        self.changed(outcome)
+        in_tx!(self.db(), tx, pg_lock: "", changes: &self.cache => {
+            let done = bind_key!(sqlx::query(sqlx::AssertSqlSafe(sql)), key)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if done == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+        })
     }
 }

@@ -125,7 +125,7 @@ impl Store {
     /// A change that fails validation writes nothing.
     pub async fn update_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
         let now = now_ms();
-        let outcome: Result<_> = async { in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE", notify: true => {
+        in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE", changes: &self.cache => {
             let rows: Vec<AllRow> = sqlx::query_as(SELECT_ALL).fetch_all(&mut *tx).await?;
             let current = assemble_all(rows)?;
             match settings::apply(&current, patch) {
@@ -166,8 +166,6 @@ impl Store {
                     Ok(next)
                 }
             }
-        }) }
-        .await;
-        self.changed(outcome)
+        })
     }
 }

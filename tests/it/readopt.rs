@@ -121,7 +121,7 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
 
     // A second server on the same data dir (and so the same tmux server and
     // runs) is refused, and takes nothing over.
-    let second = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+    let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(&data)
         .args(
@@ -129,10 +129,25 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
                 .map(|u| vec!["--database-url", u])
                 .unwrap_or_default(),
         )
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let said = String::from_utf8_lossy(&second.stderr);
-    assert!(!second.status.success(), "{said}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            second.kill().unwrap();
+            second.wait().unwrap();
+            panic!("a second lab serve on the same data dir kept running");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(!status.success(), "{said}");
     assert!(
         said.contains("another lab server is using the data dir"),
         "{said}"
