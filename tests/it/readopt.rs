@@ -159,20 +159,11 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     // While lab is down: one agent exits, one session disappears, and a
     // session nobody made appears on lab's socket.
     let gone = vanishes["session"].as_str().unwrap();
-    let st = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(&socket)
-        .args(["kill-session", "-t", &format!("={gone}")])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let st = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(&socket)
-        .args(["new-session", "-d", "-s", "intruder", "--", "sleep", "300"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    agent::tmux(&socket, &["kill-session", "-t", &format!("={gone}")]);
+    agent::tmux(
+        &socket,
+        &["new-session", "-d", "-s", "intruder", "--", "sleep", "300"],
+    );
     tokio::time::sleep(Duration::from_millis(2000)).await;
 
     let lab2 = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::on_both;
-use crate::support::agent::pid_alive;
+use crate::support::agent::{self, pid_alive};
 use crate::support::{Backend, TestServer, id};
 
 async fn stop_ends_the_agent_and_its_child(b: Backend) {
@@ -157,17 +157,8 @@ async fn a_killed_session_takes_the_agent_with_it(b: Backend) {
         .trim()
         .parse()
         .unwrap();
-    let st = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(s.runner().tmux.socket())
-        .args([
-            "kill-session",
-            "-t",
-            &format!("={}", run["session"].as_str().unwrap()),
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let session = format!("={}", run["session"].as_str().unwrap());
+    agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
     let failed = s.wait_state(id(&run), "failed").await;
     assert!(
         failed["state_reason"]
@@ -196,18 +187,8 @@ async fn ctrl_c_in_the_session_is_for_the_agent(b: Backend) {
     s.add_repo("r").await;
     let run = s.start_run("r", "stay").await;
     s.record(id(&run), "child").await;
-    let st = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(s.runner().tmux.socket())
-        .args([
-            "send-keys",
-            "-t",
-            &format!("={}:", run["session"].as_str().unwrap()),
-            "C-c",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let pane = format!("={}:", run["session"].as_str().unwrap());
+    agent::tmux(s.runner().tmux.socket(), &["send-keys", "-t", &pane, "C-c"]);
     let ended = s.wait_state(id(&run), "exited").await;
     assert_eq!(ended["exit_signal"], 2, "{ended}");
     s.stop().await;

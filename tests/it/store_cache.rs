@@ -155,20 +155,45 @@ async fn cached_reads_follow_every_write(b: Backend) {
     ));
 }
 
+/// A PostgreSQL node on a fresh database (`None` without PostgreSQL), its
+/// URL, and the id of a repo its cache holds.
+async fn node_with_a_cached_repo(name: &str) -> Option<(Backend, String, Store, i64)> {
+    let b = Backend::postgres()?;
+    let url = b.fresh_url().await.unwrap();
+    let a = Store::connect(&url).await.unwrap();
+    a.migrate().await.unwrap();
+    let created = a.create_repo(&new_repo(name)).await.unwrap();
+    let key = RepoKey::Id(created.id);
+    until_cached(&a, &key).await;
+    Some((b, url, a, created.id))
+}
+
+/// What another node's `update_repo` does, without a store: change the
+/// repo's model and notify, in one transaction.
+async fn write_as_another_node(conn: &mut sqlx::PgConnection, id: i64, model: &str) {
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("UPDATE repos SET model_default = $1 WHERE id = $2")
+        .bind(model)
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("NOTIFY lab_cache")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
 /// Two nodes on one PostgreSQL database: a write on one reaches the other's
 /// cache (by its notification) within moments.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_nodes_write_empties_this_nodes_cache() {
-    let Some(b) = Backend::postgres() else {
+    let Some((_, url, a, id)) = node_with_a_cached_repo("shared").await else {
         return;
     };
-    let url = b.fresh_url().await.unwrap();
-    let a = Store::connect(&url).await.unwrap();
-    a.migrate().await.unwrap();
+    let key = RepoKey::Id(id);
     let other = Store::connect(&url).await.unwrap();
-    let created = a.create_repo(&new_repo("shared")).await.unwrap();
-    let key = RepoKey::Id(created.id);
-    until_cached(&a, &key).await;
     a.settings().await.unwrap();
     // Both nodes probe their listeners while nothing is written; a probe
     // empties no cache. (A probe answered late on a loaded machine turns the
@@ -229,15 +254,10 @@ async fn another_nodes_write_empties_this_nodes_cache() {
 /// cache) again afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
-    let Some(b) = Backend::postgres() else {
+    let Some((b, url, a, id)) = node_with_a_cached_repo("deaf").await else {
         return;
     };
-    let url = b.fresh_url().await.unwrap();
-    let a = Store::connect(&url).await.unwrap();
-    a.migrate().await.unwrap();
-    let created = a.create_repo(&new_repo("deaf")).await.unwrap();
-    let key = RepoKey::Id(created.id);
-    until_cached(&a, &key).await;
+    let key = RepoKey::Id(id);
 
     // Another node's write while a cannot hear it: no connection to the
     // database may open, all of a's end (its listener among them, waited
@@ -271,17 +291,7 @@ async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
         ended.iter().any(|(q, _)| is_listener(q)),
         "a's listening connection was among them: {ended:?}"
     );
-    let mut tx = other.begin().await.unwrap();
-    sqlx::query("UPDATE repos SET model_default = 'haiku' WHERE id = $1")
-        .bind(created.id)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    sqlx::query("NOTIFY lab_cache")
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    write_as_another_node(&mut other, id, "haiku").await;
     sqlx::query(sqlx::AssertSqlSafe(allow(true)))
         .execute(&mut admin)
         .await
@@ -293,15 +303,7 @@ async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
     .await;
     // It listens again: the cache answers, and hears the next write.
     until_cached(&a, &key).await;
-    sqlx::query("UPDATE repos SET model_default = 'opus' WHERE id = $1")
-        .bind(created.id)
-        .execute(&mut other)
-        .await
-        .unwrap();
-    sqlx::query("NOTIFY lab_cache")
-        .execute(&mut other)
-        .await
-        .unwrap();
+    write_as_another_node(&mut other, id, "opus").await;
     until_seen(&a, &key, Duration::from_secs(3), |r| {
         r.defaults.model_default.as_deref() == Some("opus")
     })
@@ -335,15 +337,10 @@ impl Drop for Stopped {
 /// unanswered, so it stops trusting its cache within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_whose_listener_went_silent_stops_trusting_its_cache() {
-    let Some(b) = Backend::postgres() else {
+    let Some((_, url, a, id)) = node_with_a_cached_repo("frozen").await else {
         return;
     };
-    let url = b.fresh_url().await.unwrap();
-    let a = Store::connect(&url).await.unwrap();
-    a.migrate().await.unwrap();
-    let created = a.create_repo(&new_repo("frozen")).await.unwrap();
-    let key = RepoKey::Id(created.id);
-    until_cached(&a, &key).await;
+    let key = RepoKey::Id(id);
 
     let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
     let listeners: Vec<(i32, String)> = sqlx::query_as(
@@ -372,17 +369,7 @@ async fn a_node_whose_listener_went_silent_stops_trusting_its_cache() {
         return;
     }
     let frozen = Stopped::stop(listeners[0]);
-    let mut tx = other.begin().await.unwrap();
-    sqlx::query("UPDATE repos SET model_default = 'haiku' WHERE id = $1")
-        .bind(created.id)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    sqlx::query("NOTIFY lab_cache")
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    write_as_another_node(&mut other, id, "haiku").await;
 
     let started = Instant::now();
     until_seen(&a, &key, Duration::from_secs(6), |r| {

@@ -53,6 +53,24 @@ pub fn env(bytes: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Runs a tmux command on lab's socket, as a person at a terminal would, and
+/// asserts it succeeded; returns what it printed.
+pub fn tmux(socket: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(socket)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tmux {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Kills a tmux server and what runs in it.
 pub fn kill_tmux(socket: &Path) {
     if socket.exists() {
