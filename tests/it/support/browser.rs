@@ -23,15 +23,70 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A Chromium start that failed, and the chromedriver log that says why.
+struct StartFailure {
+    error: WebDriverError,
+    log: PathBuf,
+}
+
+/// How many times a Chromium session is tried before the test fails. A
+/// fresh Chromium very rarely exits while it starts (seen once in CI, on a
+/// freshly installed Chromium, with two starting at once); that is the
+/// machine's, not the page's, so it is retried with a fresh profile and a
+/// fresh chromedriver, and each failure's log is kept and reported.
+const START_ATTEMPTS: u32 = 3;
+
 impl Browser {
     /// Starts chromedriver and a headless Chromium. `test` names the
-    /// screenshot folder.
+    /// screenshot folder (which also keeps chromedriver's log).
     pub async fn start(base: &str, test: &str) -> Browser {
+        let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/browser-screenshots")
+            .join(test);
+        std::fs::create_dir_all(&shots).unwrap();
+        for attempt in 1..=START_ATTEMPTS {
+            let _ = std::fs::remove_file(shots.join(format!("chromedriver-{attempt}.log")));
+        }
+        for attempt in 1..=START_ATTEMPTS {
+            match Self::try_start(&shots, attempt).await {
+                Ok((driver, chromedriver, profile)) => {
+                    return Browser {
+                        driver,
+                        chromedriver,
+                        _profile: profile,
+                        shots,
+                        base: base.trim_end_matches('/').to_owned(),
+                    };
+                }
+                Err(f) => {
+                    let log = std::fs::read_to_string(&f.log).unwrap_or_default();
+                    let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                    eprintln!(
+                        "Chromium did not start (attempt {attempt} of {START_ATTEMPTS}): {}\n\
+                         chromedriver's log ({}) ends:\n{}",
+                        f.error,
+                        f.log.display(),
+                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                    );
+                }
+            }
+        }
+        panic!("Chromium did not start in {START_ATTEMPTS} attempts (see the logs above)");
+    }
+
+    async fn try_start(
+        shots: &std::path::Path,
+        attempt: u32,
+    ) -> Result<(WebDriver, Child, tempfile::TempDir), StartFailure> {
         let port = free_port();
-        let chromedriver = Command::new(
+        let log = shots.join(format!("chromedriver-{attempt}.log"));
+        let mut chromedriver = Command::new(
             std::env::var("LAB_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into()),
         )
         .arg(format!("--port={port}"))
+        .arg(format!("--log-path={}", log.display()))
+        .arg("--log-level=INFO")
+        .arg("--enable-chrome-logs")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -64,19 +119,13 @@ impl Browser {
         }
         caps.add_arg(&format!("--user-data-dir={}", profile.path().display()))
             .unwrap();
-        let driver = WebDriver::new(&url, caps)
-            .await
-            .expect("a Chromium session");
-        let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target/browser-screenshots")
-            .join(test);
-        std::fs::create_dir_all(&shots).unwrap();
-        Browser {
-            driver,
-            chromedriver,
-            _profile: profile,
-            shots,
-            base: base.trim_end_matches('/').to_owned(),
+        match WebDriver::new(&url, caps).await {
+            Ok(driver) => Ok((driver, chromedriver, profile)),
+            Err(error) => {
+                let _ = chromedriver.kill();
+                let _ = chromedriver.wait();
+                Err(StartFailure { error, log })
+            }
         }
     }
 
