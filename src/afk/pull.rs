@@ -2,6 +2,8 @@
 //! pushes the branch to a forge with its own credentials, or records it in
 //! the built-in tracker, and notes it on the run's AFK claim.
 
+use std::sync::Arc;
+
 use base64::Engine;
 
 use crate::issues::config::{GITHUB_API, SourceKind};
@@ -70,14 +72,37 @@ fn auth_header(repo: &Repo) -> Option<String> {
 }
 
 /// Opens the pull request of a run's branch against the repo's default
-/// branch. One per run.
+/// branch. One per run: a run that already opened one, or is opening one
+/// right now, is told so. The work runs as a task of its own, so a caller
+/// that goes away cannot leave a pull request opened but not noted.
 pub async fn open(
-    runner: &Runner,
+    runner: &Arc<Runner>,
     run: &Run,
     title: &str,
     body: &str,
 ) -> Result<PullRequest, PullError> {
     let (title, body) = check(title, body)?;
+    let runner = runner.clone();
+    let run = run.clone();
+    tokio::spawn(async move {
+        let Some(_opening) = runner.opening_pull.enter(run.id) else {
+            return Err(PullError::Conflict(format!(
+                "run {} is already opening a pull request",
+                run.id
+            )));
+        };
+        open_now(&runner, &run, title, body).await
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+async fn open_now(
+    runner: &Runner,
+    run: &Run,
+    title: String,
+    body: String,
+) -> Result<PullRequest, PullError> {
     let store = &runner.store;
     let repo_id = run.repo_id.ok_or_else(|| {
         PullError::Conflict(format!("run {}'s repo was removed from lab", run.id))
@@ -88,7 +113,11 @@ pub async fn open(
         .clone()
         .ok_or_else(|| PullError::Conflict(format!("run {} has no branch", run.id)))?;
     let claim = store.claim_of_run(run.id).await?;
-    if let Some(url) = claim.as_ref().and_then(|c| c.pr_url.clone()) {
+    let opened = match claim.as_ref().and_then(|c| c.pr_url.clone()) {
+        Some(url) => Some(url),
+        None => store.pull_of_run(run.id).await?,
+    };
+    if let Some(url) = opened {
         return Err(PullError::Conflict(format!(
             "run {} already opened a pull request: {url}",
             run.id

@@ -6,6 +6,7 @@
 //! only by [`proctree`].
 
 pub mod agent_config;
+pub mod busy;
 pub mod cli_check;
 pub mod exec;
 mod launch;

@@ -76,7 +76,7 @@ impl Runner {
         let mut to_close: Vec<String> = Vec::new();
 
         for run in &runs {
-            if self.ending.lock().expect("poisoned").contains(&run.id) {
+            if self.ending.contains(run.id) {
                 continue;
             }
             let launching = launching_then.contains(&run.id)

@@ -3,11 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::agent_config::AgentConfig;
+use super::busy::RunSet;
 use super::tmux::Tmux;
 use super::workspace::Workspaces;
 use super::{Run, proctree};
@@ -67,7 +68,9 @@ pub struct Runner {
     /// Launches that have not yet registered their run id.
     pub(super) pending: AtomicUsize,
     /// Runs being stopped: the stop, not reconcile, records how they ended.
-    pub(super) ending: Mutex<HashSet<i64>>,
+    pub(super) ending: RunSet,
+    /// Runs whose pull request is being opened.
+    pub opening_pull: RunSet,
     /// Sessions on lab's socket that no run owns, as of the last pass.
     pub(super) strays: Mutex<Vec<String>>,
     pub(super) passes: AtomicUsize,
@@ -97,7 +100,8 @@ impl Runner {
             cfg,
             launching: Mutex::new(HashSet::new()),
             pending: AtomicUsize::new(0),
-            ending: Mutex::new(HashSet::new()),
+            ending: RunSet::default(),
+            opening_pull: RunSet::default(),
             strays: Mutex::new(Vec::new()),
             passes: AtomicUsize::new(0),
             pass_lock: tokio::sync::Mutex::new(()),
@@ -121,8 +125,18 @@ impl Runner {
         self.cfg.data_dir.join("runs").join(id.to_string())
     }
 
-    /// Stops a live run: its whole process tree, then its session.
-    pub async fn stop(&self, id: i64, why: &str) -> Result<Run, RunError> {
+    /// Stops a live run: its whole process tree, then its session. The stop
+    /// runs as a task of its own, so a caller that goes away (a client that
+    /// hung up) cannot cut it short: it finishes and records the run.
+    pub async fn stop(self: &Arc<Self>, id: i64, why: &str) -> Result<Run, RunError> {
+        let me = self.clone();
+        let why = why.to_owned();
+        tokio::spawn(async move { me.stop_here(id, &why).await })
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    }
+
+    async fn stop_here(&self, id: i64, why: &str) -> Result<Run, RunError> {
         let run = self.store.run(id).await?;
         if !run.state.is_active() {
             return Err(RunError::Conflict(format!(
@@ -141,14 +155,12 @@ impl Runner {
                 "run {id} is still starting; try again in a moment"
             )));
         }
-        if !self.ending.lock().expect("poisoned").insert(id) {
+        let Some(_ending) = self.ending.enter(id) else {
             return Err(RunError::Conflict(format!(
                 "run {id} is already being stopped"
             )));
-        }
-        let result = self.end_tree(&run, why).await;
-        self.ending.lock().expect("poisoned").remove(&id);
-        result?;
+        };
+        self.end_tree(&run, why).await?;
         Ok(self.store.run(id).await?)
     }
 

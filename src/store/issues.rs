@@ -336,6 +336,17 @@ impl Store {
         ))
     }
 
+    /// The URL of the pull request a run opened in the built-in tracker.
+    pub async fn pull_of_run(&self, run_id: i64) -> Result<Option<String>> {
+        let row: Option<(String,)> = on_db!(self.db(), pool => {
+            sqlx::query_as("SELECT url FROM pulls WHERE run_id = $1 ORDER BY number LIMIT 1")
+                .bind(run_id)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(row.map(|(u,)| u))
+    }
+
     pub async fn pulls(&self, repo_id: i64) -> Result<Vec<PullRow>> {
         Ok(on_db!(self.db(), pool => {
             sqlx::query_as(

@@ -13,6 +13,7 @@ mod contract;
 mod doctor;
 mod forges;
 mod labctl;
+mod once;
 mod readopt;
 mod real_cli;
 mod runs;

@@ -1,0 +1,128 @@
+//! Things a run does once, however its callers behave: a stop whose client
+//! hangs up still ends the run, and a run opens one pull request however
+//! often, and however much at once, it asks.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::on_both;
+use crate::support::{Backend, TestServer, id};
+
+/// The operator's client gives up while the stop waits out an agent that
+/// ignores SIGTERM. The stop still finishes: the run is stopped, its
+/// processes are gone, and it is not left "being stopped" for ever.
+async fn a_stop_finishes_when_its_client_hangs_up(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let ready = s.tmp().join("deaf.ready");
+    let script = s.tmp().join("deaf.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "trap '' TERM HUP\necho $$ > {}\nwhile :; do sleep 1; done\n",
+            ready.display()
+        ),
+    )
+    .unwrap();
+    let run = s
+        .start_run("r", &format!("FAKE_RUN={}", script.display()))
+        .await;
+    let deaf: i64 = loop {
+        if let Ok(t) = std::fs::read_to_string(&ready)
+            && let Ok(p) = t.trim().parse()
+        {
+            break p;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let gave_up = s
+        .req(
+            reqwest::Method::POST,
+            &format!("/api/v1/runs/{}/stop", id(&run)),
+        )
+        .timeout(Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(
+        gave_up.as_ref().is_err_and(reqwest::Error::is_timeout),
+        "the stop should outlast the client's patience: {gave_up:?}"
+    );
+    let stopped = s.wait_run(id(&run), 15, |r| r["state"] != "running").await;
+    assert_eq!(stopped["state"], "stopped", "{stopped}");
+    assert!(
+        !crate::support::agent::pid_alive(deaf),
+        "the process that ignored SIGTERM survived"
+    );
+    s.stop().await;
+}
+
+/// Eight requests for one run's pull request at the same moment: one opens
+/// it, the other seven are told the run is already opening one or has one.
+async fn pull_requests_asked_at_once_open_one(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "stay").await;
+    s.record(id(&run), "child").await;
+    let path = format!("/api/v1/runs/{}/pull", id(&run));
+    let ask = |n: usize| {
+        s.send(
+            s.req(reqwest::Method::POST, &path)
+                .json(&json!({"title": format!("Try {n}"), "body": ""})),
+        )
+    };
+    let answers = futures_util::future::join_all((0..8).map(ask)).await;
+    let created: Vec<&Value> = answers
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(|r| &r.body)
+        .collect();
+    assert_eq!(created.len(), 1, "{answers:?}");
+    for r in answers.iter().filter(|r| r.status != 201) {
+        assert_eq!(r.status, 409, "{r:?}");
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("pull request"),
+            "{r:?}"
+        );
+    }
+    let pulls = s.get("/api/v1/repos/r/pulls").await.ok();
+    assert_eq!(pulls.as_array().unwrap().len(), 1, "{pulls}");
+    assert_eq!(pulls[0]["url"], created[0]["url"]);
+    s.stop().await;
+}
+
+/// A manual run opens one pull request: asking again is a conflict that
+/// names the first, and records nothing.
+async fn a_manual_run_opens_one_pull_request(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "stay").await;
+    s.record(id(&run), "child").await;
+    let path = format!("/api/v1/runs/{}/pull", id(&run));
+    let pr = s
+        .post(&path, json!({"title": "One", "body": "the first"}))
+        .await
+        .expect(201);
+    assert_eq!(pr["head"], run["branch"], "{pr}");
+    let e = s
+        .post(&path, json!({"title": "Two", "body": "the second"}))
+        .await
+        .expect(409);
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("already opened") && msg.contains(pr["url"].as_str().unwrap()),
+        "{e}"
+    );
+    let pulls = s.get("/api/v1/repos/r/pulls").await.ok();
+    assert_eq!(pulls.as_array().unwrap().len(), 1, "{pulls}");
+    s.stop().await;
+}
+
+on_both!(
+    a_stop_finishes_when_its_client_hangs_up,
+    pull_requests_asked_at_once_open_one,
+    a_manual_run_opens_one_pull_request,
+);
