@@ -18,6 +18,17 @@ pub mod store;
 pub mod validate;
 pub mod web;
 
+/// Runs `work` as a task of its own and waits for it. Work that must finish
+/// once begun (a stop, a launch, a commit that empties the cache) goes
+/// through here: when the caller's future is dropped, as when a client hangs
+/// up, the work still runs to its end. A panic in it is the caller's panic.
+pub async fn to_the_end<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> T {
+    match tokio::spawn(work).await {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
 /// Installs the TLS crypto provider HTTP clients use (ring). Idempotent;
 /// call before building a `reqwest::Client`.
 pub fn init_tls() {

@@ -206,7 +206,16 @@ impl Scheduler {
 
     /// Starts an AFK run of `repo` for its next ready issue. `asked` is an
     /// operator's request (`afk start`): allowed on a repo whose AFK is off.
-    pub async fn start_next(&self, repo: &Repo, asked: bool) -> Result<Run, StartError> {
+    /// It runs as a task of its own, so a client that hangs up between the
+    /// claim and its run cannot leave a claim without a run (or a run its
+    /// claim does not name).
+    pub async fn start_next(self: &Arc<Self>, repo: &Repo, asked: bool) -> Result<Run, StartError> {
+        let me = self.clone();
+        let repo = repo.clone();
+        crate::to_the_end(async move { me.start_next_here(&repo, asked).await }).await
+    }
+
+    async fn start_next_here(&self, repo: &Repo, asked: bool) -> Result<Run, StartError> {
         let store = &self.runner.store;
         if store.afk_paused().await? {
             return Err(StartError::Paused(

@@ -84,7 +84,7 @@ pub async fn open(
     let (title, body) = check(title, body)?;
     let runner = runner.clone();
     let run = run.clone();
-    tokio::spawn(async move {
+    crate::to_the_end(async move {
         let Some(_opening) = runner.opening_pull.enter(run.id) else {
             return Err(PullError::Conflict(format!(
                 "run {} is already opening a pull request",
@@ -94,7 +94,6 @@ pub async fn open(
         open_now(&runner, &run, title, body).await
     })
     .await
-    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
 async fn open_now(

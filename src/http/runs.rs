@@ -162,17 +162,20 @@ pub async fn start_manual(
         .repo_with_global(&key)
         .await
         .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
-    app.runner
-        .launch_timed(LaunchRequest {
-            repo,
-            global,
-            kind: RunKind::Manual,
-            model,
-            effort,
-            prompt,
-            prompt_names_branch: false,
-            env: BTreeMap::new(),
-        })
+    let req = LaunchRequest {
+        repo,
+        global,
+        kind: RunKind::Manual,
+        model,
+        effort,
+        prompt,
+        prompt_names_branch: false,
+        env: BTreeMap::new(),
+    };
+    // A task of its own: a client that hangs up mid-launch still gets its
+    // run started and recorded, not half of one.
+    let runner = app.runner.clone();
+    crate::to_the_end(async move { runner.launch_timed(req).await })
         .await
         .map_err(launch_error)
 }

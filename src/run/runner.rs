@@ -131,9 +131,7 @@ impl Runner {
     pub async fn stop(self: &Arc<Self>, id: i64, why: &str) -> Result<Run, RunError> {
         let me = self.clone();
         let why = why.to_owned();
-        tokio::spawn(async move { me.stop_here(id, &why).await })
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        crate::to_the_end(async move { me.stop_here(id, &why).await }).await
     }
 
     async fn stop_here(&self, id: i64, why: &str) -> Result<Run, RunError> {
@@ -186,8 +184,14 @@ impl Runner {
         Ok(())
     }
 
-    /// Removes an ended run: its workspace, its log, its row.
-    pub async fn remove(&self, id: i64) -> Result<(), RunError> {
+    /// Removes an ended run: its workspace, its log, its row. Like a stop, it
+    /// runs as a task of its own and is not cut short by a caller that goes.
+    pub async fn remove(self: &Arc<Self>, id: i64) -> Result<(), RunError> {
+        let me = self.clone();
+        crate::to_the_end(async move { me.remove_here(id).await }).await
+    }
+
+    async fn remove_here(&self, id: i64) -> Result<(), RunError> {
         let run = self.store.run(id).await?;
         if run.state.is_active() {
             return Err(RunError::Conflict(format!(

@@ -145,16 +145,13 @@ pub(crate) async fn commit_changes<DB: sqlx::Database>(
     cache: &std::sync::Arc<cache::Cache>,
 ) -> Result<()> {
     let cache = cache.clone();
-    let committed = tokio::spawn(async move {
+    crate::to_the_end(async move {
         let done = tx.commit().await;
         cache.invalidate();
         done
     })
-    .await;
-    match committed {
-        Ok(done) => Ok(done?),
-        Err(e) => Err(StoreError::Db(sqlx::Error::Io(std::io::Error::other(e)))),
-    }
+    .await?;
+    Ok(())
 }
 
 pub(crate) use {in_tx, on_db};

@@ -1,5 +1,6 @@
 //! Two `lab serve` processes on one PostgreSQL database, their schedulers
-//! racing over many issues: no issue is launched twice, no cap is exceeded.
+//! and operators' `afk start` racing over many issues: no issue is launched
+//! twice, no cap is exceeded.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -83,7 +84,24 @@ async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap() {
     let total = (repos * per_repo) as i64;
     let (mut max_global, mut max_repo) = (0i64, 0i64);
     let deadline = Instant::now() + Duration::from_secs(240);
+    // Operators start runs on both nodes meanwhile, into the schedulers'
+    // race. It also keeps one node from holding every slot (a node that
+    // settles a run ticks at once, so on a loaded machine one node could
+    // otherwise take every issue and the race would go untested).
+    let mut asked = 0usize;
     loop {
+        let node = if asked.is_multiple_of(2) { &a } else { &b };
+        let path = format!("/api/v1/repos/r{}/afk/start", asked % repos);
+        let st = api(node, Method::POST, &path, json!(null))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert!(
+            st == 201 || st == 409,
+            "POST {path} answered {st}; a start is made or refused"
+        );
+        asked += 1;
         let (active,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM afk_claims WHERE active")
             .fetch_one(&mut conn)
             .await

@@ -1,5 +1,5 @@
-//! Things a run does once, however its callers behave: a stop whose client
-//! hangs up still ends the run, and a run opens one pull request however
+//! Things a run does once, however its callers behave: a start or a stop
+//! whose client hangs up still finishes, and a run opens one pull request however
 //! often, and however much at once, it asks.
 
 use std::time::Duration;
@@ -54,6 +54,93 @@ async fn a_stop_finishes_when_its_client_hangs_up(b: Backend) {
         !crate::support::agent::pid_alive(deaf),
         "the process that ignored SIGTERM survived"
     );
+    s.stop().await;
+}
+
+/// Makes every launch of `repo` take a while: git runs the repository's
+/// post-checkout hook when lab adds a run's worktree.
+async fn slow_worktrees(s: &TestServer, repo: &str) {
+    let path = s.get(&format!("/api/v1/repos/{repo}")).await.ok()["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hook = std::path::Path::new(&path).join(".git/hooks/post-checkout");
+    std::fs::write(&hook, "#!/bin/sh\nsleep 1.5\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Sends `path` a POST and gives up after 300 ms, well inside a slow launch.
+async fn hang_up(s: &TestServer, path: &str, body: Value) {
+    let gave_up = s
+        .req(reqwest::Method::POST, path)
+        .json(&body)
+        .timeout(Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(
+        gave_up.as_ref().is_err_and(reqwest::Error::is_timeout),
+        "{path} should outlast the client's patience: {gave_up:?}"
+    );
+}
+
+/// The operator's client gives up while a manual run is being set up: the
+/// run still starts, it is not failed half-made.
+async fn a_start_finishes_when_its_client_hangs_up(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    slow_worktrees(&s, "r").await;
+    hang_up(&s, "/api/v1/runs", json!({"repo": "r", "prompt": "stay"})).await;
+    let id = loop {
+        let runs = s.get("/api/v1/runs").await.ok();
+        if let Some(r) = runs.as_array().unwrap().first() {
+            break id(r);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let run = s.wait_run(id, 15, |r| r["state"] != "starting").await;
+    assert_eq!(run["state"], "running", "{run}");
+    s.record(id, "child").await;
+    s.stop().await;
+}
+
+/// The operator's `afk start` gives up between the claim and its run: the
+/// claim still names the run that works on the issue, so the issue is
+/// neither blocked for nothing nor given to a second run later.
+async fn an_afk_start_whose_client_hangs_up_still_names_its_run(b: Backend) {
+    let s = TestServer::start(b).await;
+    std::fs::write(s.tmp().join("afk.sh"), "while :; do sleep 1; done\n").unwrap();
+    s.add_repo("r").await;
+    slow_worktrees(&s, "r").await;
+    s.post(
+        "/api/v1/repos/r/issues",
+        json!({"title": "Now", "body": "", "labels": ["ready-for-agent"]}),
+    )
+    .await
+    .expect(201);
+    hang_up(&s, "/api/v1/repos/r/afk/start", json!(null)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let claim = loop {
+        let st = s.get("/api/v1/afk/status").await.ok();
+        if let Some(c) = st["recent"].as_array().unwrap().first()
+            && !c["run_id"].is_null()
+        {
+            break c.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the claim never named its run: {st}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(claim["active"], true, "{claim}");
+    let run = s
+        .wait_run(claim["run_id"].as_i64().unwrap(), 15, |r| {
+            r["state"] != "starting"
+        })
+        .await;
+    assert_eq!(run["state"], "running", "{run}");
+    assert_eq!(run["kind"], "afk", "{run}");
     s.stop().await;
 }
 
@@ -123,6 +210,8 @@ async fn a_manual_run_opens_one_pull_request(b: Backend) {
 
 on_both!(
     a_stop_finishes_when_its_client_hangs_up,
+    a_start_finishes_when_its_client_hangs_up,
+    an_afk_start_whose_client_hangs_up_still_names_its_run,
     pull_requests_asked_at_once_open_one,
     a_manual_run_opens_one_pull_request,
 );
