@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 mod common;
-use common::{Api, git_repo, lab_bin, pct, script};
+use common::{Api, fresh_pg, git_repo, lab_bin, pct, script};
 
 const REPOS: usize = 50;
 const ISSUES: usize = 200;
@@ -138,26 +138,6 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
 }
 
 /// A fresh database on the PostgreSQL server of `admin`.
-async fn fresh_pg(admin: &str) -> String {
-    use sqlx::Connection;
-    let name = format!("lab_bench_{}", std::process::id());
-    let mut c = sqlx::PgConnection::connect(admin)
-        .await
-        .expect("PostgreSQL");
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name}"
-    )))
-    .execute(&mut c)
-    .await
-    .unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut c)
-        .await
-        .unwrap();
-    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(admin);
-    format!("{base}/{name}")
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     lab::init_tls();

@@ -131,3 +131,25 @@ pub async fn serve(t: &Path, agent: &Path) -> (Child, Api) {
         .to_owned();
     (child, Api::new(url, token))
 }
+
+/// A fresh PostgreSQL database on the server `admin` names (dropped first if
+/// an earlier run of this process id left it); its URL.
+pub async fn fresh_pg(admin: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("lab_bench_{}", std::process::id());
+    let mut c = sqlx::PgConnection::connect(admin)
+        .await
+        .expect("PostgreSQL");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name}"
+    )))
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(admin);
+    format!("{base}/{name}")
+}

@@ -1,8 +1,6 @@
 //! The AFK scheduler over HTTP: start one run now, pause and resume,
 //! status, and the ledger of outcomes.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,7 +17,7 @@ use super::runs::{RunBody, launch_error};
 use crate::afk::StartError;
 use crate::repo::RepoPatch;
 use crate::settings::Change;
-use crate::store::{Claim, RepoKey};
+use crate::store::{Claim, LedgerBy, LedgerCount, RepoKey, Store, StoreError};
 
 fn start_error(e: StartError) -> ApiError {
     match e {
@@ -219,82 +217,45 @@ pub struct LedgerBody {
     pub by_model: Vec<LedgerRow>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
-/// The ledger: AFK runs grouped by repo and by model/effort.
-pub fn ledger(claims: &[Claim]) -> LedgerBody {
-    let mut by_repo: BTreeMap<String, (LedgerRow, Vec<f64>)> = BTreeMap::new();
-    let mut by_model: BTreeMap<(String, String), (LedgerRow, Vec<f64>)> = BTreeMap::new();
-    for c in claims.iter().filter(|c| c.run_id.is_some()) {
-        let model = c.model.clone().unwrap_or_default();
-        let effort = c.effort.clone().unwrap_or_default();
-        let rows = [
-            by_repo.entry(c.repo_name.clone()).or_insert_with(|| {
-                (
-                    LedgerRow {
-                        repo: Some(c.repo_name.clone()),
-                        ..Default::default()
-                    },
-                    Vec::new(),
-                )
-            }),
-            by_model
-                .entry((model.clone(), effort.clone()))
-                .or_insert_with(|| {
-                    (
-                        LedgerRow {
-                            model: Some(model.clone()),
-                            effort: Some(effort.clone()),
-                            ..Default::default()
-                        },
-                        Vec::new(),
-                    )
-                }),
-        ];
-        for (row, durations) in rows {
-            row.runs += 1;
-            match c.outcome.as_deref() {
-                Some("succeeded") => row.succeeded += 1,
-                Some("timed_out") => row.timed_out += 1,
-                Some(_) => row.failed += 1,
-                None => {}
-            }
-            if let (Some(a), Some(b)) = (c.started_at, c.ended_at) {
-                durations.push((b - a) as f64 / 1000.0);
-            }
+/// The ledger: AFK runs grouped by repo and by model/effort, counted by the
+/// database over every AFK run, each list sorted by its group.
+pub async fn ledger(store: &Store) -> Result<LedgerBody, StoreError> {
+    let (repos, models) = tokio::try_join!(
+        store.afk_ledger(LedgerBy::Repo),
+        store.afk_ledger(LedgerBy::Model)
+    )?;
+    let row = |c: LedgerCount, by: LedgerBy| {
+        let (repo, model, effort) = match by {
+            LedgerBy::Repo => (Some(c.name), None, None),
+            LedgerBy::Model => (None, Some(c.name), Some(c.sub)),
+        };
+        let n = |v: i64| usize::try_from(v).unwrap_or(0);
+        LedgerRow {
+            repo,
+            model,
+            effort,
+            runs: n(c.runs),
+            succeeded: n(c.succeeded),
+            failed: n(c.failed),
+            timed_out: n(c.timed_out),
+            median_seconds: c.median_ms.map(|ms| ms / 1000.0),
         }
-    }
-    let finish = |(mut row, d): (LedgerRow, Vec<f64>)| {
-        row.median_seconds = median(d);
-        row
     };
-    LedgerBody {
-        by_repo: by_repo.into_values().map(finish).collect(),
-        by_model: by_model.into_values().map(finish).collect(),
-    }
+    let mut by_repo: Vec<LedgerRow> = repos.into_iter().map(|c| row(c, LedgerBy::Repo)).collect();
+    let mut by_model: Vec<LedgerRow> = models
+        .into_iter()
+        .map(|c| row(c, LedgerBy::Model))
+        .collect();
+    by_repo.sort_by(|a, b| a.repo.cmp(&b.repo));
+    by_model.sort_by(|a, b| (&a.model, &a.effort).cmp(&(&b.model, &b.effort)));
+    Ok(LedgerBody { by_repo, by_model })
 }
 
 /// AFK outcomes per repo and per model/effort: runs, succeeded, failed,
 /// timed out, median duration.
 #[utoipa::path(get, path = "/afk/ledger", tag = "afk", responses((status = 200, body = LedgerBody)))]
 async fn get_ledger(State(app): State<AppState>) -> ApiResult<Json<LedgerBody>> {
-    let claims = app
-        .store
-        .claims(100_000)
-        .await
-        .map_err(ApiError::internal)?;
-    Ok(Json(ledger(&claims)))
+    Ok(Json(ledger(&app.store).await.map_err(ApiError::internal)?))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

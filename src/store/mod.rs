@@ -11,6 +11,7 @@
 mod afk;
 mod cache;
 mod issues;
+mod ledger;
 mod notify;
 mod reads;
 mod repos;
@@ -31,6 +32,7 @@ use crate::validate::Invalid;
 pub use afk::{Claim, ClaimResult};
 pub use cache::{CacheStats, Counts};
 pub use issues::{CommentRow, IssueRow, NewPullRow, PullRow};
+pub use ledger::{LedgerBy, LedgerCount};
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
 pub use sessions::WebSession;

@@ -35,21 +35,24 @@ pub fn duration(secs: &Option<f64>) -> String {
 }
 
 async fn show(State(app): State<AppState>, session: Session) -> Response {
-    let (claims, settings, paused) = match tokio::join!(
-        app.store.claims(100_000),
+    let (claims, l, live, settings, paused) = match tokio::join!(
+        app.store.claims(50),
+        ledger(&app.store),
+        app.store.live_claims(),
         app.store.settings(),
         app.store.afk_paused(),
     ) {
-        (Ok(c), Ok(s), Ok(p)) => (c, s, p),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return super::internal(e),
+        (Ok(c), Ok(l), Ok(n), Ok(s), Ok(p)) => (c, l, n, s, p),
+        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), ..) | (.., Err(e), _) | (.., Err(e)) => {
+            return super::internal(e);
+        }
     };
-    let l = ledger(&claims);
     Page::ok(&AfkPage {
         chrome: Chrome::new(&session, "afk", "AFK"),
         paused,
-        live: claims.iter().filter(|c| c.active).count(),
+        live: usize::try_from(live).unwrap_or(0),
         max_concurrent: settings.afk.max_concurrent,
-        recent: claims.into_iter().take(50).collect(),
+        recent: claims,
         by_repo: l.by_repo,
         by_model: l.by_model,
     })

@@ -10,8 +10,14 @@ use crate::support::browser::Browser;
 use crate::support::{Backend, TestServer};
 
 async fn setup(b: Backend, test: &str) -> (TestServer, Browser) {
+    // The two backends' twins run at once: a folder each for their
+    // screenshots and chromedriver logs.
+    let folder = match b {
+        Backend::Sqlite => format!("{test}/sqlite"),
+        Backend::Postgres(_) => format!("{test}/postgres"),
+    };
     let s = TestServer::start(b).await;
-    let browser = Browser::start(&s.url, test).await;
+    let browser = Browser::start(&s.url, &folder).await;
     browser.login(&s.token).await;
     (s, browser)
 }

@@ -20,3 +20,4 @@ mod runs;
 mod runs_end;
 mod store;
 mod store_cache;
+mod store_ledger;

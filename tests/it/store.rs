@@ -172,3 +172,23 @@ on_both!(
     repo_with_global_reads_both_in_one_query,
     concurrent_settings_changes_merge
 );
+
+/// The two backends' migrations are kept in step: the same files, in the
+/// same order (sqlx applies them by version, one folder per backend).
+#[test]
+fn migrations_are_kept_in_step() {
+    let names = |backend: &str| -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(backend);
+        let mut v: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let (sqlite, postgres) = (names("sqlite"), names("postgres"));
+    assert!(sqlite.len() >= 5, "{sqlite:?}");
+    assert_eq!(sqlite, postgres);
+}

@@ -1,5 +1,6 @@
 //! Real headless Chromium, driven over WebDriver (chromedriver), for the
-//! page tests. Screenshots go to target/browser-screenshots/<test>/.
+//! page tests. Screenshots (and chromedriver's log) go to
+//! target/browser-screenshots/<test>/<backend>/.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,162 @@
+//! The AFK ledger the database counts, against the same ledger counted in
+//! memory from every claim row (how lab counted it before).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use lab::store::{Claim, ClaimResult, LedgerBy, LedgerCount, Store};
+
+use crate::on_both;
+use crate::store::{new_repo, open};
+use crate::support::Backend;
+
+/// Claims `issue` and, unless `outcome` is `None`, gives it a run of about
+/// `ms` milliseconds that ends with `outcome` ("" leaves the run live).
+async fn afk_run(
+    store: &Store,
+    repo: (i64, &str),
+    issue: i64,
+    how: Option<(&str, &str, u64, &str)>,
+) {
+    let ClaimResult::Claimed(c) = store
+        .claim_issue(repo.0, repo.1, issue, "node-a", 100, 100)
+        .await
+        .unwrap()
+    else {
+        panic!("issue {issue} of {} not claimed", repo.1);
+    };
+    let Some((model, effort, ms, outcome)) = how else {
+        return;
+    };
+    store
+        .attach_run(c.id, 1000 + issue, model, effort)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    if !outcome.is_empty() {
+        assert!(store.finish_claim(c.id, outcome, "").await.unwrap());
+    }
+}
+
+/// A ledger by group (name, sub): runs, succeeded, failed, timed out,
+/// median ms.
+type Ledger = BTreeMap<(String, String), (i64, i64, i64, i64, Option<f64>)>;
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The ledger counted in memory: (name, sub) → (runs, succeeded, failed,
+/// timed out, median ms).
+fn by_hand(claims: &[Claim], by: LedgerBy) -> Ledger {
+    type Group<'a> = (Vec<&'a Claim>, Vec<f64>);
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    for c in claims.iter().filter(|c| c.run_id.is_some()) {
+        let key = match by {
+            LedgerBy::Repo => (c.repo_name.clone(), String::new()),
+            LedgerBy::Model => (
+                c.model.clone().unwrap_or_default(),
+                c.effort.clone().unwrap_or_default(),
+            ),
+        };
+        let g = groups.entry(key).or_default();
+        g.0.push(c);
+        if let (Some(a), Some(b)) = (c.started_at, c.ended_at) {
+            g.1.push((b - a) as f64);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(k, (cs, d))| {
+            let count = |f: &dyn Fn(&str) -> bool| {
+                cs.iter()
+                    .filter(|c| c.outcome.as_deref().is_some_and(f))
+                    .count() as i64
+            };
+            let v = (
+                cs.len() as i64,
+                count(&|o| o == "succeeded"),
+                count(&|o| o != "succeeded" && o != "timed_out"),
+                count(&|o| o == "timed_out"),
+                median(d),
+            );
+            (k, v)
+        })
+        .collect()
+}
+
+fn from_db(rows: Vec<LedgerCount>) -> Ledger {
+    rows.into_iter()
+        .map(|r| {
+            (
+                (r.name, r.sub),
+                (r.runs, r.succeeded, r.failed, r.timed_out, r.median_ms),
+            )
+        })
+        .collect()
+}
+
+async fn the_database_counts_the_ledger_as_memory_did(b: Backend) {
+    let (store, _d) = open(&b).await;
+    let a = store.create_repo(&new_repo("a")).await.unwrap();
+    let bb = store.create_repo(&new_repo("b")).await.unwrap();
+    let (a, bb) = ((a.id, "a"), (bb.id, "b"));
+    // Repo a: three ended runs (an odd count), one of each outcome.
+    afk_run(&store, a, 1, Some(("sonnet", "high", 5, "succeeded"))).await;
+    afk_run(&store, a, 2, Some(("sonnet", "high", 30, "failed"))).await;
+    afk_run(&store, a, 3, Some(("sonnet", "high", 60, "timed_out"))).await;
+    // Repo b: four ended runs (an even count), one still live, one claim
+    // whose run never started (not a run: not counted).
+    afk_run(&store, bb, 1, Some(("opus", "low", 10, "succeeded"))).await;
+    afk_run(&store, bb, 2, Some(("opus", "low", 45, "succeeded"))).await;
+    afk_run(&store, bb, 3, Some(("sonnet", "high", 20, "failed"))).await;
+    afk_run(&store, bb, 4, Some(("opus", "max", 15, "cancelled"))).await;
+    afk_run(&store, bb, 5, Some(("opus", "low", 0, ""))).await;
+    afk_run(&store, bb, 6, None).await;
+
+    let claims = store.claims(i64::MAX).await.unwrap();
+    assert_eq!(claims.len(), 9);
+    for by in [LedgerBy::Repo, LedgerBy::Model] {
+        let want = by_hand(&claims, by);
+        let got = from_db(store.afk_ledger(by).await.unwrap());
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want.keys().collect::<Vec<_>>(),
+            "{by:?}"
+        );
+        for (k, w) in &want {
+            let g = &got[k];
+            assert_eq!((g.0, g.1, g.2, g.3), (w.0, w.1, w.2, w.3), "{by:?} {k:?}");
+            match (g.4, w.4) {
+                (Some(x), Some(y)) => assert!((x - y).abs() < 1e-6, "{by:?} {k:?}: {x} vs {y}"),
+                (x, y) => assert_eq!(x, y, "{by:?} {k:?}"),
+            }
+        }
+    }
+    // Spelled out for repo b: five runs (the claim without one is not a
+    // run), two succeeded, two failed (an unknown outcome is a failure).
+    let b_row =
+        &from_db(store.afk_ledger(LedgerBy::Repo).await.unwrap())[&("b".to_owned(), String::new())];
+    assert_eq!((b_row.0, b_row.1, b_row.2, b_row.3), (5, 2, 2, 0));
+    assert_eq!(store.live_claims().await.unwrap(), 2);
+}
+
+/// With no AFK run yet, the ledger is empty (not one row of zeros).
+async fn an_empty_ledger_has_no_rows(b: Backend) {
+    let (store, _d) = open(&b).await;
+    for by in [LedgerBy::Repo, LedgerBy::Model] {
+        assert!(store.afk_ledger(by).await.unwrap().is_empty());
+    }
+    assert_eq!(store.live_claims().await.unwrap(), 0);
+}
+
+on_both!(
+    the_database_counts_the_ledger_as_memory_did,
+    an_empty_ledger_has_no_rows
+);
