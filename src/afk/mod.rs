@@ -353,23 +353,11 @@ impl Scheduler {
                 prompt: prompt::render(issue),
                 prompt_names_branch: true,
                 env: [("LAB_ISSUE".to_owned(), issue.number.to_string())].into(),
+                afk_claim: Some(claim),
             })
             .await;
         match launched {
             Ok(run) => {
-                let attached = store
-                    .attach_run(claim, run.id, &run.model.value, &run.effort.value)
-                    .await;
-                if let Err(e) = attached {
-                    // A claim that does not name its run would be released
-                    // later and its issue taken again while this run works.
-                    let _ = self
-                        .runner
-                        .stop(run.id, "lab could not record which issue it works on")
-                        .await;
-                    store.release_claim(claim).await?;
-                    return Err(e.into());
-                }
                 tracing::info!(repo = %repo.name, issue = issue.number, run = run.id, "AFK run started");
                 Ok(run)
             }

@@ -70,6 +70,11 @@ pub struct LaunchRequest {
     pub prompt_names_branch: bool,
     /// Extra variables for the run's environment (`LAB_ISSUE` for AFK runs).
     pub env: BTreeMap<String, String>,
+    /// The AFK claim this run works for. It is tied to the run as soon as
+    /// the run is recorded, before anything starts: a crash at any later
+    /// point cannot leave a started run that its claim does not name (and
+    /// whose issue would be given to a second run).
+    pub afk_claim: Option<i64>,
 }
 
 /// A launch's marks for reconcile: counted in `pending` until its run is
@@ -201,6 +206,11 @@ impl Runner {
         }
         drop(in_flight.pending.take());
         let mut run = inserted?;
+        if let Some(claim) = req.afk_claim {
+            self.store
+                .attach_run(claim, run.id, &run.model.value, &run.effort.value)
+                .await?;
+        }
         if req.prompt_names_branch
             && let Some(branch) = run.branch.clone()
         {

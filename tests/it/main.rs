@@ -10,6 +10,7 @@ mod api_repos;
 mod api_settings;
 mod browser;
 mod contract;
+mod crash_launch;
 mod doctor;
 mod forges;
 mod labctl;

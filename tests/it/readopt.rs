@@ -11,7 +11,7 @@ use crate::support::agent::{self, kill_tmux};
 use crate::support::process::LabProcess;
 use crate::support::{Backend, git};
 
-struct Api<'a>(&'a LabProcess);
+pub(crate) struct Api<'a>(pub &'a LabProcess);
 
 impl Api<'_> {
     async fn call(
@@ -30,17 +30,17 @@ impl Api<'_> {
         let status = r.status();
         (status, r.json().await.unwrap_or(Value::Null))
     }
-    async fn get(&self, path: &str) -> Value {
+    pub async fn get(&self, path: &str) -> Value {
         let (s, v) = self.call(reqwest::Method::GET, path, None).await;
         assert!(s.is_success(), "{path}: {s} {v}");
         v
     }
-    async fn post(&self, path: &str, body: Value) -> Value {
+    pub async fn post(&self, path: &str, body: Value) -> Value {
         let (s, v) = self.call(reqwest::Method::POST, path, Some(body)).await;
         assert!(s.is_success(), "{path}: {s} {v}");
         v
     }
-    async fn wait_state(&self, id: i64, state: &str) -> Value {
+    pub async fn wait_state(&self, id: i64, state: &str) -> Value {
         for _ in 0..200 {
             let r = self.get(&format!("/api/v1/runs/{id}")).await;
             if r["state"] == state {

@@ -67,6 +67,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
             prompt: "Say hello.".into(),
             prompt_names_branch: false,
             env: BTreeMap::new(),
+            afk_claim: None,
         })
         .await
         .unwrap();

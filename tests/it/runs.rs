@@ -340,6 +340,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
         prompt: "FAKE_EXIT=0".into(),
         prompt_names_branch: false,
         env: Default::default(),
+        afk_claim: None,
     }));
     let run_id = loop {
         tokio::select! {

@@ -1,0 +1,100 @@
+//! A real `lab serve` killed with -9 in the middle of an AFK launch, then
+//! started again: the claim names the run it had started, so the issue is
+//! accounted for (the run failed, the issue told) instead of sitting on a
+//! claim that names no run, to be given to a second run later.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::on_both;
+use crate::readopt::Api;
+use crate::support::agent::{self, kill_tmux};
+use crate::support::process::LabProcess;
+use crate::support::{Backend, git};
+
+async fn wait_for(api: &Api<'_>, path: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = api.get(path).await;
+        if pred(&v) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
+    let tmp = tempfile::Builder::new()
+        .prefix("lab-it-")
+        .tempdir()
+        .unwrap();
+    let agent_bin = agent::install(tmp.path());
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = b.fresh_url().await;
+    let mut lab = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
+    let path = git::init_repo(tmp.path(), "r");
+    // git runs the repo's post-checkout hook when lab adds the run's
+    // worktree: the launch stays in that step for 5 s.
+    let hook = path.join(".git/hooks/post-checkout");
+    std::fs::write(&hook, "#!/bin/sh\nsleep 5\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    {
+        let api = Api(&lab);
+        api.post("/api/v1/repos", json!({"name": "r", "path": path}))
+            .await;
+        api.post(
+            "/api/v1/repos/r/issues",
+            json!({"title": "Crash", "labels": ["ready-for-agent"]}),
+        )
+        .await;
+    }
+    let start = reqwest::Client::new()
+        .post(format!("{}/api/v1/repos/r/afk/start", lab.url))
+        .bearer_auth(&lab.token)
+        .send();
+    let start = tokio::spawn(start);
+    let run = wait_for(
+        &Api(&lab),
+        "/api/v1/runs?kind=afk",
+        "no AFK run recorded",
+        |v| !v.as_array().unwrap().is_empty(),
+    )
+    .await[0]
+        .clone();
+    assert_eq!(run["state"], "starting", "{run}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    lab.kill9();
+    let _ = start.await;
+
+    let lab = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
+    let api = Api(&lab);
+    let status = api.get("/api/v1/afk/status").await;
+    let claim = &status["recent"][0];
+    assert_eq!(claim["issue"], 1, "{status}");
+    assert_eq!(
+        claim["run_id"], run["id"],
+        "the claim names its run: {status}"
+    );
+    // The run never started: reconcile fails it, and the issue is told.
+    let failed = api.wait_state(run["id"].as_i64().unwrap(), "failed").await;
+    assert!(failed["pid"].is_null(), "{failed}");
+    let status = wait_for(
+        &api,
+        "/api/v1/afk/status",
+        "the claim got no outcome",
+        |v| !v["recent"][0]["outcome"].is_null(),
+    )
+    .await;
+    assert_eq!(status["recent"][0]["outcome"], "failed", "{status}");
+    assert_eq!(status["live"], 0, "{status}");
+    let runs = api.get("/api/v1/runs?kind=afk").await;
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    drop(lab);
+    kill_tmux(&data.join("tmux.sock"));
+}
+
+on_both!(a_crash_mid_launch_leaves_the_claim_naming_its_run);
