@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 
 use crate::on_both;
 use crate::readopt::Api;
-use crate::support::agent::{self, kill_tmux};
-use crate::support::process::LabProcess;
+use crate::support::process::LabHome;
 use crate::support::{Backend, git};
 
 async fn wait_for(api: &Api<'_>, path: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
@@ -26,16 +25,9 @@ async fn wait_for(api: &Api<'_>, path: &str, what: &str, pred: impl Fn(&Value) -
 }
 
 async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
-    let tmp = tempfile::Builder::new()
-        .prefix("lab-it-")
-        .tempdir()
-        .unwrap();
-    let agent_bin = agent::install(tmp.path());
-    let data = tmp.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let db = b.fresh_url().await;
-    let mut lab = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
-    let path = git::init_repo(tmp.path(), "r");
+    let home = LabHome::new(&b).await;
+    let mut lab = home.start(&[]).await;
+    let path = git::init_repo(home.tmp.path(), "r");
     // git runs the repo's post-checkout hook when lab adds the run's
     // worktree: the launch stays in that step for 5 s.
     let hook = path.join(".git/hooks/post-checkout");
@@ -70,7 +62,7 @@ async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
     lab.kill9();
     let _ = start.await;
 
-    let lab = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
+    let lab = home.start(&[]).await;
     let api = Api(&lab);
     let status = api.get("/api/v1/afk/status").await;
     let claim = &status["recent"][0];
@@ -94,7 +86,6 @@ async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
     let runs = api.get("/api/v1/runs?kind=afk").await;
     assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
     drop(lab);
-    kill_tmux(&data.join("tmux.sock"));
 }
 
 on_both!(a_crash_mid_launch_leaves_the_claim_naming_its_run);

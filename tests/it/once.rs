@@ -149,8 +149,7 @@ async fn an_afk_start_whose_client_hangs_up_still_names_its_run(b: Backend) {
 async fn pull_requests_asked_at_once_open_one(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
-    let run = s.start_run("r", "stay").await;
-    s.record(id(&run), "child").await;
+    let run = s.working_run("r").await;
     let path = format!("/api/v1/runs/{}/pull", id(&run));
     let ask = |n: usize| {
         s.send(
@@ -186,8 +185,7 @@ async fn pull_requests_asked_at_once_open_one(b: Backend) {
 async fn a_manual_run_opens_one_pull_request(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
-    let run = s.start_run("r", "stay").await;
-    s.record(id(&run), "child").await;
+    let run = s.working_run("r").await;
     let path = format!("/api/v1/runs/{}/pull", id(&run));
     let pr = s
         .post(&path, json!({"title": "One", "body": "the first"}))

@@ -7,8 +7,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::on_both;
-use crate::support::agent::{self, kill_tmux};
-use crate::support::process::LabProcess;
+use crate::support::agent;
+use crate::support::process::{LabHome, LabProcess};
 use crate::support::{Backend, git};
 
 pub(crate) struct Api<'a>(pub &'a LabProcess);
@@ -68,17 +68,10 @@ fn sessions(socket: &std::path::Path) -> Vec<String> {
 }
 
 async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
-    let tmp = tempfile::Builder::new()
-        .prefix("lab-it-")
-        .tempdir()
-        .unwrap();
-    let agent_bin = agent::install(tmp.path());
-    let data = tmp.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let db = b.fresh_url().await;
-    let socket = data.join("tmux.sock");
+    let home = LabHome::new(&b).await;
+    let (tmp, data, db, socket) = (&home.tmp, &home.data, &home.db, home.socket());
 
-    let mut lab = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
+    let mut lab = home.start(&[]).await;
     let api = Api(&lab);
     let path = git::init_repo(tmp.path(), "r");
     api.post("/api/v1/repos", json!({"name": "r", "path": path}))
@@ -123,7 +116,7 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     // runs) is refused, and takes nothing over.
     let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(&data)
+        .arg(data)
         .args(
             db.as_deref()
                 .map(|u| vec!["--database-url", u])
@@ -166,7 +159,7 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     );
     tokio::time::sleep(Duration::from_millis(2000)).await;
 
-    let lab2 = LabProcess::start(&data, db.as_deref(), &agent_bin, &[]).await;
+    let lab2 = home.start(&[]).await;
     let api = Api(&lab2);
     for (i, r) in live.iter().enumerate() {
         let id = r["id"].as_i64().unwrap();
@@ -213,29 +206,18 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
         .await;
     assert_eq!(stopped["state"], "stopped");
     drop(lab2);
-    kill_tmux(&socket);
 }
 
 async fn the_agent_never_sees_lab_secrets_or_override_variables(b: Backend) {
-    let tmp = tempfile::Builder::new()
-        .prefix("lab-it-")
-        .tempdir()
-        .unwrap();
-    let agent_bin = agent::install(tmp.path());
-    let data = tmp.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let db = b.fresh_url().await;
-    let lab = LabProcess::start(
-        &data,
-        db.as_deref(),
-        &agent_bin,
-        &[
+    let home = LabHome::new(&b).await;
+    let tmp = &home.tmp;
+    let lab = home
+        .start(&[
             ("CLAUDE_CODE_EFFORT_LEVEL", "low"),
             ("LAB_GITHUB_TOKEN", "ghp_secret"),
             ("KEEP_ME", "yes"),
-        ],
-    )
-    .await;
+        ])
+        .await;
     let api = Api(&lab);
     let path = git::init_repo(tmp.path(), "r");
     api.post("/api/v1/repos", json!({"name": "r", "path": path}))
@@ -267,7 +249,6 @@ async fn the_agent_never_sees_lab_secrets_or_override_variables(b: Backend) {
             .any(|w| w[0] == b"--effort" && w[1] == b"max")
     );
     drop(lab);
-    kill_tmux(&data.join("tmux.sock"));
 }
 
 on_both!(

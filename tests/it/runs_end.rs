@@ -11,16 +11,8 @@ async fn stop_ends_the_agent_and_its_child(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
     let run = s.start_run("r", "work forever").await;
-    let pid: i64 = String::from_utf8(s.record(id(&run), "pid").await)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let child: i64 = String::from_utf8(s.record(id(&run), "child").await)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = s.recorded_pid(id(&run), "pid").await;
+    let child = s.recorded_pid(id(&run), "child").await;
     // The pane's process is the exec shim, the agent's parent.
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let ppid: i64 = stat[stat.rfind(')').unwrap() + 2..]
@@ -152,11 +144,7 @@ async fn a_killed_session_takes_the_agent_with_it(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
     let run = s.start_run("r", "stay").await;
-    let pid: i64 = String::from_utf8(s.record(id(&run), "pid").await)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = s.recorded_pid(id(&run), "pid").await;
     let session = format!("={}", run["session"].as_str().unwrap());
     agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
     let failed = s.wait_state(id(&run), "failed").await;
@@ -185,8 +173,7 @@ async fn a_killed_session_takes_the_agent_with_it(b: Backend) {
 async fn ctrl_c_in_the_session_is_for_the_agent(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
-    let run = s.start_run("r", "stay").await;
-    s.record(id(&run), "child").await;
+    let run = s.working_run("r").await;
     let pane = format!("={}:", run["session"].as_str().unwrap());
     agent::tmux(s.runner().tmux.socket(), &["send-keys", "-t", &pane, "C-c"]);
     let ended = s.wait_state(id(&run), "exited").await;

@@ -98,3 +98,48 @@ impl Drop for LabProcess {
         self.kill9();
     }
 }
+
+/// What a test of a real `lab serve` starts from: a temp dir holding the
+/// fake agent (`agent`), the data dir (`data`), and a fresh database of the
+/// backend (`db`, `None` for SQLite in the data dir). Its tmux server is
+/// killed when it is dropped (after the `LabProcess`es made later).
+pub struct LabHome {
+    pub tmp: tempfile::TempDir,
+    pub agent: PathBuf,
+    pub data: PathBuf,
+    pub db: Option<String>,
+}
+
+impl LabHome {
+    pub async fn new(b: &super::Backend) -> LabHome {
+        let tmp = tempfile::Builder::new()
+            .prefix("lab-it-")
+            .tempdir()
+            .unwrap();
+        let agent = super::agent::install(tmp.path());
+        let data = tmp.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let db = b.fresh_url().await;
+        LabHome {
+            tmp,
+            agent,
+            data,
+            db,
+        }
+    }
+
+    /// Starts `lab serve` on this home, with `env` added.
+    pub async fn start(&self, env: &[(&str, &str)]) -> LabProcess {
+        LabProcess::start(&self.data, self.db.as_deref(), &self.agent, env).await
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.data.join("tmux.sock")
+    }
+}
+
+impl Drop for LabHome {
+    fn drop(&mut self) {
+        super::agent::kill_tmux(&self.socket());
+    }
+}

@@ -157,6 +157,22 @@ impl TestServer {
         .expect(201)
     }
 
+    /// Starts a manual run of `repo` whose agent stays, and waits until the
+    /// agent is up (it has started its child).
+    pub async fn working_run(&self, repo: &str) -> Value {
+        let run = self.start_run(repo, "stay").await;
+        self.record(super::id(&run), "child").await;
+        run
+    }
+
+    /// A pid the fake agent of run `id` recorded (`pid` or `child`).
+    pub async fn recorded_pid(&self, id: i64, file: &str) -> i64 {
+        let text = String::from_utf8(self.record(id, file).await).unwrap();
+        text.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("run {id}'s {file} record is not a pid: {text:?}"))
+    }
+
     /// Polls a run until `pred` holds (at most `secs` seconds).
     pub async fn wait_run(&self, id: i64, secs: u64, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
