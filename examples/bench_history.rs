@@ -132,8 +132,8 @@ async fn bench(label: &str, url: &str, claims: usize, rounds: usize) {
     let mut repos = Vec::new();
     for i in 0..REPOS {
         let r = lab::repo::create(&lab::repo::RepoPatch {
-            name: lab::settings::Change::Set(format!("r{i}")),
-            path: lab::settings::Change::Set(format!("/srv/r{i}")),
+            name: lab::domain::Change::Set(format!("r{i}")),
+            path: lab::domain::Change::Set(format!("/srv/r{i}")),
             ..Default::default()
         })
         .unwrap();

@@ -6,8 +6,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::domain::{Defaults, RunKind};
 use crate::provider::{self, Provider, SpawnSpec, Verdict};
-use crate::resolve::{Defaults, Request, RunKind, resolve};
+use crate::resolve::{Request, resolve};
 use crate::run::{Runner, cli_check};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]

@@ -3,8 +3,11 @@
 //! See ARCHITECTURE.md for the map of this crate.
 
 pub mod afk;
+pub mod app;
+pub mod auth;
 pub mod cli;
 pub mod doctor;
+pub mod domain;
 pub mod http;
 pub mod issues;
 pub mod lock;
@@ -13,7 +16,9 @@ pub mod repo;
 pub mod resolve;
 pub mod run;
 pub mod server;
+pub mod service;
 pub mod settings;
+pub mod state;
 pub mod store;
 pub mod validate;
 pub mod web;

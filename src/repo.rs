@@ -4,10 +4,11 @@
 //! Invariant: no IO here (whether a path really holds a repository is checked
 //! by the caller, through the workspace module).
 
+use crate::domain::{Change, Defaults};
 use crate::issues::config::{IssueConfig, IssueConfigPatch};
 use crate::provider::{self, Provider};
-use crate::resolve::Defaults;
-use crate::settings::{self, Change, DefaultsPatch};
+
+use crate::settings::{self, DefaultsPatch};
 use crate::validate::{self, Errors, FieldError, Invalid};
 
 pub const DEFAULT_BRANCH: &str = "main";

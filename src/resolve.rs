@@ -1,124 +1,23 @@
 //! The resolver: which model, effort and spawn options a run gets, and where
-//! each value came from. The rules are SPEC section 2; nothing else in lab
-//! re-implements them.
+//! each value came from. The rules are ADR 2's (manual: request, repo base,
+//! global base, provider default; AFK: repo AFK, global AFK, repo base,
+//! global base, provider default; AFK options key by key); `resolve/tests.rs`
+//! writes them out as chains. Nothing else in lab re-implements them.
 //!
 //! Invariant: this module does no IO. Callers load the layers and pass them in.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
+use crate::domain::{Defaults, Layer, RunKind, Sourced};
 use crate::provider::Provider;
 use crate::repo::Repo;
 use crate::validate::{self, Errors, FieldError, Invalid};
-
-/// Whether an operator started the run or the AFK scheduler did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum RunKind {
-    Manual,
-    Afk,
-}
-
-impl RunKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunKind::Manual => "manual",
-            RunKind::Afk => "afk",
-        }
-    }
-}
-
-impl fmt::Display for RunKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for RunKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "manual" => Ok(RunKind::Manual),
-            "afk" => Ok(RunKind::Afk),
-            other => Err(format!("unknown run kind '{other}'; allowed: manual, afk")),
-        }
-    }
-}
-
-/// One scope's defaults: the global settings of one provider, or one repo.
-/// `None` (or an empty string) means inherit.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Defaults {
-    pub model_default: Option<String>,
-    pub effort_default: Option<String>,
-    pub afk_model_default: Option<String>,
-    pub afk_effort_default: Option<String>,
-    pub afk_options: BTreeMap<String, String>,
-}
 
 /// What the person starting a manual run asked for, already validated.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Request {
     pub model: Option<String>,
     pub effort: Option<String>,
-}
-
-/// The layer a resolved value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub enum Source {
-    #[serde(rename = "request")]
-    Request,
-    #[serde(rename = "repo.afk")]
-    RepoAfk,
-    #[serde(rename = "global.afk")]
-    GlobalAfk,
-    #[serde(rename = "repo.base")]
-    RepoBase,
-    #[serde(rename = "global.base")]
-    GlobalBase,
-    #[serde(rename = "provider.default")]
-    ProviderDefault,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Request => "request",
-            Source::RepoAfk => "repo.afk",
-            Source::GlobalAfk => "global.afk",
-            Source::RepoBase => "repo.base",
-            Source::GlobalBase => "global.base",
-            Source::ProviderDefault => "provider.default",
-        }
-    }
-
-    /// Words for people: "the repo's AFK defaults".
-    pub fn describe(self) -> &'static str {
-        match self {
-            Source::Request => "this request",
-            Source::RepoAfk => "the repo's AFK defaults",
-            Source::GlobalAfk => "the global AFK defaults",
-            Source::RepoBase => "the repo's defaults",
-            Source::GlobalBase => "the global defaults",
-            Source::ProviderDefault => "the provider's default",
-        }
-    }
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A resolved value and its provenance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Sourced {
-    pub value: String,
-    pub source: Source,
 }
 
 /// The effective configuration of one run.
@@ -157,17 +56,17 @@ fn given(v: Option<&str>) -> Option<&str> {
 }
 
 /// The first layer that has a value, else the provider default.
-fn first(layers: &[(Option<&str>, Source)], fallback: &str) -> Sourced {
+fn first(layers: &[(Option<&str>, Layer)], fallback: &str) -> Sourced {
     layers
         .iter()
         .find_map(|(v, s)| v.map(|v| (v, *s)))
-        .map(|(value, source)| Sourced {
+        .map(|(value, layer)| Sourced {
             value: value.to_owned(),
-            source,
+            layer,
         })
         .unwrap_or_else(|| Sourced {
             value: fallback.to_owned(),
-            source: Source::ProviderDefault,
+            layer: Layer::ProviderDefault,
         })
 }
 
@@ -189,17 +88,17 @@ pub fn resolve(
         RunKind::Manual => (
             first(
                 &[
-                    (set(&request.model), Source::Request),
-                    (set(&repo.model_default), Source::RepoBase),
-                    (set(&global.model_default), Source::GlobalBase),
+                    (set(&request.model), Layer::Request),
+                    (set(&repo.model_default), Layer::RepoBase),
+                    (set(&global.model_default), Layer::GlobalBase),
                 ],
                 provider.default_model(),
             ),
             first(
                 &[
-                    (set(&request.effort), Source::Request),
-                    (set(&repo.effort_default), Source::RepoBase),
-                    (set(&global.effort_default), Source::GlobalBase),
+                    (set(&request.effort), Layer::Request),
+                    (set(&repo.effort_default), Layer::RepoBase),
+                    (set(&global.effort_default), Layer::GlobalBase),
                 ],
                 provider.default_effort(),
             ),
@@ -207,19 +106,19 @@ pub fn resolve(
         RunKind::Afk => (
             first(
                 &[
-                    (set(&repo.afk_model_default), Source::RepoAfk),
-                    (set(&global.afk_model_default), Source::GlobalAfk),
-                    (set(&repo.model_default), Source::RepoBase),
-                    (set(&global.model_default), Source::GlobalBase),
+                    (set(&repo.afk_model_default), Layer::RepoAfk),
+                    (set(&global.afk_model_default), Layer::GlobalAfk),
+                    (set(&repo.model_default), Layer::RepoBase),
+                    (set(&global.model_default), Layer::GlobalBase),
                 ],
                 provider.default_model(),
             ),
             first(
                 &[
-                    (set(&repo.afk_effort_default), Source::RepoAfk),
-                    (set(&global.afk_effort_default), Source::GlobalAfk),
-                    (set(&repo.effort_default), Source::RepoBase),
-                    (set(&global.effort_default), Source::GlobalBase),
+                    (set(&repo.afk_effort_default), Layer::RepoAfk),
+                    (set(&global.afk_effort_default), Layer::GlobalAfk),
+                    (set(&repo.effort_default), Layer::RepoBase),
+                    (set(&global.effort_default), Layer::GlobalBase),
                 ],
                 provider.default_effort(),
             ),
@@ -233,8 +132,8 @@ pub fn resolve(
             .map(|spec| {
                 let v = first(
                     &[
-                        (afk_option(repo, spec.key), Source::RepoAfk),
-                        (afk_option(global, spec.key), Source::GlobalAfk),
+                        (afk_option(repo, spec.key), Layer::RepoAfk),
+                        (afk_option(global, spec.key), Layer::GlobalAfk),
                     ],
                     spec.default,
                 );
@@ -285,7 +184,7 @@ pub fn resolve_request(
             message: format!(
                 "{} (the {what} comes from {})",
                 e.message,
-                v.source.describe()
+                v.layer.describe()
             ),
             ..e
         })

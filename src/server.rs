@@ -10,10 +10,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::http::auth::{self, Auth};
-use crate::http::{self, AppState};
+use crate::app;
+use crate::auth::{self, Auth};
 use crate::provider;
 use crate::run::{Runner, RunnerConfig};
+use crate::state::AppState;
 use crate::store::Store;
 
 /// Where lab keeps its state and how it is reached.
@@ -189,10 +190,10 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         store: store.clone(),
         auth: Arc::new(Auth::new(&token)),
         runner: runner.clone(),
-        sessions: Arc::new(crate::web::SessionCache::default()),
+        sessions: Arc::new(crate::auth::browser::SessionCache::default()),
         scheduler: scheduler.clone(),
     };
-    let app = http::router(state);
+    let app = app::router(state);
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         axum::serve(listener, app)

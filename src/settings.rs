@@ -5,25 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::domain::{Change, Defaults};
 use crate::provider::{self, Provider};
-use crate::resolve::Defaults;
+
 use crate::validate::{self, Errors, FieldError, Invalid};
-
-/// A change to one field: leave it, clear it (inherit, or the built-in
-/// default for fields that cannot inherit), or set it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Change<T> {
-    #[default]
-    Keep,
-    Clear,
-    Set(T),
-}
-
-impl<T> Change<T> {
-    pub fn is_keep(&self) -> bool {
-        matches!(self, Change::Keep)
-    }
-}
 
 /// The global AFK limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,12 @@
 //! Validation: the one place that decides whether a value may be stored or
-//! used, and how it is spelled when it is (SPEC section 3). Every write path
-//! (API, pages, labctl through the API) goes through here.
+//! used, and how it is spelled when it is. The rules: a model or effort not
+//! in its provider's catalog is refused, naming the value and the allowed
+//! ones; catalogs match case-insensitively and store the catalog's casing;
+//! an unknown option key names the known keys; a bad option value names the
+//! key, the value and what is allowed; bools are `true`/`false` in any case,
+//! stored lower-case; an empty AFK model or effort means inherit. Every
+//! write path (API, pages, labctl through the API) goes through here, and a
+//! request with any wrong value writes nothing.
 //!
 //! Invariant: this module does no IO.
 

@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::domain::{Run, RunKind};
 use crate::issues::{Issue, SourceError, source_for};
 use crate::repo::Repo;
-use crate::resolve::RunKind;
-use crate::run::{LaunchError, LaunchRequest, Run, Runner};
+
+use crate::run::{LaunchError, LaunchRequest, Runner};
 use crate::settings::Settings;
 use crate::store::{ClaimResult, RepoKey, StoreError};
 

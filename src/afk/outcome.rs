@@ -6,9 +6,10 @@
 use std::time::Instant;
 
 use super::{PR_GRACE, Scheduler, TickReport};
-use crate::http::runs::read_log;
+use crate::domain::{Run, RunState};
 use crate::issues::source_for;
-use crate::run::{Run, RunState};
+use crate::run::log;
+
 use crate::store::{Claim, RepoKey, StoreError, now_ms};
 
 /// The start of a run's state reason when the time limit ended it.
@@ -29,7 +30,7 @@ fn last_lines(run: &Run, n: usize) -> String {
         return String::new();
     };
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let (bytes, _) = read_log(path, size.saturating_sub(16 * 1024), 16 * 1024).unwrap_or_default();
+    let (bytes, _) = log::read(path, size.saturating_sub(16 * 1024), 16 * 1024).unwrap_or_default();
     let text = String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned();
     let lines: Vec<&str> = text
         .lines()

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use base64::Engine;
 
+use crate::domain::Run;
 use crate::issues::config::{GITHUB_API, SourceKind};
 use crate::issues::{NewPull, PullRequest, SourceError, forge_token, source_for};
 use crate::repo::Repo;
-use crate::run::{Run, Runner};
+use crate::run::Runner;
 use crate::store::{RepoKey, StoreError};
 use crate::validate::{self, FieldError, Invalid};
 

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit};
 use super::output::{self, s};
+use crate::domain::RunState;
 
 #[derive(Args)]
 pub struct StartArgs {
@@ -141,18 +142,16 @@ pub async fn ps(client: &Client, a: PsArgs) -> CliResult<()> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|r| {
-            a.all
-                || a.state.is_some()
-                || matches!(
-                    r["state"].as_str(),
-                    Some("starting" | "running" | "waiting")
-                )
-        })
+        .filter(|r| a.all || a.state.is_some() || is_live(r["state"].as_str().unwrap_or_default()))
         .cloned()
         .collect();
     output::runs(&Value::Array(shown), a.json, a.all);
     Ok(())
+}
+
+/// Whether a run state the API sent is a live one.
+fn is_live(state: &str) -> bool {
+    state.parse::<RunState>().is_ok_and(RunState::is_active)
 }
 
 pub async fn attach(client: &Client, run: &str) -> CliResult<()> {
@@ -163,7 +162,7 @@ pub async fn attach(client: &Client, run: &str) -> CliResult<()> {
 /// Replaces labctl with `tmux attach` to the run's session.
 fn attach_to(run: &Value) -> CliResult<()> {
     let state = s(&run["state"]);
-    if !matches!(state.as_str(), "starting" | "running" | "waiting") {
+    if !is_live(&state) {
         return Err(CliError::new(
             Exit::Conflict,
             format!(
@@ -233,7 +232,7 @@ pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
         if !a.follow {
             return Ok(());
         }
-        let live = matches!(state.as_str(), "starting" | "running" | "waiting");
+        let live = is_live(&state);
         if !live && !more {
             return Ok(());
         }

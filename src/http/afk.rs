@@ -9,14 +9,16 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::ApiPath;
 use super::repos::RepoBody;
-use super::runs::{RunBody, launch_error};
+use super::runs::RunBody;
 use crate::afk::StartError;
+use crate::domain::Change;
 use crate::repo::RepoPatch;
-use crate::settings::Change;
+use crate::service::runs::launch_error;
+use crate::state::AppState;
+
 use crate::store::{Claim, LedgerBy, LedgerCount, RepoKey, Store, StoreError};
 
 fn start_error(e: StartError) -> ApiError {
@@ -27,7 +29,7 @@ fn start_error(e: StartError) -> ApiError {
         }
         StartError::Cap(m) => ApiError::new(StatusCode::CONFLICT, "cap_reached", m),
         StartError::Source(s) => super::issues::source_error(s),
-        StartError::Launch(l) => launch_error(l),
+        StartError::Launch(l) => launch_error(l).into(),
         StartError::Store(s) => ApiError::internal(s),
     }
 }
@@ -61,7 +63,11 @@ async fn set_repo_paused(app: &AppState, id: &str, paused: bool) -> ApiResult<Js
         afk_paused: Change::Set(paused),
         ..RepoPatch::default()
     };
-    Ok(Json(super::repos::update(app, &key, &patch).await?.into()))
+    Ok(Json(
+        crate::service::repos::update(&app.store, &key, &patch)
+            .await?
+            .into(),
+    ))
 }
 
 /// Pauses AFK runs of one repo (live runs go on).

@@ -1,5 +1,8 @@
-//! Request and response bodies shared by several resources. Domain types stay
-//! free of serde; these shapes are the API's.
+//! Request and response bodies shared by several resources: the API's
+//! shapes of domain records. Small domain values that travel as they are
+//! (run kind, run state, layer) derive serde themselves; records such as a
+//! repo, a run or the settings are converted to a body here or beside their
+//! handlers.
 
 use std::collections::BTreeMap;
 
@@ -7,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::extract::Field;
-use crate::resolve::Defaults;
-use crate::settings::{Change, DefaultsPatch};
+
+use crate::domain::{Change, Defaults};
+use crate::settings::DefaultsPatch;
 use crate::validate::{Errors, FieldError};
 
 /// One scope's defaults. `null` means inherit.
@@ -95,10 +99,4 @@ impl DefaultsPatchBody {
             afk_options,
         }
     }
-}
-
-/// A time as RFC 3339 (UTC, milliseconds).
-pub fn time(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(t).to_string()
 }

@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::service::ServiceError;
 use crate::store::StoreError;
 use crate::validate::{FieldError, Invalid};
 
@@ -104,6 +105,20 @@ impl ApiError {
             StoreError::Conflict(m) => Self::conflict(m),
             StoreError::Invalid(i) => Self::invalid(i),
             other => Self::internal(other),
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid(i) => ApiError::invalid(i),
+            ServiceError::NotFound(m) => ApiError::not_found(m),
+            ServiceError::Conflict(m) => ApiError::conflict(m),
+            ServiceError::Unavailable(m) => {
+                ApiError::new(StatusCode::CONFLICT, "provider_unavailable", m)
+            }
+            ServiceError::Internal(m) => ApiError::internal(m),
         }
     }
 }

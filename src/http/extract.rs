@@ -1,6 +1,7 @@
 //! Extractors whose rejections are API errors, and the three-state field of
 //! a partial update.
 
+use crate::domain::Change;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::StatusCode;
@@ -9,7 +10,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::error::ApiError;
-use crate::settings::Change;
 
 /// A JSON body; a malformed one is a 400 that says what was wrong.
 pub struct ApiJson<T>(pub T);

@@ -9,12 +9,12 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::afk::pull::{self, PullError};
 use crate::issues::{Issue, IssueSource, PullRequest, SourceError, source_for};
 use crate::repo::Repo;
+use crate::state::AppState;
 use crate::store::RepoKey;
 use crate::validate::{self, Errors, FieldError};
 

@@ -18,28 +18,13 @@ mod status;
 
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router, middleware};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::run::Runner;
-use crate::store::Store;
-use auth::Auth;
-use error::ApiError;
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Store,
-    pub auth: Arc<Auth>,
-    pub runner: Arc<Runner>,
-    pub sessions: Arc<crate::web::SessionCache>,
-    pub scheduler: Arc<crate::afk::Scheduler>,
-}
+use crate::state::AppState;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -61,8 +46,8 @@ impl Modify for BearerAuth {
     }
 }
 
-/// The API routes and their OpenAPI document.
-fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// The API routes (each requiring a token) and their OpenAPI document.
+pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest(
             "/api/v1",
@@ -78,79 +63,22 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .split_for_parts()
 }
 
-/// The whole application: API, health check, and JSON errors for unknown
-/// routes and methods.
-pub fn router(state: AppState) -> Router {
+/// The API under `/api/v1` with its OpenAPI document, every route behind the
+/// token check.
+pub fn routes(state: &AppState) -> Router<AppState> {
     let (api, doc) = api();
     let doc = Arc::new(doc);
-    let api = api
-        .route(
-            "/api/v1/openapi.json",
-            get(move || {
-                let doc = doc.clone();
-                async move { Json(doc.as_ref().clone()) }
-            }),
-        )
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_token,
-        ));
-    let pages = crate::web::router().layer(tower_http::compression::CompressionLayer::new());
-    Router::new()
-        .route("/healthz", get(healthz))
-        .merge(api)
-        .merge(pages)
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn(refuse_large_bodies))
-        .with_state(state)
-}
-
-/// The largest request body: a prompt is at most 120 KiB.
-pub const MAX_BODY: usize = 1024 * 1024;
-
-/// Refuses a body whose declared length is over [`MAX_BODY`] before reading
-/// it (a body without a length is cut off at the limit as it is read).
-async fn refuse_large_bodies(
-    req: axum::extract::Request,
-    next: middleware::Next,
-) -> axum::response::Response {
-    let declared = req
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        use axum::response::IntoResponse;
-        return ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            format!("the request body is over {MAX_BODY} bytes"),
-        )
-        .into_response();
-    }
-    next.run(req).await
-}
-
-async fn healthz(State(_): State<AppState>) -> &'static str {
-    "ok"
-}
-
-async fn not_found(uri: axum::http::Uri) -> ApiError {
-    if uri.path().starts_with("/api/") {
-        ApiError::not_found("no such API route; GET /api/v1/openapi.json lists them")
-    } else {
-        ApiError::not_found("no such page")
-    }
-}
-
-async fn method_not_allowed() -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
-        "this route does not take that method; GET /api/v1/openapi.json lists the routes",
+    api.route(
+        "/api/v1/openapi.json",
+        get(move || {
+            let doc = doc.clone();
+            async move { Json(doc.as_ref().clone()) }
+        }),
     )
+    .route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_token,
+    ))
 }
 
 /// The OpenAPI document, for tools that want it without a server.

@@ -6,8 +6,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
 use crate::provider::{self, OptionSpec, Provider};
+use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
 pub struct ProviderBody {

@@ -10,14 +10,16 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::dto::{DefaultsPatchBody, time};
+use super::dto::DefaultsPatchBody;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Field};
-use crate::repo::{self, Repo, RepoPatch};
-use crate::resolve::{self, Resolved, RunKind, Sourced};
-use crate::run::workspace;
-use crate::settings::Change;
+use crate::domain::rfc3339;
+use crate::domain::{RunKind, Sourced};
+use crate::repo::{Repo, RepoPatch};
+use crate::resolve::{self, Resolved};
+use crate::state::AppState;
+
+use crate::service;
 use crate::store::RepoKey;
 use crate::validate::{self, Errors};
 
@@ -73,8 +75,8 @@ impl From<Repo> for RepoBody {
             forge_token: r.issues.token_hint(),
             forge_url: r.issues.forge_url,
             forge_repo: r.issues.forge_repo,
-            created_at: time(r.created_at),
-            updated_at: time(r.updated_at),
+            created_at: rfc3339(r.created_at),
+            updated_at: rfc3339(r.updated_at),
         }
     }
 }
@@ -173,59 +175,8 @@ async fn create_repo(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<RepoPatchBody>,
 ) -> ApiResult<(StatusCode, Json<RepoBody>)> {
-    let created = create(&app, &body.into_patch()?).await?;
+    let created = service::repos::create(&app.store, &body.into_patch()?).await?;
     Ok((StatusCode::CREATED, Json(created.into())))
-}
-
-/// Registers a repo: checks the change, its source, then writes. Shared by
-/// the API and the pages.
-pub async fn create(app: &AppState, patch: &RepoPatch) -> ApiResult<Repo> {
-    let repo = repo::create(patch)?;
-    workspace::check_source(&repo.source)?;
-    let created = app
-        .store
-        .create_repo(&repo)
-        .await
-        .map_err(|e| ApiError::from_store(e, || "repo".into()))?;
-    tracing::info!(repo = %created.name, id = created.id, "repo added");
-    Ok(created)
-}
-
-/// Changes a repo. Shared by the API and the pages.
-pub async fn update(app: &AppState, key: &RepoKey, patch: &RepoPatch) -> ApiResult<Repo> {
-    // The source is checked before the transaction: it is IO, and a path
-    // that exists now is all lab can promise.
-    if let Change::Set(p) = &patch.path {
-        workspace::check_source(&repo::RepoSource::Path(validate::repo_path("path", p)?))?;
-    }
-    app.store
-        .update_repo(key, |cur| repo::apply(cur, patch))
-        .await
-        .map_err(|e| ApiError::from_store(e, not_found(key)))
-}
-
-/// Removes a repo that has no live run. Shared by the API and the pages.
-pub async fn remove(app: &AppState, key: &RepoKey) -> ApiResult<()> {
-    let repo = app
-        .store
-        .repo(key)
-        .await
-        .map_err(|e| ApiError::from_store(e, not_found(key)))?;
-    let live = app
-        .store
-        .active_runs_of_repo(repo.id)
-        .await
-        .map_err(ApiError::internal)?;
-    if live > 0 {
-        return Err(ApiError::conflict(format!(
-            "repo '{}' has {live} live run(s): stop them first",
-            repo.name
-        )));
-    }
-    app.store
-        .delete_repo(&RepoKey::Id(repo.id))
-        .await
-        .map_err(|e| ApiError::from_store(e, not_found(key)))
 }
 
 /// All repos, by name.
@@ -264,7 +215,7 @@ async fn patch_repo(
     ApiJson(body): ApiJson<RepoPatchBody>,
 ) -> ApiResult<Json<RepoBody>> {
     let key = RepoKey::parse(&id);
-    let repo = update(&app, &key, &body.into_patch()?).await?;
+    let repo = service::repos::update(&app.store, &key, &body.into_patch()?).await?;
     Ok(Json(repo.into()))
 }
 
@@ -277,7 +228,7 @@ async fn delete_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    remove(&app, &RepoKey::parse(&id)).await?;
+    service::repos::remove(&app.store, &RepoKey::parse(&id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,7 +1,6 @@
 //! `/api/v1/runs`: start a manual run, list, show, stop, output, remove.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
 
 use axum::Json;
 use axum::extract::State;
@@ -12,12 +11,14 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::dto::time;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::resolve::{RunKind, Sourced};
-use crate::run::{LaunchError, LaunchRequest, LaunchTimings, Run, RunError, RunState, Runner};
+use crate::domain::rfc3339;
+use crate::state::AppState;
+
+use crate::domain::{Run, RunKind, RunState, Sourced};
+use crate::run::{Runner, log};
+use crate::service;
 use crate::store::{RepoKey, RunFilter};
 use crate::validate::{self, FieldError};
 
@@ -77,9 +78,9 @@ impl RunBody {
             pid: r.pid,
             exit_status: r.exit_status,
             exit_signal: r.exit_signal,
-            created_at: time(r.created_at),
-            started_at: r.started_at.map(time),
-            ended_at: r.ended_at.map(time),
+            created_at: rfc3339(r.created_at),
+            started_at: r.started_at.map(rfc3339),
+            ended_at: r.ended_at.map(rfc3339),
         }
     }
 }
@@ -100,25 +101,6 @@ pub struct StartRunBody {
     pub prompt: Option<String>,
 }
 
-pub fn launch_error(e: LaunchError) -> ApiError {
-    match e {
-        LaunchError::Invalid(i) => ApiError::invalid(i),
-        LaunchError::Unavailable(m) => {
-            ApiError::new(StatusCode::CONFLICT, "provider_unavailable", m)
-        }
-        LaunchError::Store(s) => ApiError::from_store(s, || "run".into()),
-    }
-}
-
-pub fn run_error(id: i64) -> impl FnOnce(RunError) -> ApiError {
-    move |e| match e {
-        RunError::NotFound => ApiError::not_found(format!("run {id} not found")),
-        RunError::Conflict(m) => ApiError::conflict(m),
-        RunError::Store(s) => ApiError::internal(s),
-        RunError::Io(m) => ApiError::internal(m),
-    }
-}
-
 /// Starts a manual run. An invalid model or effort is a 400 and nothing
 /// starts. A run that fails after it was recorded comes back with state
 /// `failed` and the reason.
@@ -130,7 +112,15 @@ async fn start_run(
     ApiJson(body): ApiJson<StartRunBody>,
 ) -> ApiResult<Response> {
     let prompt = body.prompt.unwrap_or_default();
-    let (run, t) = start_manual(&app, &body.repo, body.model, body.effort, prompt).await?;
+    let (run, t) = service::runs::start_manual(
+        &app.store,
+        &app.runner,
+        &body.repo,
+        body.model,
+        body.effort,
+        prompt,
+    )
+    .await?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let timing = format!(
         "insert;dur={:.3}, workspace;dur={:.3}, prepare;dur={:.3}, tmux;dur={:.3}, record;dur={:.3}, total;dur={:.3}",
@@ -146,39 +136,6 @@ async fn start_run(
         resp.headers_mut().insert("server-timing", v);
     }
     Ok(resp)
-}
-
-/// The manual start path, shared by the API and the pages.
-pub async fn start_manual(
-    app: &AppState,
-    repo: &str,
-    model: Option<String>,
-    effort: Option<String>,
-    prompt: String,
-) -> ApiResult<(Run, LaunchTimings)> {
-    let key = RepoKey::parse(repo);
-    let (repo, global) = app
-        .store
-        .repo_with_global(&key)
-        .await
-        .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
-    let req = LaunchRequest {
-        repo,
-        global,
-        kind: RunKind::Manual,
-        model,
-        effort,
-        prompt,
-        prompt_names_branch: false,
-        env: BTreeMap::new(),
-        afk_claim: None,
-    };
-    // A task of its own: a client that hangs up mid-launch still gets its
-    // run started and recorded, not half of one.
-    let runner = app.runner.clone();
-    crate::to_the_end(async move { runner.launch_timed(req).await })
-        .await
-        .map_err(launch_error)
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -274,11 +231,7 @@ async fn stop_run(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<RunBody>> {
     let id = run_id(&id)?;
-    let run = app
-        .runner
-        .stop(id, "stopped by the operator")
-        .await
-        .map_err(run_error(id))?;
+    let run = service::runs::stop(&app.runner, id, "stopped by the operator").await?;
     Ok(Json(RunBody::new(run, &app.runner)))
 }
 
@@ -290,7 +243,7 @@ async fn delete_run(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     let id = run_id(&id)?;
-    app.runner.remove(id).await.map_err(run_error(id))?;
+    service::runs::remove(&app.runner, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -306,22 +259,6 @@ pub struct OutputQuery {
 
 /// The most one output response carries.
 const OUTPUT_CHUNK: u64 = 4 * 1024 * 1024;
-
-/// Reads a log from `offset`: the bytes and the offset after them.
-pub fn read_log(path: &str, offset: u64, max: u64) -> std::io::Result<(Vec<u8>, u64)> {
-    let mut f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => return Err(e),
-    };
-    let len = f.metadata()?.len();
-    let start = offset.min(len);
-    f.seek(SeekFrom::Start(start))?;
-    let mut buf = Vec::new();
-    f.take(max).read_to_end(&mut buf)?;
-    let next = start + buf.len() as u64;
-    Ok((buf, next))
-}
 
 /// The run's terminal output so far, as text. Headers: `X-Lab-Log-Offset`
 /// (where to continue), `X-Lab-Run-State`.
@@ -351,7 +288,7 @@ async fn run_output(
         return Err(ApiError::not_found(format!("run {id} has no log")));
     };
     let (bytes, next) =
-        read_log(path, q.offset.unwrap_or(0), OUTPUT_CHUNK).map_err(ApiError::internal)?;
+        log::read(path, q.offset.unwrap_or(0), OUTPUT_CHUNK).map_err(ApiError::internal)?;
     let body = if raw {
         bytes
     } else {

@@ -9,11 +9,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
 use super::dto::{DefaultsBody, DefaultsPatchBody};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, Field};
 use crate::settings::{self, AfkPatch, RunsPatch, Settings, SettingsPatch};
+use crate::state::AppState;
 use crate::validate::Errors;
 
 #[derive(Serialize, ToSchema)]

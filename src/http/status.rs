@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
+use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
 pub struct StatusBody {

@@ -2,7 +2,7 @@
 //! request is a branch in the repo plus a record.
 
 use super::{Comment, Issue, IssueSource, NewPull, PullRequest, Result, SourceError};
-use crate::http::dto::time;
+use crate::domain::rfc3339;
 use crate::issues::config::SourceKind;
 use crate::repo::Repo;
 use crate::store::{IssueRow, NewPullRow, PullRow, Store, StoreError};
@@ -86,7 +86,7 @@ impl IssueSource for Builtin {
             .map(|c| Comment {
                 author: c.author,
                 body: c.body,
-                created_at: time(c.created_at),
+                created_at: rfc3339(c.created_at),
             })
             .collect();
         Ok(i)

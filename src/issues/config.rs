@@ -3,7 +3,7 @@
 //!
 //! Invariant: no IO here.
 
-use crate::settings::Change;
+use crate::domain::Change;
 use crate::validate::{self, Errors, FieldError};
 
 /// The kind of issue source.

@@ -1,7 +1,7 @@
 use super::*;
 use crate::provider;
 
-/// The layers of SPEC section 2, each with a distinct value so a wrong pick
+/// The layers of ADR 2, each with a distinct value so a wrong pick
 /// shows up as a wrong value as well as a wrong source.
 #[derive(Clone, Copy, Debug)]
 struct Combo {
@@ -23,26 +23,26 @@ impl Combo {
         })
     }
 
-    /// SPEC section 2, written out as the chains it states.
-    fn expected_source(self, kind: RunKind) -> Source {
-        let chain: &[(bool, Source)] = match kind {
+    /// ADR 2's rules, written out as the chains they state.
+    fn expected_source(self, kind: RunKind) -> Layer {
+        let chain: &[(bool, Layer)] = match kind {
             RunKind::Manual => &[
-                (self.request, Source::Request),
-                (self.repo_base, Source::RepoBase),
-                (self.global_base, Source::GlobalBase),
+                (self.request, Layer::Request),
+                (self.repo_base, Layer::RepoBase),
+                (self.global_base, Layer::GlobalBase),
             ],
             RunKind::Afk => &[
-                (self.repo_afk, Source::RepoAfk),
-                (self.global_afk, Source::GlobalAfk),
-                (self.repo_base, Source::RepoBase),
-                (self.global_base, Source::GlobalBase),
+                (self.repo_afk, Layer::RepoAfk),
+                (self.global_afk, Layer::GlobalAfk),
+                (self.repo_base, Layer::RepoBase),
+                (self.global_base, Layer::GlobalBase),
             ],
         };
         chain
             .iter()
             .find(|(set, _)| *set)
             .map(|(_, s)| *s)
-            .unwrap_or(Source::ProviderDefault)
+            .unwrap_or(Layer::ProviderDefault)
     }
 }
 
@@ -61,14 +61,14 @@ fn layer_values(p: &dyn Provider, model: bool) -> [String; 6] {
     [at(0), at(1), at(2), at(3), at(4), default.to_owned()]
 }
 
-fn source_index(s: Source) -> usize {
+fn source_index(s: Layer) -> usize {
     match s {
-        Source::Request => 0,
-        Source::RepoAfk => 1,
-        Source::GlobalAfk => 2,
-        Source::RepoBase => 3,
-        Source::GlobalBase => 4,
-        Source::ProviderDefault => 5,
+        Layer::Request => 0,
+        Layer::RepoAfk => 1,
+        Layer::GlobalAfk => 2,
+        Layer::RepoBase => 3,
+        Layer::GlobalBase => 4,
+        Layer::ProviderDefault => 5,
     }
 }
 
@@ -105,7 +105,7 @@ fn model_and_effort_follow_the_chain_for_every_layer_combination() {
                     let r = resolve(*p, kind, &global, &repo, &req);
                     let got = if is_model { &r.model } else { &r.effort };
                     let want = c.expected_source(kind);
-                    assert_eq!(got.source, want, "{} {kind} {c:?} model={is_model}", p.id());
+                    assert_eq!(got.layer, want, "{} {kind} {c:?} model={is_model}", p.id());
                     assert_eq!(got.value, v[source_index(want)], "{} {kind} {c:?}", p.id());
                     checked += 1;
                 }
@@ -140,7 +140,7 @@ fn empty_strings_inherit_like_absent_values() {
             r.model,
             Sourced {
                 value: "opus".into(),
-                source: Source::GlobalBase
+                layer: Layer::GlobalBase
             }
         );
     }
@@ -160,8 +160,8 @@ fn afk_ignores_the_request() {
         &Defaults::default(),
         &req,
     );
-    assert_eq!(r.model.source, Source::ProviderDefault);
-    assert_eq!(r.effort.source, Source::ProviderDefault);
+    assert_eq!(r.model.layer, Layer::ProviderDefault);
+    assert_eq!(r.effort.layer, Layer::ProviderDefault);
 }
 
 fn opts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -211,15 +211,15 @@ fn every_option_key_follows_repo_then_global_then_spec_default() {
                 let want = match (repo_set, global_set) {
                     (true, _) => Sourced {
                         value: repo_v.into(),
-                        source: Source::RepoAfk,
+                        layer: Layer::RepoAfk,
                     },
                     (false, true) => Sourced {
                         value: global_v.into(),
-                        source: Source::GlobalAfk,
+                        layer: Layer::GlobalAfk,
                     },
                     (false, false) => Sourced {
                         value: spec.default.into(),
-                        source: Source::ProviderDefault,
+                        layer: Layer::ProviderDefault,
                     },
                 };
                 assert_eq!(
@@ -258,7 +258,7 @@ fn an_explicit_repo_false_wins_over_a_global_true() {
         r.options["ultracode"],
         Sourced {
             value: "false".into(),
-            source: Source::RepoAfk
+            layer: Layer::RepoAfk
         }
     );
 }

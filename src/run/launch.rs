@@ -10,11 +10,13 @@ use std::time::Duration;
 use super::exec::{Launch, PaneLog};
 use super::runner::Runner;
 use super::tmux::SpawnArgs;
-use super::{Run, branch_name, proctree, session_name};
-use crate::http::auth::{digest, new_token};
+use super::{branch_name, proctree, session_name};
+use crate::auth::{digest, new_token};
+use crate::domain::Run;
+use crate::domain::{Defaults, RunKind};
 use crate::provider::{Provider, SpawnSpec};
 use crate::repo::Repo;
-use crate::resolve::{self, Defaults, RunKind};
+use crate::resolve;
 use crate::store::{Ending, NewRun, RunPlaces, StoreError};
 use crate::validate::{self, Invalid};
 
@@ -237,7 +239,7 @@ impl Runner {
                 .finish_run(
                     run.id,
                     &Ending {
-                        state: super::RunState::Failed,
+                        state: crate::domain::RunState::Failed,
                         reason: Some(reason),
                         exit_status: None,
                         exit_signal: None,

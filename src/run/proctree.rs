@@ -20,6 +20,8 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process};
 
+use crate::domain::Run;
+
 /// A process as `/proc/<pid>/stat` shows it.
 #[derive(Debug, Clone, Copy)]
 struct Proc {
@@ -76,6 +78,17 @@ pub struct RunMark {
 }
 
 impl RunMark {
+    /// What identifies `run`'s processes.
+    pub fn of(run: &Run) -> RunMark {
+        RunMark {
+            root: run
+                .pid
+                .zip(run.pid_start.and_then(|s| u64::try_from(s).ok())),
+            run_id: run.id,
+            node: run.node.clone(),
+        }
+    }
+
     /// The environment entries lab sets in every run, that mark its processes.
     pub fn env(&self) -> [(String, String); 2] {
         [

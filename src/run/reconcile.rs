@@ -20,7 +20,8 @@ use tokio::sync::watch;
 
 use super::exec::AgentExit;
 use super::tmux::Pane;
-use super::{Run, RunState, Runner, SESSION_PREFIX, proctree, session_run_id};
+use super::{Runner, SESSION_PREFIX, proctree, session_run_id};
+use crate::domain::{Run, RunState};
 use crate::store::{Ending, StoreError};
 
 /// How long a dead pane may go without an exit status before lab records
@@ -152,7 +153,7 @@ impl Runner {
             let leftover = owner.filter(|r| r.node == self.cfg.node);
             if let Some(run) = leftover {
                 // The run ended but lab stopped before closing its session.
-                proctree::kill_run(&run.mark(), self.cfg.stop_grace).await;
+                proctree::kill_run(&proctree::RunMark::of(&run), self.cfg.stop_grace).await;
                 to_close.push(pane.session.clone());
             } else if !self.launching_session(&pane.session) {
                 report.strays.push(pane.session.clone());
@@ -308,7 +309,7 @@ impl Runner {
     /// Records how a dead pane's agent ended and ends what is left of its
     /// process tree. False when the run had already ended.
     async fn record_exit(&self, run: &Run, end: AgentExit) -> Result<bool, StoreError> {
-        proctree::kill_run(&run.mark(), Duration::ZERO).await;
+        proctree::kill_run(&proctree::RunMark::of(run), Duration::ZERO).await;
         let reason = match (end.code, end.signal) {
             (Some(s), _) => format!("the agent exited with status {s}"),
             (None, Some(sig)) => format!("the agent was killed by signal {sig}"),

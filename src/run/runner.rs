@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use super::agent_config::AgentConfig;
 use super::busy::RunSet;
+use super::proctree;
 use super::tmux::Tmux;
 use super::workspace::Workspaces;
-use super::{Run, proctree};
+use crate::domain::Run;
 use crate::provider::{self, SpawnSpec};
 use crate::store::{Ending, Store, StoreError};
 
@@ -163,7 +164,7 @@ impl Runner {
     }
 
     async fn end_tree(&self, run: &Run, why: &str) -> Result<(), RunError> {
-        let killed = proctree::kill_run(&run.mark(), self.cfg.stop_grace).await;
+        let killed = proctree::kill_run(&proctree::RunMark::of(run), self.cfg.stop_grace).await;
         self.tmux
             .kill_sessions(std::slice::from_ref(&run.session))
             .await
@@ -172,7 +173,7 @@ impl Runner {
             .finish_run(
                 run.id,
                 &Ending {
-                    state: super::RunState::Stopped,
+                    state: crate::domain::RunState::Stopped,
                     reason: Some(why.to_owned()),
                     exit_status: None,
                     exit_signal: None,

@@ -19,8 +19,9 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::RepoKey;
+use crate::domain::Defaults;
 use crate::repo::Repo;
-use crate::resolve::Defaults;
+
 use crate::settings::Settings;
 
 /// More entries than this and the cache starts over (each repo is cached at
@@ -188,8 +189,8 @@ mod tests {
 
     fn repo(name: &str) -> (Repo, Defaults) {
         let r = crate::repo::create(&crate::repo::RepoPatch {
-            name: crate::settings::Change::Set(name.into()),
-            path: crate::settings::Change::Set(format!("/srv/{name}")),
+            name: crate::domain::Change::Set(name.into()),
+            path: crate::domain::Change::Set(format!("/srv/{name}")),
             ..Default::default()
         })
         .unwrap();

@@ -7,9 +7,10 @@ use super::{
     Result, Store, StoreError, conflict_on_unique, in_tx, now_ms, on_db, on_read, options_json,
     parse_options,
 };
+use crate::domain::Defaults;
 use crate::issues::config::{IssueConfig, SourceKind};
 use crate::repo::{Repo, RepoSource};
-use crate::resolve::Defaults;
+
 use crate::validate::Invalid;
 
 /// How a request names a repo: its id, or its name.

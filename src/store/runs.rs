@@ -5,8 +5,12 @@
 use sqlx::FromRow;
 
 use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
-use crate::resolve::{Resolved, RunKind, Source, Sourced};
-use crate::run::{ACTIVE_STATES_SQL, Run, RunState};
+use crate::domain::{Layer, Run, RunKind, RunState, Sourced};
+use crate::resolve::Resolved;
+
+/// The SQL list of live states, for `state IN (…)`: the states
+/// [`RunState::is_active`] accepts (a unit test keeps the two in step).
+pub(crate) const ACTIVE_STATES_SQL: &str = "('starting', 'running', 'waiting')";
 
 const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
@@ -42,7 +46,7 @@ struct RunRow {
     workspace_removed_at: Option<i64>,
 }
 
-fn source(s: &str) -> Result<Source> {
+fn layer(s: &str) -> Result<Layer> {
     serde_json::from_value(serde_json::Value::String(s.to_owned()))
         .map_err(|_| StoreError::Corrupt(format!("unknown provenance '{s}'")))
 }
@@ -58,11 +62,11 @@ impl TryFrom<RunRow> for Run {
             repo_id: r.repo_id,
             model: Sourced {
                 value: r.model,
-                source: source(&r.model_source)?,
+                layer: layer(&r.model_source)?,
             },
             effort: Sourced {
                 value: r.effort,
-                source: source(&r.effort_source)?,
+                layer: layer(&r.effort_source)?,
             },
             options: serde_json::from_str(&r.options)
                 .map_err(|e| corrupt("options", e.to_string()))?,
@@ -156,9 +160,9 @@ impl Store {
             .bind(new.repo_name)
             .bind(new.resolved.provider)
             .bind(&new.resolved.model.value)
-            .bind(new.resolved.model.source.as_str())
+            .bind(new.resolved.model.layer.as_str())
             .bind(&new.resolved.effort.value)
-            .bind(new.resolved.effort.source.as_str())
+            .bind(new.resolved.effort.layer.as_str())
             .bind(&options)
             .bind(new.prompt)
             .bind(new.node)
@@ -375,5 +379,21 @@ impl Store {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(token_hash).fetch_optional(conn).await
         });
         row.map(Run::try_from).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ACTIVE_STATES_SQL;
+    use crate::domain::RunState;
+
+    #[test]
+    fn the_sql_list_of_live_states_is_the_live_states() {
+        let live: Vec<String> = RunState::ALL
+            .into_iter()
+            .filter(|s| s.is_active())
+            .map(|s| format!("'{s}'"))
+            .collect();
+        assert_eq!(ACTIVE_STATES_SQL, format!("({})", live.join(", ")));
     }
 }

@@ -3,7 +3,8 @@
 use sqlx::FromRow;
 
 use super::{Result, Store, in_tx, now_ms, on_read, options_json, parse_options};
-use crate::resolve::Defaults;
+
+use crate::domain::Defaults;
 use crate::settings::{self, AfkLimits, RunSettings, Settings, SettingsPatch};
 
 #[derive(FromRow)]

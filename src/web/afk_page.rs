@@ -8,9 +8,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
 use super::forms::Form;
-use super::{Chrome, Page, Session};
-use crate::http::AppState;
+use super::{Chrome, Page};
+use crate::auth::browser::BrowserSession;
 use crate::http::afk::{LedgerRow, ledger};
+use crate::state::AppState;
 use crate::store::Claim;
 
 #[derive(Template)]
@@ -34,7 +35,7 @@ pub fn duration(secs: &Option<f64>) -> String {
     }
 }
 
-async fn show(State(app): State<AppState>, session: Session) -> Response {
+async fn show(State(app): State<AppState>, session: BrowserSession) -> Response {
     let (claims, l, live, settings, paused) = match tokio::join!(
         app.store.claims(50),
         ledger(&app.store),
@@ -58,7 +59,7 @@ async fn show(State(app): State<AppState>, session: Session) -> Response {
     })
 }
 
-async fn toggle(app: &AppState, session: &Session, form: &Form, paused: bool) -> Response {
+async fn toggle(app: &AppState, session: &BrowserSession, form: &Form, paused: bool) -> Response {
     if let Some(r) = session.refuse_forged(form) {
         return r;
     }
@@ -68,11 +69,11 @@ async fn toggle(app: &AppState, session: &Session, form: &Form, paused: bool) ->
     }
 }
 
-async fn pause(State(app): State<AppState>, session: Session, form: Form) -> Response {
+async fn pause(State(app): State<AppState>, session: BrowserSession, form: Form) -> Response {
     toggle(&app, &session, &form, true).await
 }
 
-async fn resume(State(app): State<AppState>, session: Session, form: Form) -> Response {
+async fn resume(State(app): State<AppState>, session: BrowserSession, form: Form) -> Response {
     toggle(&app, &session, &form, false).await
 }
 

@@ -12,7 +12,7 @@ use axum::routing::get;
 use rust_embed::RustEmbed;
 use serde::Deserialize;
 
-use crate::http::AppState;
+use crate::state::AppState;
 
 #[derive(RustEmbed)]
 #[folder = "web/static"]

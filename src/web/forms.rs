@@ -44,26 +44,26 @@ impl<S: Send + Sync> FromRequest<S> for Form {
     }
 }
 
-/// Errors by field name, for showing each next to its field.
+/// FormErrors by field name, for showing each next to its field.
 #[derive(Debug, Default, Clone)]
-pub struct Errors(pub HashMap<String, String>);
+pub struct FormErrors(pub HashMap<String, String>);
 
-impl From<Invalid> for Errors {
+impl From<Invalid> for FormErrors {
     fn from(e: Invalid) -> Self {
         let mut m = HashMap::new();
         for FieldError { field, message, .. } in e.0 {
             m.entry(field).or_insert(message);
         }
-        Errors(m)
+        FormErrors(m)
     }
 }
 
-impl Errors {
+impl FormErrors {
     pub fn take(&mut self, field: &str) -> Option<String> {
         self.0.remove(field)
     }
 
-    /// Errors no field on the page claimed (shown at the top).
+    /// FormErrors no field on the page claimed (shown at the top).
     pub fn rest(self) -> Vec<String> {
         let mut v: Vec<String> = self
             .0
@@ -105,7 +105,7 @@ pub enum Kind {
 
 /// One form field, as a page renders it.
 #[derive(Debug, Clone)]
-pub struct Field {
+pub struct FormField {
     pub name: String,
     pub label: String,
     pub help: String,
@@ -113,9 +113,9 @@ pub struct Field {
     pub kind: Kind,
 }
 
-impl Field {
-    pub fn new(name: impl Into<String>, label: impl Into<String>, kind: Kind) -> Field {
-        Field {
+impl FormField {
+    pub fn new(name: impl Into<String>, label: impl Into<String>, kind: Kind) -> FormField {
+        FormField {
             name: name.into(),
             label: label.into(),
             help: String::new(),
@@ -124,12 +124,12 @@ impl Field {
         }
     }
 
-    pub fn help(mut self, h: impl Into<String>) -> Field {
+    pub fn help(mut self, h: impl Into<String>) -> FormField {
         self.help = h.into();
         self
     }
 
-    pub fn error_from(mut self, errors: &mut Errors) -> Field {
+    pub fn error_from(mut self, errors: &mut FormErrors) -> FormField {
         self.error = errors.take(&self.name);
         self
     }
@@ -173,5 +173,5 @@ pub fn select(inherit: Option<String>, values: &[&str], current: &str) -> Kind {
 pub struct Section {
     pub title: String,
     pub intro: String,
-    pub fields: Vec<Field>,
+    pub fields: Vec<FormField>,
 }

@@ -17,10 +17,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::Session;
 use super::runs_page::{detail, row};
-use crate::http::AppState;
-use crate::http::runs::read_log;
+use crate::auth::browser::BrowserSession;
+use crate::run::log;
+use crate::state::AppState;
 use crate::store::RunFilter;
 
 /// How long a viewer may leave its queue full before it is dropped.
@@ -44,7 +44,7 @@ async fn send(tx: &Tx, e: Event) -> bool {
 }
 
 /// The dashboard's rows, whenever they change.
-async fn runs(State(app): State<AppState>, _s: Session) -> Response {
+async fn runs(State(app): State<AppState>, _s: BrowserSession) -> Response {
     let (tx, rx) = mpsc::channel(4);
     tokio::spawn(async move {
         let mut last = String::new();
@@ -90,7 +90,7 @@ struct Offset {
 /// A run's output from `offset` (as text), and its state, until it ends.
 async fn run(
     State(app): State<AppState>,
-    _s: Session,
+    _s: BrowserSession,
     Path(id): Path<i64>,
     Query(q): Query<Offset>,
 ) -> Response {
@@ -107,7 +107,7 @@ async fn run(
             // still sent, before `end`.
             let ended = !r.state.is_active();
             if let Some(path) = r.log_path.as_deref() {
-                while let Ok((bytes, next)) = read_log(path, offset, 64 * 1024) {
+                while let Ok((bytes, next)) = log::read(path, offset, 64 * 1024) {
                     if bytes.is_empty() {
                         break;
                     }

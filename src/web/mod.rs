@@ -29,11 +29,12 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use crate::http::AppState;
-use crate::http::auth::Principal;
+use crate::auth::Principal;
+use crate::auth::browser::{self, BrowserSession};
+use crate::service::ServiceError;
+use crate::state::AppState;
 pub use assets::asset;
 use forms::Form;
-pub use session::{Session, SessionCache};
 
 /// What every page's frame needs: the navigation, the CSRF token for its
 /// forms, the asset URLs.
@@ -46,7 +47,7 @@ pub struct Chrome {
 }
 
 impl Chrome {
-    pub fn new(session: &Session, active: &'static str, title: &str) -> Chrome {
+    pub fn new(session: &BrowserSession, active: &'static str, title: &str) -> Chrome {
         Chrome {
             title: title.to_owned(),
             active,
@@ -75,6 +76,18 @@ pub fn internal(e: impl std::fmt::Display) -> Response {
         StatusCode::INTERNAL_SERVER_ERROR,
         "Something failed on lab's side; the server log has the cause.",
     )
+}
+
+/// The error page for a shared write that failed for a reason no form field
+/// owns.
+pub fn service_error(e: ServiceError) -> Response {
+    let status = match &e {
+        ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
+        ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
+        ServiceError::Conflict(_) | ServiceError::Unavailable(_) => StatusCode::CONFLICT,
+        ServiceError::Internal(_) => return internal(e),
+    };
+    Page::error(status, &e.to_string())
 }
 
 /// Rendering: pages, and the error page.
@@ -150,7 +163,7 @@ fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-async fn login_form(session: Option<Session>, Query(q): Query<NextQuery>) -> Response {
+async fn login_form(session: Option<BrowserSession>, Query(q): Query<NextQuery>) -> Response {
     let next = safe_next(q.next.as_deref());
     if session.is_some() {
         return Redirect::to(&next).into_response();
@@ -178,7 +191,7 @@ async fn login(State(app): State<AppState>, form: Form) -> Response {
             },
         );
     }
-    match session::start(&app, app.runner.cfg.lab_url.starts_with("https://")).await {
+    match browser::start(&app.store, app.runner.cfg.lab_url.starts_with("https://")).await {
         Ok(cookie) => {
             let mut resp = Redirect::to(&next).into_response();
             resp.headers_mut().insert(header::SET_COOKIE, cookie);
@@ -194,14 +207,14 @@ async fn login(State(app): State<AppState>, form: Form) -> Response {
     }
 }
 
-async fn logout(State(app): State<AppState>, session: Session, form: Form) -> Response {
+async fn logout(State(app): State<AppState>, session: BrowserSession, form: Form) -> Response {
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
     app.sessions.forget(&session.id_hash);
     let _ = app.store.delete_session(&session.id_hash).await;
     let mut resp = Redirect::to("/login").into_response();
-    let (k, v) = session::clear_cookie();
+    let (k, v) = browser::clear_cookie();
     resp.headers_mut().insert(k, v);
     resp
 }

@@ -2,16 +2,17 @@
 //! (each empty choice naming what it inherits, from the resolver), and the
 //! patch a posted form makes.
 
-use super::forms::{Errors, Field, Form, Kind, Section, select};
+use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
 use super::settings_page::{change, number, option_fields, options_patch};
+use crate::domain::{Change, Defaults, RunKind, Sourced};
 use crate::provider::{self, Provider};
 use crate::repo::{self, Repo, RepoPatch};
-use crate::resolve::{Defaults, Request, Resolved, RunKind, Sourced, resolve};
-use crate::settings::{Change, DefaultsPatch};
-use crate::validate::{Errors as FieldErrors, FieldError, Invalid};
+use crate::resolve::{Request, Resolved, resolve};
+use crate::settings::DefaultsPatch;
+use crate::validate::{Errors as ValueErrors, FieldError, Invalid};
 
-fn text(name: &str, label: &str, value: String, placeholder: &str) -> Field {
-    Field::new(
+fn text(name: &str, label: &str, value: String, placeholder: &str) -> FormField {
+    FormField::new(
         name,
         label,
         Kind::Text {
@@ -26,7 +27,7 @@ fn provider_choice(current: &str) -> Kind {
     select(None, &ids, current)
 }
 
-pub(super) fn create_fields(form: Option<&Form>, errors: &mut Errors) -> Vec<Field> {
+pub(super) fn create_fields(form: Option<&Form>, errors: &mut FormErrors) -> Vec<FormField> {
     let v = |n: &str| form.and_then(|f| f.get(n)).unwrap_or("").to_owned();
     let provider = form
         .and_then(|f| f.get("provider"))
@@ -53,7 +54,7 @@ pub(super) fn create_fields(form: Option<&Form>, errors: &mut Errors) -> Vec<Fie
             "main",
         )
         .error_from(errors),
-        Field::new("provider", "Provider", provider_choice(provider)).error_from(errors),
+        FormField::new("provider", "Provider", provider_choice(provider)).error_from(errors),
     ]
 }
 
@@ -77,21 +78,21 @@ fn default_choice(
     inherits: &Sourced,
     values: &[&str],
     current: &str,
-    errors: &mut Errors,
-) -> Field {
+    errors: &mut FormErrors,
+) -> FormField {
     let inherit = format!(
         "same as default: {} ({})",
         inherits.value,
-        inherits.source.describe()
+        inherits.layer.describe()
     );
-    Field::new(name, label, select(Some(inherit), values, current)).error_from(errors)
+    FormField::new(name, label, select(Some(inherit), values, current)).error_from(errors)
 }
 
 pub(super) fn sections(
     repo: &Repo,
     global: &Defaults,
     form: Option<&Form>,
-    errors: &mut Errors,
+    errors: &mut FormErrors,
 ) -> Vec<Section> {
     let p = repo.provider().unwrap_or_else(|_| provider::all()[0]);
     let d = &repo.defaults;
@@ -115,7 +116,7 @@ pub(super) fn sections(
                     "false" => "off",
                     other => other,
                 };
-                format!("inherit: {value} ({})", s.source.describe())
+                format!("inherit: {value} ({})", s.layer.describe())
             }
             None => "inherit".to_owned(),
         }
@@ -125,7 +126,7 @@ pub(super) fn sections(
         None => repo.afk_enabled,
     };
     let mut afk = vec![
-        Field::new(
+        FormField::new(
             "afk_enabled",
             "Let the AFK scheduler take this repo's issues",
             Kind::Checkbox(enabled),
@@ -138,7 +139,7 @@ pub(super) fn sections(
             repo::DEFAULT_AFK_LABEL,
         )
         .error_from(errors),
-        Field::new(
+        FormField::new(
             "afk_max_concurrent",
             "Most AFK runs at once",
             Kind::Number {
@@ -184,7 +185,7 @@ pub(super) fn sections(
                     "main",
                 )
                 .error_from(errors),
-                Field::new(
+                FormField::new(
                     "provider",
                     "Provider",
                     provider_choice(&v("provider", Some(&repo.provider))),
@@ -219,7 +220,7 @@ pub(super) fn sections(
             title: "Issues".into(),
             intro: "Where AFK work comes from: lab's own tracker, or a forge.".into(),
             fields: vec![
-                Field::new(
+                FormField::new(
                     "issue_source",
                     "Issue source",
                     select(
@@ -244,7 +245,7 @@ pub(super) fn sections(
                     "owner/name",
                 )
                 .error_from(errors),
-                Field::new("forge_token", "Forge token", Kind::Password)
+                FormField::new("forge_token", "Forge token", Kind::Password)
                     .help(match repo.issues.token_hint() {
                         Some(h) => format!("A token is stored ({h}); leave empty to keep it."),
                         None => {
@@ -271,7 +272,7 @@ pub(super) fn patch_from(
     p: &dyn Provider,
     editing: bool,
 ) -> Result<RepoPatch, Invalid> {
-    let mut errs = FieldErrors::default();
+    let mut errs = ValueErrors::default();
     let set_if = |name: &str| form.value(name).map_or(Change::Keep, Change::Set);
     let (path, url) = (set_if("path"), set_if("url"));
     if editing && path.is_keep() && url.is_keep() {

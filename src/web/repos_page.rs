@@ -9,16 +9,17 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::forms::{Errors, Field, Form, Section};
+use super::forms::{Form, FormErrors, FormField, Section};
 use super::repo_form::{create_fields, patch_from, sections};
-use super::{Chrome, Page, Session};
-use crate::http::AppState;
-use crate::http::error::ApiError;
+use super::{Chrome, Page};
+use crate::auth::browser::BrowserSession;
+use crate::domain::{RunKind, Sourced};
 use crate::provider;
 use crate::repo::Repo;
-use crate::resolve::{Request, Resolved, RunKind, Sourced, resolve};
+use crate::resolve::{Request, Resolved, resolve};
+use crate::service::{self, ServiceError};
+use crate::state::AppState;
 use crate::store::RepoKey;
-use crate::validate::Invalid;
 
 /// A resolved value as the page shows it.
 pub struct Shown {
@@ -31,7 +32,7 @@ fn shown(what: &str, s: &Sourced) -> Shown {
     Shown {
         what: what.to_owned(),
         value: s.value.clone(),
-        from: s.source.describe().to_owned(),
+        from: s.layer.describe().to_owned(),
     }
 }
 
@@ -46,7 +47,7 @@ pub fn resolved_rows(r: &Resolved) -> Vec<Shown> {
 struct ReposPage {
     chrome: Chrome,
     repos: Vec<Repo>,
-    create: Vec<Field>,
+    create: Vec<FormField>,
     problems: Vec<String>,
     failed: bool,
 }
@@ -66,22 +67,20 @@ struct RepoPage {
 
 /// Splits an API error into field errors (shown inline), or hands it back
 /// for an error page.
-fn field_errors(e: ApiError) -> Result<Errors, Box<ApiError>> {
-    if e.status == StatusCode::BAD_REQUEST && !e.errors.is_empty() {
-        Ok(Errors::from(Invalid(e.errors)))
-    } else if e.status == StatusCode::CONFLICT || e.status == StatusCode::BAD_REQUEST {
-        Ok(Errors([("name".to_owned(), e.message)].into()))
-    } else {
-        Err(Box::new(e))
+fn field_errors(e: ServiceError) -> Result<FormErrors, ServiceError> {
+    match e {
+        ServiceError::Invalid(i) => Ok(FormErrors::from(i)),
+        ServiceError::Conflict(m) => Ok(FormErrors([("name".to_owned(), m)].into())),
+        other => Err(other),
     }
 }
 
-async fn list(State(app): State<AppState>, session: Session) -> Response {
+async fn list(State(app): State<AppState>, session: BrowserSession) -> Response {
     let repos = match app.store.repos().await {
         Ok(r) => r,
         Err(e) => return super::internal(e),
     };
-    let mut errors = Errors::default();
+    let mut errors = FormErrors::default();
     Page::ok(&ReposPage {
         chrome: Chrome::new(&session, "repos", "Repos"),
         repos,
@@ -91,19 +90,19 @@ async fn list(State(app): State<AppState>, session: Session) -> Response {
     })
 }
 
-async fn create(State(app): State<AppState>, session: Session, form: Form) -> Response {
+async fn create(State(app): State<AppState>, session: BrowserSession, form: Form) -> Response {
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
     let result = match patch_from(&form, provider::all()[0], false) {
-        Ok(patch) => crate::http::repos::create(&app, &patch).await,
-        Err(i) => Err(ApiError::invalid(i)),
+        Ok(patch) => service::repos::create(&app.store, &patch).await,
+        Err(i) => Err(i.into()),
     };
     let mut errors = match result {
         Ok(repo) => return Redirect::to(&format!("/repos/{}?saved=1", repo.name)).into_response(),
         Err(e) => match field_errors(e) {
             Ok(errors) => errors,
-            Err(e) => return Page::error(e.status, &e.message),
+            Err(e) => return super::service_error(e),
         },
     };
     let repos = app.store.repos().await.unwrap_or_default();
@@ -127,10 +126,10 @@ struct Saved {
 
 async fn render_repo(
     app: &AppState,
-    session: &Session,
+    session: &BrowserSession,
     key: &RepoKey,
     form: Option<&Form>,
-    mut errors: Errors,
+    mut errors: FormErrors,
     saved: bool,
 ) -> Response {
     let (repo, global) = match app.store.repo_with_global(key).await {
@@ -178,7 +177,7 @@ async fn render_repo(
 
 async fn show(
     State(app): State<AppState>,
-    session: Session,
+    session: BrowserSession,
     Path(name): Path<String>,
     Query(q): Query<Saved>,
 ) -> Response {
@@ -187,7 +186,7 @@ async fn show(
         &session,
         &RepoKey::parse(&name),
         None,
-        Errors::default(),
+        FormErrors::default(),
         q.saved.is_some(),
     )
     .await
@@ -195,7 +194,7 @@ async fn show(
 
 async fn save(
     State(app): State<AppState>,
-    session: Session,
+    session: BrowserSession,
     Path(name): Path<String>,
     form: Form,
 ) -> Response {
@@ -211,30 +210,30 @@ async fn save(
         Err(e) => return super::internal(e),
     };
     let result = match patch_from(&form, p, true) {
-        Ok(patch) => crate::http::repos::update(&app, &key, &patch).await,
-        Err(i) => Err(ApiError::invalid(i)),
+        Ok(patch) => service::repos::update(&app.store, &key, &patch).await,
+        Err(i) => Err(i.into()),
     };
     match result {
         Ok(repo) => Redirect::to(&format!("/repos/{}?saved=1", repo.name)).into_response(),
         Err(e) => match field_errors(e) {
             Ok(errors) => render_repo(&app, &session, &key, Some(&form), errors, false).await,
-            Err(e) => Page::error(e.status, &e.message),
+            Err(e) => super::service_error(e),
         },
     }
 }
 
 async fn delete(
     State(app): State<AppState>,
-    session: Session,
+    session: BrowserSession,
     Path(name): Path<String>,
     form: Form,
 ) -> Response {
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    match crate::http::repos::remove(&app, &RepoKey::parse(&name)).await {
+    match service::repos::remove(&app.store, &RepoKey::parse(&name)).await {
         Ok(()) => Redirect::to("/repos").into_response(),
-        Err(e) => Page::error(e.status, &e.message),
+        Err(e) => super::service_error(e),
     }
 }
 

@@ -8,15 +8,18 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use super::forms::{Errors, Field, Form, Kind, select};
+use super::forms::{Form, FormErrors, FormField, Kind, select};
 use super::repos_page::{Shown, resolved_rows};
-use super::{Chrome, Page, Session};
-use crate::http::AppState;
-use crate::http::runs::{read_log, start_manual};
+use super::{Chrome, Page};
+use crate::auth::browser::BrowserSession;
+use crate::domain::{Run, RunKind, RunState};
 use crate::provider;
 use crate::repo::Repo;
-use crate::resolve::{Request, RunKind, resolve};
-use crate::run::{Run, RunState};
+use crate::resolve::{Request, resolve};
+use crate::run::log;
+use crate::service::{self, ServiceError};
+use crate::state::AppState;
+
 use crate::store::{RepoKey, RunFilter};
 
 /// A run as the dashboard lists it.
@@ -40,7 +43,7 @@ pub fn row(r: &Run) -> Row {
         detail: detail(r),
         model: r.model.value.clone(),
         effort: r.effort.value.clone(),
-        created: crate::http::dto::time(r.created_at)
+        created: crate::domain::rfc3339(r.created_at)
             .replace('T', " ")
             .chars()
             .take(19)
@@ -70,7 +73,7 @@ struct NewRunPage {
     chrome: Chrome,
     repos: Vec<Repo>,
     selected: String,
-    fields: Vec<Field>,
+    fields: Vec<FormField>,
     problems: Vec<String>,
     failed: bool,
 }
@@ -89,7 +92,7 @@ struct RunPage {
     live: bool,
 }
 
-async fn dashboard(State(app): State<AppState>, session: Session) -> Response {
+async fn dashboard(State(app): State<AppState>, session: BrowserSession) -> Response {
     match app
         .store
         .runs(&RunFilter {
@@ -116,8 +119,8 @@ async fn new_fields(
     app: &AppState,
     repo: &str,
     form: Option<&Form>,
-    errors: &mut Errors,
-) -> Vec<Field> {
+    errors: &mut FormErrors,
+) -> Vec<FormField> {
     let v = |n: &str| form.and_then(|f| f.get(n)).unwrap_or("").to_owned();
     let mut fields = Vec::new();
     if let Ok((r, global)) = app.store.repo_with_global(&RepoKey::parse(repo)).await
@@ -131,9 +134,9 @@ async fn new_fields(
             &Request::default(),
         );
         let label =
-            |s: &crate::resolve::Sourced| format!("{} (from {})", s.value, s.source.describe());
+            |s: &crate::domain::Sourced| format!("{} (from {})", s.value, s.layer.describe());
         fields.push(
-            Field::new(
+            FormField::new(
                 "model",
                 "Model",
                 select(Some(label(&res.model)), p.models(), &v("model")),
@@ -142,7 +145,7 @@ async fn new_fields(
             .error_from(errors),
         );
         fields.push(
-            Field::new(
+            FormField::new(
                 "effort",
                 "Effort",
                 select(Some(label(&res.effort)), p.efforts(), &v("effort")),
@@ -151,7 +154,7 @@ async fn new_fields(
         );
     }
     fields.push(
-        Field::new(
+        FormField::new(
             "prompt",
             "First message (optional)",
             Kind::TextArea(v("prompt")),
@@ -164,7 +167,7 @@ async fn new_fields(
 
 async fn new_form(
     State(app): State<AppState>,
-    session: Session,
+    session: BrowserSession,
     Query(q): Query<RepoQuery>,
 ) -> Response {
     let repos = app.store.repos().await.unwrap_or_default();
@@ -172,7 +175,7 @@ async fn new_form(
         .repo
         .or_else(|| repos.first().map(|r| r.name.clone()))
         .unwrap_or_default();
-    let mut errors = Errors::default();
+    let mut errors = FormErrors::default();
     let fields = new_fields(&app, &chosen, None, &mut errors).await;
     Page::ok(&NewRunPage {
         chrome: Chrome::new(&session, "new", "Start a run"),
@@ -184,13 +187,14 @@ async fn new_form(
     })
 }
 
-async fn start(State(app): State<AppState>, session: Session, form: Form) -> Response {
+async fn start(State(app): State<AppState>, session: BrowserSession, form: Form) -> Response {
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
     let repo = form.value("repo").unwrap_or_default();
-    let result = start_manual(
-        &app,
+    let result = service::runs::start_manual(
+        &app.store,
+        &app.runner,
         &repo,
         form.value("model"),
         form.value("effort"),
@@ -199,9 +203,11 @@ async fn start(State(app): State<AppState>, session: Session, form: Form) -> Res
     .await;
     let mut errors = match result {
         Ok((run, _)) => return Redirect::to(&format!("/runs/{}", run.id)).into_response(),
-        Err(e) if !e.errors.is_empty() => Errors::from(crate::validate::Invalid(e.errors)),
-        Err(e) if e.status.is_client_error() => Errors([("repo".to_owned(), e.message)].into()),
-        Err(e) => return Page::error(e.status, &e.message),
+        Err(ServiceError::Invalid(i)) => FormErrors::from(i),
+        Err(
+            ServiceError::NotFound(m) | ServiceError::Conflict(m) | ServiceError::Unavailable(m),
+        ) => FormErrors([("repo".to_owned(), m)].into()),
+        Err(e) => return super::service_error(e),
     };
     let repos = app.store.repos().await.unwrap_or_default();
     let fields = new_fields(&app, &repo, Some(&form), &mut errors).await;
@@ -221,7 +227,11 @@ async fn start(State(app): State<AppState>, session: Session, form: Form) -> Res
 /// How much of the log a run page starts with.
 const INITIAL_OUTPUT: u64 = 64 * 1024;
 
-async fn show(State(app): State<AppState>, session: Session, Path(id): Path<String>) -> Response {
+async fn show(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path(id): Path<String>,
+) -> Response {
     let Ok(id) = id.parse::<i64>() else {
         return Page::error(StatusCode::NOT_FOUND, "Run ids are numbers.");
     };
@@ -236,7 +246,7 @@ async fn show(State(app): State<AppState>, session: Session, Path(id): Path<Stri
         Some(p) => {
             let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
             let from = size.saturating_sub(INITIAL_OUTPUT);
-            let (bytes, next) = read_log(p, from, INITIAL_OUTPUT).unwrap_or_default();
+            let (bytes, next) = log::read(p, from, INITIAL_OUTPUT).unwrap_or_default();
             (
                 String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned(),
                 next,
@@ -272,37 +282,31 @@ async fn show(State(app): State<AppState>, session: Session, Path(id): Path<Stri
 
 async fn stop(
     State(app): State<AppState>,
-    session: Session,
+    session: BrowserSession,
     Path(id): Path<i64>,
     form: Form,
 ) -> Response {
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    match app.runner.stop(id, "stopped from the run page").await {
+    match service::runs::stop(&app.runner, id, "stopped from the run page").await {
         Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
-        Err(e) => {
-            let api = crate::http::runs::run_error(id)(e);
-            Page::error(api.status, &api.message)
-        }
+        Err(e) => super::service_error(e),
     }
 }
 
 async fn remove(
     State(app): State<AppState>,
-    session: Session,
+    session: BrowserSession,
     Path(id): Path<i64>,
     form: Form,
 ) -> Response {
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    match app.runner.remove(id).await {
+    match service::runs::remove(&app.runner, id).await {
         Ok(()) => Redirect::to("/runs").into_response(),
-        Err(e) => {
-            let api = crate::http::runs::run_error(id)(e);
-            Page::error(api.status, &api.message)
-        }
+        Err(e) => super::service_error(e),
     }
 }
 

@@ -1,28 +1,19 @@
-//! Browser sessions: paste the admin token once, get an HttpOnly,
-//! SameSite=Strict cookie. Every form carries the session's CSRF token.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+//! The pages' side of browser sessions (`auth::browser`): reading the cookie
+//! of a request, sending a browser without one to the login form, refusing
+//! a form whose CSRF token is not its session's.
 
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
-use axum::http::header::{COOKIE, SET_COOKIE};
+use axum::http::StatusCode;
+use axum::http::header::COOKIE;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::Page;
-use crate::http::AppState;
-use crate::http::auth::{digest, new_token};
+use crate::auth::browser::{self, BrowserSession, COOKIE_NAME};
+use crate::state::AppState;
 
-pub const COOKIE_NAME: &str = "lab_session";
-const TTL_MS: i64 = 7 * 24 * 3_600_000;
-
-/// A logged-in browser.
-#[derive(Debug, Clone)]
-pub struct Session {
-    pub id_hash: String,
-    pub csrf: String,
+async fn lookup(parts: &Parts, app: &AppState) -> Option<BrowserSession> {
+    browser::find(&app.store, &app.sessions, &cookie_value(parts)?).await
 }
 
 fn cookie_value(parts: &Parts) -> Option<String> {
@@ -35,51 +26,6 @@ fn cookie_value(parts: &Parts) -> Option<String> {
         .filter_map(|kv| kv.trim().split_once('='))
         .find(|(k, _)| *k == COOKIE_NAME)
         .map(|(_, v)| v.to_owned())
-}
-
-/// Sessions this node looked up lately, so a page does not cost a database
-/// round trip for its session. An entry is trusted for [`CACHE_FOR`]; a
-/// logout on this node drops it at once.
-#[derive(Default)]
-pub struct SessionCache {
-    seen: Mutex<HashMap<String, (String, Instant)>>,
-}
-
-const CACHE_FOR: Duration = Duration::from_secs(30);
-
-impl SessionCache {
-    fn get(&self, id_hash: &str) -> Option<String> {
-        let seen = self.seen.lock().expect("poisoned");
-        seen.get(id_hash)
-            .filter(|(_, at)| at.elapsed() < CACHE_FOR)
-            .map(|(csrf, _)| csrf.clone())
-    }
-
-    fn put(&self, id_hash: &str, csrf: &str) {
-        let mut seen = self.seen.lock().expect("poisoned");
-        if seen.len() > 1000 {
-            seen.retain(|_, (_, at)| at.elapsed() < CACHE_FOR);
-        }
-        seen.insert(id_hash.to_owned(), (csrf.to_owned(), Instant::now()));
-    }
-
-    pub fn forget(&self, id_hash: &str) {
-        self.seen.lock().expect("poisoned").remove(id_hash);
-    }
-}
-
-async fn lookup(parts: &Parts, app: &AppState) -> Option<Session> {
-    let id = cookie_value(parts)?;
-    let id_hash = hex::encode(digest(&id));
-    if let Some(csrf) = app.sessions.get(&id_hash) {
-        return Some(Session { id_hash, csrf });
-    }
-    let s = app.store.session(&id_hash).await.ok()??;
-    app.sessions.put(&id_hash, &s.csrf);
-    Some(Session {
-        id_hash,
-        csrf: s.csrf,
-    })
 }
 
 /// No session: a page sends the browser to the login form, a form post is
@@ -103,7 +49,7 @@ impl IntoResponse for NotLoggedIn {
     }
 }
 
-impl FromRequestParts<AppState> for Session {
+impl FromRequestParts<AppState> for BrowserSession {
     type Rejection = NotLoggedIn;
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, NotLoggedIn> {
         match lookup(parts, app).await {
@@ -120,7 +66,7 @@ impl FromRequestParts<AppState> for Session {
     }
 }
 
-impl OptionalFromRequestParts<AppState> for Session {
+impl OptionalFromRequestParts<AppState> for BrowserSession {
     type Rejection = std::convert::Infallible;
     async fn from_request_parts(
         parts: &mut Parts,
@@ -130,7 +76,7 @@ impl OptionalFromRequestParts<AppState> for Session {
     }
 }
 
-impl Session {
+impl BrowserSession {
     /// The refusal of a posted form whose CSRF token is not this session's.
     pub fn refuse_forged(&self, form: &super::forms::Form) -> Option<Response> {
         (form.get("csrf") != Some(self.csrf.as_str())).then(|| {
@@ -140,27 +86,4 @@ impl Session {
             )
         })
     }
-}
-
-/// Starts a session; returns its cookie.
-pub async fn start(app: &AppState, secure: bool) -> Result<HeaderValue, crate::store::StoreError> {
-    let id = new_token();
-    let csrf = new_token();
-    app.store
-        .create_session(&hex::encode(digest(&id)), &csrf, TTL_MS)
-        .await?;
-    let secure = if secure { "; Secure" } else { "" };
-    Ok(HeaderValue::from_str(&format!(
-        "{COOKIE_NAME}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
-        TTL_MS / 1000
-    ))
-    .expect("a cookie of hex and fixed text is a valid header"))
-}
-
-/// The cookie that ends a session in the browser.
-pub fn clear_cookie() -> (axum::http::HeaderName, HeaderValue) {
-    (
-        SET_COOKIE,
-        HeaderValue::from_static("lab_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
-    )
 }

@@ -9,13 +9,15 @@ use axum::response::{Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
 
-use super::forms::{Errors, Field, Form, Kind, Section, select};
-use super::{Chrome, Page, Session};
-use crate::http::AppState;
+use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
+use super::{Chrome, Page};
+use crate::auth::browser::BrowserSession;
+use crate::domain::{Change, Defaults, RunKind};
 use crate::provider::{self, OptionType, Provider};
-use crate::resolve::{Defaults, Request, RunKind, resolve};
-use crate::settings::{self, AfkPatch, Change, DefaultsPatch, RunsPatch, Settings, SettingsPatch};
-use crate::validate::{Errors as FieldErrors, FieldError};
+use crate::resolve::{Request, resolve};
+use crate::settings::{self, AfkPatch, DefaultsPatch, RunsPatch, Settings, SettingsPatch};
+use crate::state::AppState;
+use crate::validate::{Errors as ValueErrors, FieldError};
 
 #[derive(Template)]
 #[template(path = "settings.html")]
@@ -57,7 +59,7 @@ fn afk_inherit(p: &dyn Provider, d: &Defaults, model: bool) -> String {
         &Request::default(),
     );
     let v = if model { r.model } else { r.effort };
-    format!("same as default: {} ({})", v.value, v.source.describe())
+    format!("same as default: {} ({})", v.value, v.layer.describe())
 }
 
 /// The fields of one provider's spawn options, from its schema. `inherit`
@@ -69,8 +71,8 @@ pub fn option_fields(
     current: &Defaults,
     values: impl Fn(&str, Option<&str>) -> String,
     inherit: Option<&dyn Fn(&str) -> String>,
-    errors: &mut Errors,
-) -> Vec<Field> {
+    errors: &mut FormErrors,
+) -> Vec<FormField> {
     p.spawn_options()
         .iter()
         .map(|o| {
@@ -103,14 +105,14 @@ pub fn option_fields(
                     select(Some(label), o.values, &values(&name, stored))
                 }
             };
-            Field::new(&name, o.label, kind)
+            FormField::new(&name, o.label, kind)
                 .help(o.description)
                 .error_from(errors)
         })
         .collect()
 }
 
-fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Section> {
+fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<Section> {
     let v = Values { form };
     let mut out = Vec::new();
     for p in provider::all() {
@@ -121,7 +123,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
             title: format!("{}: defaults", p.name()),
             intro: "What a manual start is pre-filled with, and what AFK runs fall back to.".into(),
             fields: vec![
-                Field::new(
+                FormField::new(
                     n("model_default"),
                     "Model",
                     select(
@@ -134,7 +136,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
                     ),
                 )
                 .error_from(errors),
-                Field::new(
+                FormField::new(
                     n("effort_default"),
                     "Effort",
                     select(
@@ -150,7 +152,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
             ],
         });
         let mut afk = vec![
-            Field::new(
+            FormField::new(
                 n("afk_model_default"),
                 "AFK model",
                 select(
@@ -160,7 +162,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
                 ),
             )
             .error_from(errors),
-            Field::new(
+            FormField::new(
                 n("afk_effort_default"),
                 "AFK effort",
                 select(
@@ -193,7 +195,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
         title: "AFK scheduler".into(),
         intro: "Limits of the AFK scheduler, over all repos.".into(),
         fields: vec![
-            Field::new(
+            FormField::new(
                 "afk.max_concurrent",
                 "Most AFK runs at once",
                 num(
@@ -203,7 +205,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
                 ),
             )
             .error_from(errors),
-            Field::new(
+            FormField::new(
                 "afk.tick_seconds",
                 "Seconds between ticks",
                 num(
@@ -213,7 +215,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
                 ),
             )
             .error_from(errors),
-            Field::new(
+            FormField::new(
                 "afk.run_timeout_minutes",
                 "Run time limit (minutes)",
                 num(
@@ -231,7 +233,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut Errors) -> Vec<Secti
         title: "Runs".into(),
         intro: String::new(),
         fields: vec![
-            Field::new(
+            FormField::new(
                 "runs.workspace_retention_hours",
                 "Keep workspaces of ended runs (hours)",
                 Kind::Number {
@@ -262,7 +264,7 @@ pub fn change(form: &Form, name: &str) -> Change<String> {
 }
 
 /// A number field: empty clears (the default); not a number is an error.
-pub fn number(form: &Form, name: &str, errs: &mut FieldErrors) -> Change<i64> {
+pub fn number(form: &Form, name: &str, errs: &mut ValueErrors) -> Change<i64> {
     match form.value(name) {
         None => Change::Clear,
         Some(v) => match v.parse() {
@@ -314,7 +316,7 @@ pub fn options_patch(
 }
 
 fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
-    let mut errs = FieldErrors::default();
+    let mut errs = ValueErrors::default();
     let mut patch = SettingsPatch::default();
     for p in provider::all() {
         let pre = format!("providers.{}.", p.id());
@@ -349,12 +351,16 @@ struct Saved {
     saved: Option<String>,
 }
 
-async fn show(State(app): State<AppState>, session: Session, Query(q): Query<Saved>) -> Response {
+async fn show(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Query(q): Query<Saved>,
+) -> Response {
     let s = match app.store.settings().await {
         Ok(s) => s,
         Err(e) => return super::internal(e),
     };
-    let mut errors = Errors::default();
+    let mut errors = FormErrors::default();
     Page::ok(&SettingsPage {
         chrome: Chrome::new(&session, "settings", "Settings"),
         sections: sections(&s, None, &mut errors),
@@ -364,7 +370,7 @@ async fn show(State(app): State<AppState>, session: Session, Query(q): Query<Sav
     })
 }
 
-async fn save(State(app): State<AppState>, session: Session, form: Form) -> Response {
+async fn save(State(app): State<AppState>, session: BrowserSession, form: Form) -> Response {
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
@@ -387,7 +393,7 @@ async fn save(State(app): State<AppState>, session: Session, form: Form) -> Resp
                 Ok(s) => s,
                 Err(e) => return super::internal(e),
             };
-            let mut errors = Errors::from(invalid);
+            let mut errors = FormErrors::from(invalid);
             let sections = sections(&s, Some(&form), &mut errors);
             Page::render(
                 StatusCode::BAD_REQUEST,

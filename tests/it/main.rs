@@ -14,6 +14,7 @@ mod crash_launch;
 mod doctor;
 mod forges;
 mod labctl;
+mod layers;
 mod once;
 mod readopt;
 mod real_cli;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use lab::resolve::RunKind;
+use lab::domain::RunKind;
 use lab::run::LaunchRequest;
 use lab::store::RepoKey;
 use serde_json::json;
@@ -73,7 +73,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
         .unwrap();
     assert_eq!(
         run.state,
-        lab::run::RunState::Running,
+        lab::domain::RunState::Running,
         "{:?}",
         run.state_reason
     );

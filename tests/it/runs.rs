@@ -334,7 +334,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
     let mut launch = Box::pin(s.runner().launch(LaunchRequest {
         repo,
         global,
-        kind: lab::resolve::RunKind::Manual,
+        kind: lab::domain::RunKind::Manual,
         model: None,
         effort: None,
         prompt: "FAKE_EXIT=0".into(),

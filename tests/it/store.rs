@@ -1,7 +1,8 @@
 //! The store, directly, on both backends.
 
+use lab::domain::Change;
 use lab::repo::{self, RepoPatch};
-use lab::settings::{Change, DefaultsPatch, SettingsPatch};
+use lab::settings::{DefaultsPatch, SettingsPatch};
 use lab::store::{RepoKey, Store, StoreError};
 
 use crate::on_both;

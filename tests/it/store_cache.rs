@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use lab::domain::Change;
 use lab::repo::RepoPatch;
-use lab::settings::{Change, DefaultsPatch, SettingsPatch};
+use lab::settings::{DefaultsPatch, SettingsPatch};
 use lab::store::{RepoKey, Store, StoreError};
 use sqlx::Connection;
 

@@ -38,7 +38,7 @@ impl Backend {
 
 /// Creates `lab_t_<random>` on the server at `url` and returns its URL.
 pub async fn fresh_pg_database(url: &str) -> String {
-    let name = format!("lab_t_{}", lab::http::auth::new_token().get(..16).unwrap());
+    let name = format!("lab_t_{}", lab::auth::new_token().get(..16).unwrap());
     let mut conn = sqlx::PgConnection::connect(url)
         .await
         .expect("connect to LAB_TEST_DATABASE_URL");

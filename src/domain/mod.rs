@@ -1,0 +1,20 @@
+//! The domain types every layer shares: runs and their states, one scope's
+//! defaults, a change to a field. Pure data with its own rules; no IO, and
+//! nothing here names a module above it.
+
+mod change;
+mod defaults;
+mod provenance;
+mod run;
+
+pub use change::Change;
+pub use defaults::Defaults;
+pub use provenance::{Layer, Sourced};
+pub use run::{Run, RunKind, RunState};
+
+/// A time lab stored (milliseconds since the epoch) as RFC 3339: UTC, with
+/// milliseconds, the way every API body and page shows times.
+pub fn rfc3339(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}

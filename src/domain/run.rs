@@ -1,0 +1,161 @@
+//! A run as lab records it: its kind, its state, and the values it was
+//! started with. Pure data: no IO, no tmux.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::Sourced;
+
+/// Whether an operator started the run or the AFK scheduler did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    Manual,
+    Afk,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Manual => "manual",
+            RunKind::Afk => "afk",
+        }
+    }
+}
+
+impl fmt::Display for RunKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "manual" => Ok(RunKind::Manual),
+            "afk" => Ok(RunKind::Afk),
+            other => Err(format!("unknown run kind '{other}'; allowed: manual, afk")),
+        }
+    }
+}
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// lab is preparing the workspace and the session.
+    Starting,
+    /// The agent process is alive.
+    Running,
+    /// The agent process is alive and waits for a person (see `state_reason`).
+    Waiting,
+    /// The agent process ended on its own; `exit_status` or `exit_signal` says how.
+    Exited,
+    /// lab could not start the run, or lost it; `state_reason` says why.
+    Failed,
+    /// Someone stopped the run; its process tree was ended.
+    Stopped,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 6] = [
+        RunState::Starting,
+        RunState::Running,
+        RunState::Waiting,
+        RunState::Exited,
+        RunState::Failed,
+        RunState::Stopped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Starting => "starting",
+            RunState::Running => "running",
+            RunState::Waiting => "waiting",
+            RunState::Exited => "exited",
+            RunState::Failed => "failed",
+            RunState::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the run may still have a live process.
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            RunState::Starting | RunState::Running | RunState::Waiting
+        )
+    }
+}
+
+impl fmt::Display for RunState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        RunState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| {
+                let all: Vec<&str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
+                format!(
+                    "unknown run state '{}'; allowed: {}",
+                    crate::validate::shown(s),
+                    all.join(", ")
+                )
+            })
+    }
+}
+
+/// One run, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub id: i64,
+    pub kind: RunKind,
+    /// `None` once the repo was removed from lab.
+    pub repo_id: Option<i64>,
+    pub repo_name: String,
+    pub provider: String,
+    pub model: Sourced,
+    pub effort: Sourced,
+    pub options: BTreeMap<String, Sourced>,
+    pub prompt: String,
+    pub state: RunState,
+    pub state_reason: Option<String>,
+    /// The lab node that owns the run's tmux session.
+    pub node: String,
+    pub session: String,
+    pub workspace: Option<String>,
+    pub branch: Option<String>,
+    pub log_path: Option<String>,
+    pub pid: Option<i64>,
+    /// When `pid` started (clock ticks after boot): with `pid`, what
+    /// identifies the process (pids are reused).
+    pub pid_start: Option<i64>,
+    pub exit_status: Option<i64>,
+    pub exit_signal: Option<i64>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    pub workspace_removed_at: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip() {
+        for s in RunState::ALL {
+            assert_eq!(s.as_str().parse::<RunState>().unwrap(), s);
+        }
+        assert!("done".parse::<RunState>().is_err());
+    }
+}

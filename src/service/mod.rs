@@ -1,0 +1,56 @@
+//! The writes the API and the pages share: register, change and remove a
+//! repo; start, stop and remove a run. Each returns a [`ServiceError`], a
+//! domain error that `http` turns into a status and `web` into a page, so
+//! neither front end depends on the other.
+
+pub mod repos;
+pub mod runs;
+
+use crate::store::StoreError;
+use crate::validate::{FieldError, Invalid};
+
+/// Why a shared write was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// One or more values are wrong; nothing was written.
+    #[error("{0}")]
+    Invalid(Invalid),
+    /// The thing named does not exist; the message names it.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with what is there (a name taken, a run live).
+    #[error("{0}")]
+    Conflict(String),
+    /// The provider's CLI cannot be run on this machine.
+    #[error("{0}")]
+    Unavailable(String),
+    /// lab's own failure (database, IO): logged, never shown in full.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ServiceError {
+    /// A store error about the thing `what` names (e.g. "repo 'x'").
+    pub fn from_store(e: StoreError, what: impl FnOnce() -> String) -> ServiceError {
+        match e {
+            StoreError::NotFound => ServiceError::NotFound(format!("{} not found", what())),
+            StoreError::Conflict(m) => ServiceError::Conflict(m),
+            StoreError::Invalid(i) => ServiceError::Invalid(i),
+            other => ServiceError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<Invalid> for ServiceError {
+    fn from(e: Invalid) -> Self {
+        ServiceError::Invalid(e)
+    }
+}
+
+impl From<FieldError> for ServiceError {
+    fn from(e: FieldError) -> Self {
+        ServiceError::Invalid(e.into())
+    }
+}
+
+pub type ServiceResult<T> = Result<T, ServiceError>;

@@ -1,0 +1,18 @@
+//! What every handler, API or page, can reach.
+
+use std::sync::Arc;
+
+use crate::auth::Auth;
+use crate::auth::browser::SessionCache;
+use crate::run::Runner;
+use crate::store::Store;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub auth: Arc<Auth>,
+    pub runner: Arc<Runner>,
+    pub sessions: Arc<SessionCache>,
+    pub scheduler: Arc<crate::afk::Scheduler>,
+}
