@@ -48,6 +48,15 @@ pub struct ServeConfig {
     /// The agents' home (default: lab's own `HOME`).
     #[arg(skip)]
     pub agent_home: Option<PathBuf>,
+    /// Variables of lab's environment every run also gets, beside those
+    /// every program expects and those its CLI needs (comma-separated
+    /// names; `LAB_*`, `TMUX` and `TMUX_PANE` are refused).
+    #[arg(long = "run-env", env = "LAB_RUN_ENV", value_delimiter = ',', value_parser = run_env_name)]
+    pub run_env: Vec<String>,
+}
+
+fn run_env_name(s: &str) -> Result<String, String> {
+    crate::run::env::check_operator_name(s).map(|()| s.to_owned())
 }
 
 /// The default data dir: `$XDG_DATA_HOME/lab`, or `~/.local/share/lab`.
@@ -108,12 +117,53 @@ fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
     if !meta.is_dir() {
         bail!("the data dir {} is not a directory", dir.display());
     }
-    // The data dir holds the token and the database: keep it private.
+    // The data dir holds the token, the database, logs and workspaces: what
+    // lab makes from now on is its user's alone, and what an older lab left
+    // readable is made private.
+    set_private_umask();
     if meta.permissions().mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
             .with_context(|| format!("cannot make {} private (chmod 700)", dir.display()))?;
     }
+    make_private(dir, 2);
     Ok(())
+}
+
+/// Files lab creates get mode 0600, folders 0700 (git and SQLite follow the
+/// umask too).
+fn set_private_umask() {
+    // SAFETY: umask only sets the process's file mode creation mask; it
+    // cannot fail and touches no memory.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
+/// Takes group and other permissions off what is in `dir`, `depth` levels
+/// down (the data dir's files, and each run's folder and files; a
+/// workspace's or mirror's insides are reachable only through their private
+/// folders).
+fn make_private(dir: &Path, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(meta) = e.path().symlink_metadata() else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0 {
+            let _ =
+                std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(mode & 0o700));
+        }
+        if meta.is_dir() && depth > 1 {
+            make_private(&e.path(), depth - 1);
+        }
+    }
 }
 
 /// Opens everything and starts listening. Returns once the socket is bound.
@@ -281,6 +331,7 @@ fn runner_config(
             Some(h) => h.clone(),
             None => dirs::home_dir().context("cannot tell lab's home folder (set HOME)")?,
         },
+        run_env: cfg.run_env.clone(),
     })
 }
 

@@ -123,6 +123,15 @@ async fn open_now(
             run.id
         )));
     }
+    // The branch lives in the run's own clone: bring it into the repo (or
+    // its mirror), where the built-in tracker and the push take it from.
+    if let Some(ws) = run.workspace.as_deref() {
+        runner
+            .workspaces
+            .collect(&repo, std::path::Path::new(ws), &branch)
+            .await
+            .map_err(|e| PullError::Push(format!("could not take {branch} from the run: {e}")))?;
+    }
     let source = source_for(&repo, runner);
     if source.kind() != SourceKind::Builtin {
         let remote = push_url(&repo)

@@ -175,6 +175,17 @@ impl Provider for ClaudeCode {
         }
     }
 
+    fn env_passthrough(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "CLAUDE_CONFIG_DIR",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+        ]
+    }
+
     fn attention(&self, screen: &str) -> Option<&'static str> {
         let has = |s: &str| screen.contains(s);
         if has("Not logged in") || has("Select login method") {

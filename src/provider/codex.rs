@@ -172,6 +172,10 @@ impl Provider for Codex {
         }
     }
 
+    fn env_passthrough(&self) -> &'static [&'static str] {
+        &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"]
+    }
+
     fn attention(&self, screen: &str) -> Option<&'static str> {
         let has = |s: &str| screen.contains(s);
         if has("Sign in with ChatGPT") || has("Sign in with Device Code") {

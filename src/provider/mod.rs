@@ -124,6 +124,12 @@ pub trait Provider: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Variables of lab's environment the CLI needs in a run's (an API key,
+    /// its config folder). Everything else of lab's stays out (`run::env`).
+    fn env_passthrough(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Config entries that belong to one workspace, removed with it.
     fn workspace_entries(&self, _workspace: &std::path::Path) -> Vec<ConfigEntry> {
         Vec::new()

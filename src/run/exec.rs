@@ -29,10 +29,9 @@ pub struct Launch {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,
-    /// Variables set on top of the pane's environment.
+    /// The agent's environment, whole (built by `run::env` from an
+    /// allow-list); only the pane's terminal type is added to it.
     pub env: BTreeMap<String, String>,
-    /// Variables removed from the pane's environment.
-    pub env_remove: Vec<String>,
     /// Folders put in front of `PATH` (where `labctl` lives).
     pub path_prepend: Vec<PathBuf>,
     /// Where the shim writes how the agent ended.
@@ -93,16 +92,17 @@ impl Launch {
         f.write_all(&json)
     }
 
-    /// The environment the agent gets, from the environment the shim has.
-    /// No `LAB_*` variable is inherited (lab's database URL, tokens and forge
-    /// credentials live there): a run sees only the ones lab sets for it.
+    /// The environment the agent gets: the one lab built for it, plus the
+    /// pane's terminal type. Nothing else of the pane's environment passes
+    /// (tmux's `TMUX` and `TMUX_PANE` there point at lab's server).
     pub fn environment(
         &self,
-        inherited: impl Iterator<Item = (String, String)>,
+        pane: impl Iterator<Item = (String, String)>,
     ) -> BTreeMap<String, String> {
-        let mut env: BTreeMap<String, String> = inherited
-            .filter(|(k, _)| !k.starts_with("LAB_") && !self.env_remove.contains(k))
+        let mut env: BTreeMap<String, String> = pane
+            .filter(|(k, _)| PANE_VARS.contains(&k.as_str()))
             .collect();
+        env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if !self.path_prepend.is_empty() {
             let mut parts: Vec<String> = self
                 .path_prepend
@@ -114,10 +114,13 @@ impl Launch {
             }
             env.insert("PATH".into(), parts.join(":"));
         }
-        env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         env
     }
 }
+
+/// What the agent takes from its pane's environment: the terminal tmux
+/// draws it in.
+const PANE_VARS: &[&str] = &["TERM", "COLORTERM"];
 
 /// Records that the agent never started, as the exit status `code`, and
 /// returns it for the shim to exit with.
@@ -232,13 +235,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn environment_removes_prepends_and_sets() {
+    fn environment_is_lab_s_plus_the_terminal() {
         let l = Launch {
             program: "/bin/true".into(),
             args: vec![],
             cwd: "/".into(),
-            env: [("LAB_RUN_ID".to_owned(), "7".to_owned())].into(),
-            env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".into()],
+            env: [
+                ("LAB_RUN_ID".to_owned(), "7".to_owned()),
+                ("PATH".to_owned(), "/usr/bin".to_owned()),
+                ("HOME".to_owned(), "/home/agent".to_owned()),
+            ]
+            .into(),
             path_prepend: vec!["/opt/lab/bin".into()],
             exit_file: "/x/exit.json".into(),
             log: PaneLog {
@@ -248,8 +255,10 @@ mod tests {
         };
         let env = l.environment(
             [
-                ("PATH".to_owned(), "/usr/bin".to_owned()),
-                ("CLAUDE_CODE_EFFORT_LEVEL".to_owned(), "low".to_owned()),
+                ("PATH".to_owned(), "/pane/bin".to_owned()),
+                ("TERM".to_owned(), "tmux-256color".to_owned()),
+                ("TMUX".to_owned(), "/x/tmux.sock,1,0".to_owned()),
+                ("TMUX_PANE".to_owned(), "%3".to_owned()),
                 ("HOME".to_owned(), "/root".to_owned()),
                 (
                     "LAB_DATABASE_URL".to_owned(),
@@ -260,8 +269,9 @@ mod tests {
         );
         assert_eq!(env["PATH"], "/opt/lab/bin:/usr/bin");
         assert_eq!(env["LAB_RUN_ID"], "7");
-        assert_eq!(env["HOME"], "/root");
-        assert!(!env.contains_key("CLAUDE_CODE_EFFORT_LEVEL"));
-        assert!(!env.contains_key("LAB_DATABASE_URL"));
+        assert_eq!(env["HOME"], "/home/agent");
+        assert_eq!(env["TERM"], "tmux-256color");
+        let names: Vec<&str> = env.keys().map(String::as_str).collect();
+        assert_eq!(names, ["HOME", "LAB_RUN_ID", "PATH", "TERM"]);
     }
 }

@@ -319,7 +319,9 @@ impl Runner {
         let (dir, log) = prepared?;
         let t = std::time::Instant::now();
         let cl = p.command_line(&spec);
-        let mut env: BTreeMap<String, String> = cl.env.into_iter().collect();
+        let mut env =
+            super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
+        env.extend(cl.env);
         env.extend(req.env.clone());
         env.insert(
             "HOME".into(),
@@ -330,13 +332,14 @@ impl Runner {
         env.insert("LAB_TOKEN".into(), token.to_owned());
         // LAB_RUN_ID and LAB_NODE mark the run's processes (see proctree).
         env.insert("LAB_NODE".into(), self.cfg.node.clone());
-        let env_remove = cl.env_remove;
+        for name in &cl.env_remove {
+            env.remove(name);
+        }
         let launch = Launch {
             program,
             args: cl.args,
             cwd: ws.path.clone(),
             env,
-            env_remove,
             path_prepend: self
                 .cfg
                 .lab_exe

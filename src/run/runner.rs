@@ -34,6 +34,9 @@ pub struct RunnerConfig {
     /// The agents' home folder (`HOME` in their environment), where their
     /// CLIs keep their config.
     pub agent_home: PathBuf,
+    /// Names of lab's variables the operator passes to every run
+    /// (`--run-env`), beside `run::env`'s own list.
+    pub run_env: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -228,7 +231,7 @@ impl Runner {
             None => None,
         };
         self.workspaces
-            .remove(repo.as_ref(), Path::new(path))
+            .remove(repo.as_ref(), Path::new(path), run.branch.as_deref())
             .await
             .map_err(|e| RunError::Io(e.to_string()))?;
         if let Some(p) = provider::get(&run.provider) {

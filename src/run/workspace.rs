@@ -1,5 +1,12 @@
-//! Workspaces: the git worktree each run works in, on a branch of its own,
-//! and the mirrors lab keeps of repos given by URL.
+//! Workspaces: the clone each run works in, on a branch of its own, and the
+//! mirrors lab keeps of repos given by URL.
+//!
+//! A workspace is a `git clone --shared` of the registered repo (or its
+//! mirror): it borrows the repo's objects read-only and has refs of its own,
+//! so nothing a run does to its refs (`git update-ref`, a rewritten branch)
+//! reaches the registered repo or another run (ADR 12). lab fetches the
+//! run's branch back into the repo itself ([`Workspaces::collect`]) when the
+//! run opens its pull request and before its workspace is removed.
 //!
 //! Invariant: this is the only module that runs git.
 
@@ -89,8 +96,9 @@ impl Workspaces {
         }
     }
 
-    /// Makes a worktree for run `run_id` on branch `branch`, from the repo's
-    /// default branch (for a URL repo, after fetching its mirror).
+    /// Makes run `run_id`'s workspace on branch `branch`, from the repo's
+    /// default branch (for a URL repo, after fetching its mirror): a shared
+    /// clone whose hooks are the repo's, checked out once.
     pub async fn create(
         &self,
         repo: &Repo,
@@ -106,20 +114,31 @@ impl Workspaces {
         std::fs::create_dir_all(&self.root)
             .map_err(|e| WorkspaceError(format!("cannot create {}: {e}", self.root.display())))?;
         let path = self.path_for(run_id);
-        let start = if matches!(repo.source, RepoSource::Url(_)) {
-            format!("refs/heads/{}", repo.default_branch)
-        } else {
-            repo.default_branch.clone()
-        };
         let path_s = path.to_string_lossy().into_owned();
+        let hooks = format!("core.hooksPath={}", hooks_dir(&git_dir).display());
+        let src = git_dir.to_string_lossy().into_owned();
         git(
-            &git_dir,
-            &["worktree", "add", "--quiet", "-b", branch, &path_s, &start],
+            &self.root,
+            &[
+                "clone",
+                "--quiet",
+                "--shared",
+                "--no-checkout",
+                "--no-tags",
+                "--single-branch",
+                "--branch",
+                &repo.default_branch,
+                "--config",
+                &hooks,
+                "--",
+                &src,
+                &path_s,
+            ],
             LOCAL_TIMEOUT,
         )
         .await
         .map_err(|e| {
-            if e.0.contains("invalid reference") || e.0.contains("not a valid") {
+            if e.0.contains("not found in upstream") || e.0.contains("Remote branch") {
                 WorkspaceError(format!(
                     "the repo has no branch '{}' to start from (set its default_branch)",
                     repo.default_branch
@@ -128,10 +147,41 @@ impl Workspaces {
                 e
             }
         })?;
+        git(
+            &path,
+            &["checkout", "--quiet", "--force", "-b", branch],
+            LOCAL_TIMEOUT,
+        )
+        .await?;
         Ok(Workspace {
             path,
             branch: branch.to_owned(),
         })
+    }
+
+    /// Fetches a run's branch from its workspace into the registered repo
+    /// (or its mirror), where pull requests and people find it. Only that
+    /// branch: whatever else the run did to its own refs stays in its clone.
+    pub async fn collect(
+        &self,
+        repo: &Repo,
+        workspace: &Path,
+        branch: &str,
+    ) -> Result<(), WorkspaceError> {
+        if !workspace.join(".git").is_dir() {
+            // A worktree of an older lab shares its refs already; or gone.
+            return Ok(());
+        }
+        let lock = self.lock(repo.id);
+        let _guard = lock.lock().await;
+        let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
+        let ws = workspace.to_string_lossy().into_owned();
+        git(
+            &self.git_dir(repo),
+            &["fetch", "--quiet", "--no-tags", "--", &ws, &refspec],
+            LOCAL_TIMEOUT,
+        )
+        .await
     }
 
     async fn refresh_mirror(&self, url: &str, mirror: &Path) -> Result<(), WorkspaceError> {
@@ -155,28 +205,24 @@ impl Workspaces {
         .await
     }
 
-    /// Removes a run's worktree (the branch stays: it may hold the agent's
-    /// work). Works when the repo is gone from lab or from disk.
-    pub async fn remove(&self, repo: Option<&Repo>, path: &Path) -> Result<(), WorkspaceError> {
-        if let Some(repo) = repo {
-            let lock = self.lock(repo.id);
-            let _guard = lock.lock().await;
-            let git_dir = self.git_dir(repo);
-            if git_dir.exists() {
-                let p = path.to_string_lossy().into_owned();
-                if git(
-                    &git_dir,
-                    &["worktree", "remove", "--force", "--force", &p],
-                    LOCAL_TIMEOUT,
-                )
-                .await
-                .is_ok()
-                {
-                    return Ok(());
-                }
-                let _ = std::fs::remove_dir_all(path);
-                let _ = git(&git_dir, &["worktree", "prune"], LOCAL_TIMEOUT).await;
-                return Ok(());
+    /// Removes a run's workspace after fetching its branch back into the
+    /// repo (the branch stays: it may hold the agent's work). Works when the
+    /// repo is gone from lab or from disk, and for the worktrees older labs
+    /// made.
+    pub async fn remove(
+        &self,
+        repo: Option<&Repo>,
+        path: &Path,
+        branch: Option<&str>,
+    ) -> Result<(), WorkspaceError> {
+        if let Some(repo) = repo.filter(|r| self.git_dir(r).exists()) {
+            if path.join(".git").is_file() {
+                return self.remove_worktree(repo, path).await;
+            }
+            if let Some(branch) = branch
+                && let Err(e) = self.collect(repo, path, branch).await
+            {
+                tracing::warn!(path = %path.display(), error = %e, "could not keep a run's branch");
             }
         }
         match std::fs::remove_dir_all(path) {
@@ -187,6 +233,37 @@ impl Workspaces {
                 path.display()
             ))),
         }
+    }
+
+    /// Removes a worktree an older lab made.
+    async fn remove_worktree(&self, repo: &Repo, path: &Path) -> Result<(), WorkspaceError> {
+        let lock = self.lock(repo.id);
+        let _guard = lock.lock().await;
+        let git_dir = self.git_dir(repo);
+        let p = path.to_string_lossy().into_owned();
+        if git(
+            &git_dir,
+            &["worktree", "remove", "--force", "--force", &p],
+            LOCAL_TIMEOUT,
+        )
+        .await
+        .is_err()
+        {
+            let _ = std::fs::remove_dir_all(path);
+            let _ = git(&git_dir, &["worktree", "prune"], LOCAL_TIMEOUT).await;
+        }
+        Ok(())
+    }
+}
+
+/// The hooks folder of a repository (a work tree's `.git/hooks`, a bare
+/// one's `hooks`): a run's commits go through the repo's own hooks.
+fn hooks_dir(git_dir: &Path) -> PathBuf {
+    let dot_git = git_dir.join(".git");
+    if dot_git.is_dir() {
+        dot_git.join("hooks")
+    } else {
+        git_dir.join("hooks")
     }
 }
 

@@ -208,14 +208,16 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     drop(lab2);
 }
 
-async fn the_agent_never_sees_lab_secrets_or_override_variables(b: Backend) {
+async fn the_agent_gets_only_allow_listed_variables(b: Backend) {
     let home = LabHome::new(&b).await;
     let tmp = &home.tmp;
     let lab = home
         .start(&[
             ("CLAUDE_CODE_EFFORT_LEVEL", "low"),
             ("LAB_GITHUB_TOKEN", "ghp_secret"),
+            ("NOT_LISTED", "secret"),
             ("KEEP_ME", "yes"),
+            ("LAB_RUN_ENV", "KEEP_ME"),
         ])
         .await;
     let api = Api(&lab);
@@ -234,8 +236,22 @@ async fn the_agent_never_sees_lab_secrets_or_override_variables(b: Backend) {
     assert!(!names.contains(&"LAB_DATA_DIR"), "{names:?}");
     assert!(
         names.contains(&"KEEP_ME"),
-        "ordinary variables pass: {names:?}"
+        "variables the operator lists pass: {names:?}"
     );
+    for never in ["NOT_LISTED", "TMUX", "TMUX_PANE", "LAB_RUN_ENV"] {
+        assert!(
+            !names.contains(&never),
+            "{never} reached the run: {names:?}"
+        );
+    }
+    // lab's tmux server never saw lab's environment either.
+    let global = agent::tmux(&home.socket(), &["show-environment", "-g"]);
+    for never in ["LAB_GITHUB_TOKEN", "ghp_secret", "NOT_LISTED", "LAB_"] {
+        assert!(
+            !global.contains(never),
+            "{never} in tmux's environment:\n{global}"
+        );
+    }
     let mut lab_vars: Vec<&str> = names
         .iter()
         .copied()
@@ -248,10 +264,42 @@ async fn the_agent_never_sees_lab_secrets_or_override_variables(b: Backend) {
         argv.windows(2)
             .any(|w| w[0] == b"--effort" && w[1] == b"max")
     );
+    // Everything lab made in its data dir is its user's alone: the token,
+    // the database, logs, locks, the run's folder and its workspace.
+    let open = readable_by_others(&home.data);
+    assert!(open.is_empty(), "group or others may read: {open:?}");
     drop(lab);
 }
 
 on_both!(
     kill_9_then_restart_readopts_every_live_run,
-    the_agent_never_sees_lab_secrets_or_override_variables
+    the_agent_gets_only_allow_listed_variables
 );
+
+/// Paths under `dir` whose mode gives group or others any access.
+fn readable_by_others(dir: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut open = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(meta) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            if meta.permissions().mode() & 0o077 != 0 {
+                open.push(format!(
+                    "{} {:o}",
+                    e.path().display(),
+                    meta.permissions().mode() & 0o777
+                ));
+            }
+            if meta.is_dir() {
+                todo.push(e.path());
+            }
+        }
+    }
+    open
+}

@@ -1,4 +1,4 @@
-//! Manual runs in real tmux, with real git worktrees and the fake agent.
+//! Manual runs in real tmux, with real git workspaces and the fake agent.
 
 use serde_json::{Value, json};
 
@@ -53,9 +53,9 @@ async fn a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs(b: Backend) {
     s.stop().await;
 }
 
-async fn each_run_has_its_own_worktree_branch_and_token(b: Backend) {
+async fn each_run_has_its_own_workspace_branch_and_token(b: Backend) {
     let s = TestServer::start(b).await;
-    let repo = s.add_repo("r").await;
+    s.add_repo("r").await;
     let r1 = s.start_run("r", "one").await;
     let r2 = s.start_run("r", "two").await;
     let mut seen = Vec::new();
@@ -76,19 +76,18 @@ async fn each_run_has_its_own_worktree_branch_and_token(b: Backend) {
         seen.push((cwd, r["branch"].as_str().unwrap().to_owned(), token));
     }
     assert_ne!(seen[0], seen[1]);
-    let branches = std::process::Command::new("git")
-        .args([
-            "-C",
-            repo["path"].as_str().unwrap(),
-            "branch",
-            "--list",
-            "lab/*",
-        ])
-        .output()
-        .unwrap();
-    let branches = String::from_utf8_lossy(&branches.stdout);
-    for (_, branch, _) in &seen {
-        assert!(branches.contains(branch.as_str()), "{branches}");
+    // Each workspace is a clone of its own on the run's branch; the
+    // registered repo gets the branch back when the run is done with it.
+    for (cwd, branch, _) in &seen {
+        let head = std::process::Command::new("git")
+            .args(["-C", cwd.trim(), "rev-parse", "--abbrev-ref", "HEAD"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&head.stdout).trim(), branch);
+        assert!(
+            std::path::Path::new(cwd.trim()).join(".git").is_dir(),
+            "a clone, not a worktree"
+        );
     }
     s.stop().await;
 }
@@ -366,7 +365,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
 on_both!(
     a_dropped_launch_does_not_leave_a_run_starting,
     a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs,
-    each_run_has_its_own_worktree_branch_and_token,
+    each_run_has_its_own_workspace_branch_and_token,
     exit_status_is_recorded,
     invalid_starts_start_nothing,
     a_missing_cli_is_a_clear_conflict,

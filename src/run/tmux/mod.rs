@@ -66,6 +66,22 @@ pub struct Tmux {
 
 const PANE_FORMAT: &str = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_height}\t#{pane_dead_status}\t#{pane_dead_signal}";
 
+/// The only variables a tmux client of lab's keeps: what tmux needs to find
+/// its programs and draw (the locale decides how it reads UTF-8).
+const CLIENT_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+];
+
+/// Clears a tmux client's environment down to [`CLIENT_ENV`].
+pub fn scrub_env(c: &mut std::process::Command) {
+    c.env_clear();
+    for name in CLIENT_ENV {
+        if let Some(v) = std::env::var_os(name) {
+            c.env(name, v);
+        }
+    }
+}
+
 /// Most screens one capture call reads (the client's command line is
 /// limited to ~16 KB; each capture is about 35 bytes of it).
 pub const MAX_CAPTURES: usize = 300;
@@ -128,8 +144,11 @@ impl Tmux {
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // lab may itself run inside tmux; its variable would confuse the client.
-        c.env_remove("TMUX");
+        // The client that starts lab's tmux server gives it its environment,
+        // which every pane then inherits and `show-environment -g` shows: so
+        // no client of lab's carries lab's own (database URL, forge tokens;
+        // `TMUX` when lab itself runs inside tmux would confuse the client).
+        scrub_env(c.as_std_mut());
         let out = c.output().await.map_err(TmuxError::Spawn)?;
         if out.status.success() {
             return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
@@ -368,7 +387,8 @@ pub fn attach_log(socket: &Path, pane: &str, log: &Path) -> Result<(), TmuxError
         )
         .build();
     let mut c = cmd.to_command();
-    c.stdin(Stdio::null()).env_remove("TMUX");
+    c.stdin(Stdio::null());
+    scrub_env(&mut c);
     let out = c.output().map_err(TmuxError::Spawn)?;
     if out.status.success() {
         return Ok(());

@@ -86,6 +86,7 @@ impl TestServer {
             ]
             .into(),
             agent_home: Some(dir.path().join("home")),
+            run_env: Vec::new(),
         };
         tweak(&mut cfg);
         let running = lab::server::start(&cfg).await.expect("server starts");
