@@ -49,6 +49,9 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         provider_bins: [("claude-code".to_owned(), agent.to_path_buf())].into(),
         agent_home: Some(t.join("home")),
         run_env: Vec::new(),
+        bwrap: None,
+        sandbox_ro: Vec::new(),
+        sandbox_rw: Vec::new(),
     };
     let running = lab::server::start(&cfg).await.expect("lab starts");
     let api = Api::new(format!("http://{}", running.addr), running.token.clone());

@@ -244,7 +244,7 @@ async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> V
         options: r.option_values(),
         initial_prompt: "Say hello.".into(),
         working_dir: runner.cfg.data_dir.clone(),
-        runs_as_root: rustix::process::geteuid().is_root(),
+        sandboxed: true,
     };
     let verdict = cli_check::check(p, &bin, &p.command_line(&spec)).await;
     out.push(match verdict {

@@ -53,6 +53,17 @@ pub struct ServeConfig {
     /// names; `LAB_*`, `TMUX` and `TMUX_PANE` are refused).
     #[arg(long = "run-env", env = "LAB_RUN_ENV", value_delimiter = ',', value_parser = run_env_name)]
     pub run_env: Vec<String>,
+    /// bubblewrap, which sandboxes every run (default: `bwrap` on `PATH`).
+    #[arg(long, env = "LAB_BWRAP")]
+    pub bwrap: Option<PathBuf>,
+    /// Paths every run may read although they are hidden or private to lab
+    /// (comma-separated; the rest of the machine is readable anyway).
+    #[arg(long = "sandbox-ro", env = "LAB_SANDBOX_RO", value_delimiter = ',')]
+    pub sandbox_ro: Vec<PathBuf>,
+    /// Paths every run may write, beside its workspace, its private `/tmp`
+    /// and its CLI's own config (comma-separated).
+    #[arg(long = "sandbox-rw", env = "LAB_SANDBOX_RW", value_delimiter = ',')]
+    pub sandbox_rw: Vec<PathBuf>,
 }
 
 fn run_env_name(s: &str) -> Result<String, String> {
@@ -199,7 +210,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
 
     let runner = Arc::new(Runner::new(
         store.clone(),
-        runner_config(cfg, &data_dir, addr)?,
+        runner_config(cfg, &data_dir, addr).await?,
     )?);
     runner
         .tmux
@@ -284,13 +295,13 @@ pub async fn doctor(cfg: &ServeConfig) -> anyhow::Result<Vec<crate::doctor::Find
         .listen
         .parse()
         .unwrap_or_else(|_| ([127, 0, 0, 1], 7878).into());
-    let runner = Runner::new(store.clone(), runner_config(cfg, &data_dir, addr)?)?;
+    let runner = Runner::new(store.clone(), runner_config(cfg, &data_dir, addr).await?)?;
     let findings = crate::doctor::diagnose(&runner).await;
     store.close().await;
     Ok(findings)
 }
 
-fn runner_config(
+async fn runner_config(
     cfg: &ServeConfig,
     data_dir: &Path,
     addr: SocketAddr,
@@ -332,7 +343,39 @@ fn runner_config(
             None => dirs::home_dir().context("cannot tell lab's home folder (set HOME)")?,
         },
         run_env: cfg.run_env.clone(),
+        sandbox: crate::run::sandbox::probe(cfg.bwrap.as_deref()).await,
+        sandbox_policy: sandbox_policy(cfg, data_dir),
     })
+}
+
+/// What every run's sandbox hides (lab's data dir, a database outside it,
+/// PostgreSQL's local sockets) and what the operator adds.
+fn sandbox_policy(cfg: &ServeConfig, data_dir: &Path) -> crate::run::sandbox::Policy {
+    let mut hidden = vec![data_dir.to_path_buf()];
+    for dir in ["/run/postgresql", "/var/run/postgresql"] {
+        hidden.push(PathBuf::from(dir));
+    }
+    if let Some(url) = &cfg.database_url {
+        if let Some(file) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let file = file.split('?').next().unwrap_or_default();
+            if let Some(parent) = Path::new(file).parent().filter(|p| p.is_absolute()) {
+                hidden.push(parent.to_path_buf());
+            }
+        }
+        // A PostgreSQL URL may name a socket folder (`host=/path`).
+        if let Some((_, rest)) = url.split_once("host=/") {
+            let dir = rest.split('&').next().unwrap_or_default();
+            hidden.push(PathBuf::from(format!("/{dir}")));
+        }
+    }
+    crate::run::sandbox::Policy {
+        hidden,
+        read_only: cfg.sandbox_ro.clone(),
+        writable: cfg.sandbox_rw.clone(),
+    }
 }
 
 /// This node's id, made once and kept in `<data-dir>/node-id`.

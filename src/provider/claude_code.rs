@@ -1,6 +1,6 @@
 //! Claude Code (`claude`).
 
-use super::config::Format;
+use super::config::{Format, StatePath};
 use super::{
     BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue,
     OptionSpec, OptionType, Provider, SpawnSpec, Verdict, first_line,
@@ -95,12 +95,12 @@ impl Provider for ClaudeCode {
                 // which otherwise defaults to "No, exit".
                 args.push("--settings".to_owned());
                 args.push(r#"{"skipDangerousModePermissionPrompt":true}"#.to_owned());
-                if spec.runs_as_root {
-                    // Claude Code refuses this mode as root unless told it is
-                    // in a sandbox.
-                    env.push(("IS_SANDBOX".to_owned(), "1".to_owned()));
-                }
             }
+        }
+        if spec.sandboxed {
+            // True only under lab's sandbox; Claude Code refuses its bypass
+            // mode as root unless told so.
+            env.push(("IS_SANDBOX".to_owned(), "1".to_owned()));
         }
         let prompt = initial_prompt(spec);
         if !prompt.is_empty() {
@@ -173,6 +173,29 @@ impl Provider for ClaudeCode {
                 first_line(&format!("{}{}", o.stdout, o.stderr))
             ))
         }
+    }
+
+    fn state(&self) -> &'static [StatePath] {
+        &[
+            StatePath {
+                dir_env: "CLAUDE_CONFIG_DIR",
+                default_dir: "",
+                name: ".claude.json",
+                is_dir: false,
+            },
+            StatePath {
+                dir_env: "CLAUDE_CONFIG_DIR",
+                default_dir: ".claude",
+                name: "",
+                is_dir: true,
+            },
+        ]
+    }
+
+    fn unattended(&self, options: &std::collections::BTreeMap<String, String>) -> bool {
+        options
+            .get("permission_mode")
+            .is_some_and(|m| m == "bypassPermissions" || m == "dontAsk")
     }
 
     fn env_passthrough(&self) -> &'static [&'static str] {

@@ -1,6 +1,6 @@
 //! OpenAI Codex CLI (`codex`).
 
-use super::config::Format;
+use super::config::{Format, StatePath};
 use super::{
     CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue, OptionSpec,
     OptionType, Provider, SpawnSpec, Verdict, first_line,
@@ -170,6 +170,19 @@ impl Provider for Codex {
                 first_line(&format!("{}{err}", o.stdout))
             ))
         }
+    }
+
+    fn state(&self) -> &'static [StatePath] {
+        &[StatePath {
+            dir_env: "CODEX_HOME",
+            default_dir: ".codex",
+            name: "",
+            is_dir: true,
+        }]
+    }
+
+    fn unattended(&self, options: &std::collections::BTreeMap<String, String>) -> bool {
+        options.get("approval").is_some_and(|a| a == "never")
     }
 
     fn env_passthrough(&self) -> &'static [&'static str] {

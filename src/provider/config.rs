@@ -55,3 +55,29 @@ pub struct ConfigEntry {
     pub file: ConfigFile,
     pub path: Vec<String>,
 }
+
+/// A file or folder a CLI keeps its state in: `name` under the folder that
+/// `dir_env` names, else under `default_dir` in the home ("" for the folder
+/// itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatePath {
+    pub dir_env: &'static str,
+    pub default_dir: &'static str,
+    pub name: &'static str,
+    pub is_dir: bool,
+}
+
+impl StatePath {
+    /// Its path for an agent with this home and environment lookup.
+    pub fn path(&self, home: &std::path::Path, env: impl Fn(&str) -> Option<String>) -> PathBuf {
+        let base = match env(self.dir_env).filter(|d| !d.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => home.join(self.default_dir),
+        };
+        if self.name.is_empty() {
+            base
+        } else {
+            base.join(self.name)
+        }
+    }
+}

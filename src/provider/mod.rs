@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 pub use claude_code::ClaudeCode;
 pub use codex::Codex;
-pub use config::{ConfigEdit, ConfigEntry, ConfigFile, ConfigValue};
+pub use config::{ConfigEdit, ConfigEntry, ConfigFile, ConfigValue, StatePath};
 
 /// The CLI versions lab's catalogs, flags and config edits were checked
 /// against, by provider id. The contract tests run these versions; `lab
@@ -71,9 +71,9 @@ pub struct SpawnSpec {
     pub initial_prompt: String,
     /// The run's workspace.
     pub working_dir: PathBuf,
-    /// Whether the agent runs as root (some CLIs refuse unattended modes as
-    /// root unless told they are sandboxed).
-    pub runs_as_root: bool,
+    /// Whether lab's sandbox is in force for this run (a CLI may be told so:
+    /// Claude Code refuses its unattended mode as root unless it is).
+    pub sandboxed: bool,
 }
 
 impl SpawnSpec {
@@ -128,6 +128,19 @@ pub trait Provider: Send + Sync + 'static {
     /// its config folder). Everything else of lab's stays out (`run::env`).
     fn env_passthrough(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// The CLI's own config and credential files and folders: a sandboxed
+    /// run may write them (the CLI stays logged in and keeps its history).
+    fn state(&self) -> &'static [StatePath] {
+        &[]
+    }
+
+    /// Whether a run with these spawn options goes on without ever asking a
+    /// person (an unattended permission or approval mode). Such a run is
+    /// refused where lab cannot sandbox it, unless the operator allows it.
+    fn unattended(&self, _options: &BTreeMap<String, String>) -> bool {
+        false
     }
 
     /// Config entries that belong to one workspace, removed with it.

@@ -18,7 +18,7 @@ fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> Sp
             .collect::<BTreeMap<_, _>>(),
         initial_prompt: prompt.into(),
         working_dir: "/work/demo".into(),
-        runs_as_root: false,
+        sandboxed: false,
     }
 }
 
@@ -155,14 +155,14 @@ fn claude_ultracode_off_leaves_the_prompt_alone() {
 }
 
 #[test]
-fn claude_bypass_as_root_says_it_is_sandboxed() {
+fn claude_in_lab_s_sandbox_says_so() {
     let mut s = spec(
         "opus",
         "high",
         &[("permission_mode", "bypassPermissions")],
         "go",
     );
-    s.runs_as_root = true;
+    s.sandboxed = true;
     check(
         "claude-code",
         s,

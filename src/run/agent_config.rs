@@ -66,7 +66,7 @@ impl AgentConfig {
                 )
             })?;
             if new != text {
-                write_atomic(&path, &new)
+                write_config(&path, &new)
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
         }
@@ -86,7 +86,7 @@ impl AgentConfig {
                 Format::Toml => remove_toml(&text, &e.path),
             };
             if let Some(new) = new.filter(|n| *n != text)
-                && let Err(err) = write_atomic(&path, &new)
+                && let Err(err) = write_config(&path, &new)
             {
                 tracing::warn!(file = %path.display(), error = %err, "could not remove a workspace's config entry");
             }
@@ -169,34 +169,46 @@ fn remove_toml(text: &str, path: &[String]) -> Option<String> {
     Some(doc.to_string())
 }
 
-/// Writes through a temporary file and a rename, keeping the permissions of
-/// the file it replaces (0600 for a new one).
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+/// Writes a CLI's config file. A file that exists is rewritten in place,
+/// keeping its inode: a sandboxed run has that very file bind-mounted (so
+/// its CLI stays logged in and keeps its state), and a rename would both
+/// leave running sandboxes holding the old file and, mid-rename, make a
+/// starting sandbox fail to find the path. The new text is written over the
+/// old and the file then cut to its length, so a reader never sees it empty.
+/// A new file is made through a temporary file and a rename (mode 0600).
+fn write_config(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o600);
-    let tmp = path.with_file_name(format!(
-        ".{}.lab-{}",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("config"),
-        std::process::id()
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
-    std::fs::rename(&tmp, path)
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(mut f) => {
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(text.as_bytes())?;
+            f.set_len(text.len() as u64)?;
+            f.sync_all()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let tmp = path.with_file_name(format!(
+                ".{}.lab-{}",
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("config"),
+                std::process::id()
+            ));
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

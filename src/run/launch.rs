@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::exec::{Launch, PaneLog};
 use super::runner::Runner;
+use super::sandbox;
 use super::tmux::SpawnArgs;
 use super::{branch_name, proctree, session_name};
 use crate::auth::{digest, new_token};
@@ -301,7 +302,7 @@ impl Runner {
             options: resolved.option_values(),
             initial_prompt: run.prompt.clone(),
             working_dir: self.workspaces.path_for(run.id),
-            runs_as_root: rustix::process::geteuid().is_root(),
+            sandboxed: self.cfg.sandbox.bwrap().is_some(),
         };
         let workspace = async {
             let t = std::time::Instant::now();
@@ -335,9 +336,19 @@ impl Runner {
         for name in &cl.env_remove {
             env.remove(name);
         }
+        let (program, args) = match self.cfg.sandbox.bwrap() {
+            Some(bwrap) => {
+                let mut args = self.sandbox_args(p, &req.repo, &ws.path, &program, &env)?;
+                env.extend(sandbox::ENV.iter().map(|(k, v)| ((*k).into(), (*v).into())));
+                args.push(program.to_string_lossy().into_owned());
+                args.extend(cl.args);
+                (bwrap.to_path_buf(), args)
+            }
+            None => (program, cl.args),
+        };
         let launch = Launch {
             program,
-            args: cl.args,
+            args,
             cwd: ws.path.clone(),
             env,
             path_prepend: self
@@ -389,6 +400,46 @@ impl Runner {
         timings.record = t.elapsed();
         tracing::info!(run = run.id, session = %run.session, pid, "run started");
         Ok(now)
+    }
+}
+
+impl Runner {
+    /// bubblewrap's arguments for a run: its workspace, the objects its
+    /// clone borrows when they lie in lab's data dir (a mirror), and its
+    /// CLI's own state, made first if missing so it can be bound.
+    fn sandbox_args(
+        &self,
+        p: &dyn Provider,
+        repo: &Repo,
+        workspace: &Path,
+        program: &Path,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Vec<String>, String> {
+        let home = &self.cfg.agent_home;
+        let state: Vec<PathBuf> = p
+            .state()
+            .iter()
+            .map(|s| {
+                let path = s.path(home, |k| env.get(k).cloned());
+                if s.is_dir && !path.exists() {
+                    create_private_dir(&path)
+                        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                }
+                Ok(path)
+            })
+            .collect::<Result<_, String>>()?;
+        let git_dir = self.workspaces.git_dir(repo);
+        let objects = git_dir
+            .starts_with(&self.cfg.data_dir)
+            .then_some(git_dir.as_path());
+        Ok(sandbox::RunSandbox {
+            policy: &self.cfg.sandbox_policy,
+            workspace,
+            objects,
+            cli_state: &state,
+            program,
+        }
+        .args())
     }
 }
 

@@ -15,6 +15,7 @@ pub mod log;
 pub mod proctree;
 mod reconcile;
 mod runner;
+pub mod sandbox;
 pub mod tmux;
 pub mod workspace;
 

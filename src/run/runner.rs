@@ -37,6 +37,10 @@ pub struct RunnerConfig {
     /// Names of lab's variables the operator passes to every run
     /// (`--run-env`), beside `run::env`'s own list.
     pub run_env: Vec<String>,
+    /// Whether runs can be sandboxed here (probed at start-up).
+    pub sandbox: super::sandbox::Availability,
+    /// What every run's sandbox hides and adds.
+    pub sandbox_policy: super::sandbox::Policy,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +100,13 @@ impl Runner {
             .flat_map(|p| p.command_line(&SpawnSpec::default()).env_remove)
             .collect();
         let tmux = Tmux::new(&cfg.data_dir, &unset)?;
+        let mut cfg = cfg;
+        // A socket too long for the data dir lives elsewhere: hide it too.
+        if let Some(dir) = tmux.socket().parent()
+            && !dir.starts_with(&cfg.data_dir)
+        {
+            cfg.sandbox_policy.hidden.push(dir.to_path_buf());
+        }
         Ok(Runner {
             store,
             tmux,

@@ -88,8 +88,9 @@ impl Workspaces {
         self.root.join(run_id.to_string())
     }
 
-    /// The repository worktrees of `repo` are made from.
-    fn git_dir(&self, repo: &Repo) -> PathBuf {
+    /// The repository workspaces of `repo` are cloned from (and borrow
+    /// their objects from).
+    pub fn git_dir(&self, repo: &Repo) -> PathBuf {
         match &repo.source {
             RepoSource::Path(p) => PathBuf::from(p),
             RepoSource::Url(_) => self.mirrors.join(format!("{}.git", repo.id)),

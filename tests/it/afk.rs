@@ -14,7 +14,7 @@ fn behave(s: &TestServer, script: &str) {
 }
 
 const RESOLVES: &str = r#"
-labctl issue view "$LAB_ISSUE" > ../issue-seen.txt 2>&1 || exit 9
+labctl issue view "$LAB_ISSUE" > "$FAKE_REC/../issue-seen.txt" 2>&1 || exit 9
 echo "fixed" > FIX.md
 git add FIX.md
 git -c user.name=agent -c user.email=agent@example.com commit -qm "Fix issue $LAB_ISSUE" || exit 8
@@ -103,14 +103,7 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
     );
     let pr_url = c["pr_url"].as_str().unwrap().to_owned();
     // The agent read the issue through labctl, with its run token.
-    let seen =
-        std::fs::read_to_string(s.tmp().join("records").join("issue-seen.txt")).unwrap_or_default();
-    let seen = if seen.is_empty() {
-        // The script ran in the workspace: `..` is the workspaces folder.
-        std::fs::read_to_string(s.data_dir().join("workspaces/issue-seen.txt")).unwrap()
-    } else {
-        seen
-    };
+    let seen = std::fs::read_to_string(s.tmp().join("records").join("issue-seen.txt")).unwrap();
     assert!(
         seen.contains("Make it faster") && seen.contains("please"),
         "{seen}"
@@ -200,7 +193,7 @@ async fn a_hanging_agent_times_out(b: Backend) {
     let s = TestServer::start(b).await;
     behave(
         &s,
-        "sh -c 'trap \"\" TERM HUP; sleep 100000' &\necho $! > ../hang-child.pid\nwhile :; do sleep 1; done\n",
+        "sh -c 'trap \"\" TERM HUP; sleep 100000' &\necho $! > \"$FAKE_REC/../hang-child.pid\"\nwhile :; do sleep 1; done\n",
     );
     afk_repo(&s, "r").await;
     s.patch(
@@ -210,12 +203,15 @@ async fn a_hanging_agent_times_out(b: Backend) {
     .await
     .ok();
     let n = issue(&s, "r", "Hangs").await;
-    let child: i64 = loop {
-        if let Ok(t) = std::fs::read_to_string(s.data_dir().join("workspaces/hang-child.pid")) {
+    let inner: i64 = loop {
+        if let Ok(t) = std::fs::read_to_string(s.tmp().join("records/hang-child.pid")) {
             break t.trim().parse().unwrap();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let run = s.get("/api/v1/runs?kind=afk").await.ok()[0].clone();
+    let child = crate::support::agent::host_pid(run["pid"].as_i64().unwrap(), inner)
+        .expect("the hanging child, seen from the host");
     assert!(pid_alive(child));
     let c = outcome(&s, "r", n, 90).await;
     assert_eq!(c["outcome"], "timed_out", "{c}");

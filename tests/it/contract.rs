@@ -46,7 +46,7 @@ fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
                     options: options.clone(),
                     initial_prompt: PROMPT.into(),
                     working_dir: "/tmp".into(),
-                    runs_as_root: rustix::process::geteuid().is_root(),
+                    sandboxed: true,
                 });
             }
         }

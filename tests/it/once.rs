@@ -13,16 +13,16 @@ use crate::support::{Backend, TestServer, id};
 /// ignores SIGTERM. The stop still finishes: the run is stopped, its
 /// processes are gone, and it is not left "being stopped" for ever.
 async fn a_stop_finishes_when_its_client_hangs_up(b: Backend) {
-    let s = TestServer::start(b).await;
+    // Unsandboxed: in a sandbox, the agent's process namespace ends with
+    // its first process, so no stop waits out a deaf process there.
+    let s = TestServer::start_unsandboxed(b).await;
     s.add_repo("r").await;
-    let ready = s.tmp().join("deaf.ready");
+    // The agent may write only its records (and its workspace).
+    let ready = s.tmp().join("records/deaf.ready");
     let script = s.tmp().join("deaf.sh");
     std::fs::write(
         &script,
-        format!(
-            "trap '' TERM HUP\necho $$ > {}\nwhile :; do sleep 1; done\n",
-            ready.display()
-        ),
+        "trap '' TERM HUP\necho $$ > \"$FAKE_REC/../deaf.ready\"\nwhile :; do sleep 1; done\n",
     )
     .unwrap();
     let run = s
@@ -32,7 +32,8 @@ async fn a_stop_finishes_when_its_client_hangs_up(b: Backend) {
         if let Ok(t) = std::fs::read_to_string(&ready)
             && let Ok(p) = t.trim().parse()
         {
-            break p;
+            break crate::support::agent::host_pid(run["pid"].as_i64().unwrap(), p)
+                .expect("the deaf process, seen from the host");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };

@@ -13,16 +13,23 @@ async fn stop_ends_the_agent_and_its_child(b: Backend) {
     let run = s.start_run("r", "work forever").await;
     let pid = s.recorded_pid(id(&run), "pid").await;
     let child = s.recorded_pid(id(&run), "child").await;
-    // The pane's process is the exec shim, the agent's parent.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let ppid: i64 = stat[stat.rfind(')').unwrap() + 2..]
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert_eq!(run["pid"], ppid);
-    let shim = ppid;
+    // The pane's process is the exec shim, the agent's ancestor (the
+    // sandbox's two bubblewrap processes stand between them).
+    let parent = |p: i64| -> i64 {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap();
+        stat[stat.rfind(')').unwrap() + 2..]
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let shim = run["pid"].as_i64().unwrap();
+    let mut up = vec![parent(pid)];
+    while up.len() < 4 && *up.last().unwrap() != shim {
+        up.push(parent(*up.last().unwrap()));
+    }
+    assert_eq!(up.last(), Some(&shim), "ancestors {up:?}");
     assert!(pid_alive(pid) && pid_alive(child));
     let stopped = s
         .post(&format!("/api/v1/runs/{}/stop", id(&run)), json!(null))

@@ -96,3 +96,39 @@ pub fn pid_alive(pid: i64) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// The host's pid of the process under `shim` (a run's pane process) whose
+/// pid is `inner` in the run's sandbox: the agent has a process namespace of
+/// its own, and `NSpid` in /proc/<pid>/status lists a pid in both.
+pub fn host_pid(shim: i64, inner: i64) -> Option<i64> {
+    let field = |pid: i64, name: &str| -> Option<Vec<i64>> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix(name))?;
+        Some(
+            line.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect(),
+        )
+    };
+    let pids: Vec<i64> = std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut under = vec![shim];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &p in &pids {
+            let parent = field(p, "PPid:").and_then(|v| v.first().copied());
+            if !under.contains(&p) && parent.is_some_and(|pp| under.contains(&pp)) {
+                under.push(p);
+                grew = true;
+            }
+        }
+    }
+    under
+        .into_iter()
+        .skip(1)
+        .find(|&p| field(p, "NSpid:").is_some_and(|ns| ns.last() == Some(&inner)))
+}

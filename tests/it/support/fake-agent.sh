@@ -24,6 +24,9 @@ pwd > "$d/cwd"
 echo $$ > "$d/pid"
 prompt=
 for a in "$@"; do prompt=$a; done
+# Scripts the agent runs record beside it (its workspace's parent is lab's,
+# hidden by the sandbox).
+export FAKE_REC="$d"
 
 num() { # num NAME: the digits after NAME= in the prompt, or nothing
   case "$prompt" in

@@ -44,6 +44,10 @@ impl LabProcess {
         .env("LAB_CODEX_BIN", agent)
         .env("LAB_LOG", "info")
         .env("HOME", data_dir.with_extension("home"))
+        // The fake agent and the test's repos live beside the data dir, in
+        // the test's temp dir; the agent records into `records` there.
+        .env("LAB_SANDBOX_RO", data_dir.parent().unwrap())
+        .env("LAB_SANDBOX_RW", data_dir.parent().unwrap().join("records"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(

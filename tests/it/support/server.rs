@@ -62,6 +62,20 @@ impl TestServer {
         Self::start_in(dir, database_url).await
     }
 
+    /// A server on a machine without a sandbox (its bubblewrap is missing):
+    /// runs that ask a person still start, unsandboxed.
+    pub async fn start_unsandboxed(backend: Backend) -> TestServer {
+        let dir = tempfile::Builder::new()
+            .prefix("lab-it-")
+            .tempdir()
+            .unwrap();
+        let database_url = backend.fresh_url().await;
+        Self::start_with(dir, database_url, |c| {
+            c.bwrap = Some("/nonexistent/bwrap".into());
+        })
+        .await
+    }
+
     pub async fn start_in(dir: TempDir, database_url: Option<String>) -> TestServer {
         Self::start_with(dir, database_url, |_| {}).await
     }
@@ -87,6 +101,12 @@ impl TestServer {
             .into(),
             agent_home: Some(dir.path().join("home")),
             run_env: Vec::new(),
+            bwrap: None,
+            // The fake agent, its scripts and the test's repos are in the
+            // test's temp dir (under the sandbox's private /tmp); it records
+            // what it saw in `records`.
+            sandbox_ro: vec![dir.path().to_path_buf()],
+            sandbox_rw: vec![dir.path().join("records")],
         };
         tweak(&mut cfg);
         let running = lab::server::start(&cfg).await.expect("server starts");
@@ -167,11 +187,20 @@ impl TestServer {
     }
 
     /// A pid the fake agent of run `id` recorded (`pid` or `child`).
+    /// A pid the fake agent of run `id` recorded, as the host sees it: the
+    /// agent runs in a sandbox with a process namespace of its own, so what
+    /// it records is its pid in there.
     pub async fn recorded_pid(&self, id: i64, file: &str) -> i64 {
         let text = String::from_utf8(self.record(id, file).await).unwrap();
-        text.trim()
+        let inner: i64 = text
+            .trim()
             .parse()
-            .unwrap_or_else(|_| panic!("run {id}'s {file} record is not a pid: {text:?}"))
+            .unwrap_or_else(|_| panic!("run {id}'s {file} record is not a pid: {text:?}"));
+        let shim = self.get(&format!("/api/v1/runs/{id}")).await.ok()["pid"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("run {id} has no pid"));
+        super::agent::host_pid(shim, inner)
+            .unwrap_or_else(|| panic!("no process of run {id} has pid {inner} in its sandbox"))
     }
 
     /// Polls a run until `pred` holds (at most `secs` seconds).
