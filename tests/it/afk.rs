@@ -9,7 +9,7 @@ use crate::support::agent::pid_alive;
 use crate::support::{Backend, TestServer};
 
 /// What the fake agent does in an AFK run (written next to its records).
-fn behave(s: &TestServer, script: &str) {
+pub(crate) fn behave(s: &TestServer, script: &str) {
     std::fs::write(s.tmp().join("afk.sh"), script).unwrap();
 }
 
@@ -21,7 +21,7 @@ git -c user.name=agent -c user.email=agent@example.com commit -qm "Fix issue $LA
 labctl pr create --title "Fix issue $LAB_ISSUE" --body "Resolves #$LAB_ISSUE" || exit 7
 "#;
 
-async fn afk_repo(s: &TestServer, name: &str) -> Value {
+pub(crate) async fn afk_repo(s: &TestServer, name: &str) -> Value {
     s.add_repo(name).await;
     s.patch("/api/v1/settings", json!({"afk": {"tick_seconds": 1}}))
         .await
@@ -34,7 +34,7 @@ async fn afk_repo(s: &TestServer, name: &str) -> Value {
     .ok()
 }
 
-async fn issue(s: &TestServer, repo: &str, title: &str) -> i64 {
+pub(crate) async fn issue(s: &TestServer, repo: &str, title: &str) -> i64 {
     let v = s
         .post(
             &format!("/api/v1/repos/{repo}/issues"),
@@ -46,7 +46,7 @@ async fn issue(s: &TestServer, repo: &str, title: &str) -> i64 {
 }
 
 /// Waits for the AFK claim of an issue to have an outcome.
-async fn outcome(s: &TestServer, repo: &str, number: i64, secs: u64) -> Value {
+pub(crate) async fn outcome(s: &TestServer, repo: &str, number: i64, secs: u64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let st = s.get("/api/v1/afk/status").await.ok();

@@ -13,6 +13,7 @@ mod contract;
 mod crash_launch;
 mod doctor;
 mod forges;
+mod hostile;
 mod labctl;
 mod layers;
 mod once;
