@@ -39,6 +39,9 @@ pub struct Repo {
     /// The scheduler leaves a paused repo alone.
     pub afk_paused: bool,
     pub issues: IssueConfig,
+    /// Whether runs that ask nobody may start unsandboxed where lab cannot
+    /// sandbox; `None` inherits the global setting.
+    pub allow_unsandboxed: Option<bool>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -79,6 +82,7 @@ pub struct RepoPatch {
     pub afk_max_concurrent: Change<i64>,
     pub afk_paused: Change<bool>,
     pub issues: IssueConfigPatch,
+    pub allow_unsandboxed: Change<bool>,
 }
 
 /// A new repo from a create request. Its id and times are the store's.
@@ -94,6 +98,7 @@ pub fn create(patch: &RepoPatch) -> Result<Repo, Invalid> {
         afk_label: DEFAULT_AFK_LABEL.to_owned(),
         afk_max_concurrent: DEFAULT_AFK_MAX_CONCURRENT,
         afk_paused: false,
+        allow_unsandboxed: None,
         issues: IssueConfig::default(),
         created_at: 0,
         updated_at: 0,
@@ -222,6 +227,11 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
                 next.afk_max_concurrent = v;
             }
         }
+    }
+    match &patch.allow_unsandboxed {
+        Change::Keep => {}
+        Change::Clear => next.allow_unsandboxed = None,
+        Change::Set(v) => next.allow_unsandboxed = Some(*v),
     }
     match &patch.afk_paused {
         Change::Keep => {}

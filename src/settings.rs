@@ -39,6 +39,9 @@ pub struct RunSettings {
     /// Hours an ended run's workspace is kept; `None` keeps it until the run
     /// is removed.
     pub workspace_retention_hours: Option<i64>,
+    /// Whether runs that ask nobody (an unattended permission or approval
+    /// mode) may start unsandboxed on a machine where lab cannot sandbox.
+    pub allow_unsandboxed: bool,
 }
 
 pub const WORKSPACE_RETENTION_HOURS: (i64, i64) = (0, 24 * 365);
@@ -89,6 +92,7 @@ pub struct AfkPatch {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunsPatch {
     pub workspace_retention_hours: Change<i64>,
+    pub allow_unsandboxed: Change<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -164,6 +168,11 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
             ))
             .or(current.runs.workspace_retention_hours)
         }
+    };
+    next.runs.allow_unsandboxed = match &patch.runs.allow_unsandboxed {
+        Change::Keep => current.runs.allow_unsandboxed,
+        Change::Clear => false,
+        Change::Set(v) => *v,
     };
     errs.finish()?;
     Ok(next)

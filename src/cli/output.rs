@@ -255,7 +255,7 @@ fn age(v: &Value) -> String {
 
 fn state(r: &Value) -> String {
     let st = s(&r["state"]);
-    match (
+    let st = match (
         st.as_str(),
         r["exit_status"].as_i64(),
         r["exit_signal"].as_i64(),
@@ -263,6 +263,12 @@ fn state(r: &Value) -> String {
         ("exited", Some(code), _) => format!("exited ({code})"),
         ("exited", None, Some(sig)) => format!("exited (signal {sig})"),
         _ => st,
+    };
+    // A run outside lab's sandbox says so wherever its state is shown.
+    if r["sandboxed"] == false {
+        format!("{st} UNSANDBOXED")
+    } else {
+        st
     }
 }
 

@@ -145,6 +145,8 @@ pub struct Run {
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
     pub workspace_removed_at: Option<i64>,
+    /// Whether its agent ran in lab's sandbox (ADR 12).
+    pub sandboxed: bool,
 }
 
 #[cfg(test)]

@@ -118,6 +118,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::Unavailable(m) => {
                 ApiError::new(StatusCode::CONFLICT, "provider_unavailable", m)
             }
+            ServiceError::Unsandboxed(m) => ApiError::new(StatusCode::CONFLICT, "unsandboxed", m),
             ServiceError::Internal(m) => ApiError::internal(m),
         }
     }

@@ -43,6 +43,9 @@ pub struct RepoBody {
     pub afk_max_concurrent: i64,
     /// The AFK scheduler leaves a paused repo alone.
     pub afk_paused: bool,
+    /// Whether runs that ask nobody may start unsandboxed on a machine
+    /// where lab cannot sandbox; `null` inherits the global setting.
+    pub allow_unsandboxed: Option<bool>,
     /// `builtin`, `gitea` or `github`.
     pub issue_source: String,
     pub forge_url: Option<String>,
@@ -71,6 +74,7 @@ impl From<Repo> for RepoBody {
             afk_label: r.afk_label,
             afk_max_concurrent: r.afk_max_concurrent,
             afk_paused: r.afk_paused,
+            allow_unsandboxed: r.allow_unsandboxed,
             issue_source: r.issues.source.as_str().to_owned(),
             forge_token: r.issues.token_hint(),
             forge_url: r.issues.forge_url,
@@ -117,6 +121,9 @@ pub struct RepoPatchBody {
     pub afk_max_concurrent: Field<i64>,
     #[schema(value_type = Option<bool>)]
     pub afk_paused: Field<bool>,
+    /// `null` inherits the global `runs.allow_unsandboxed`.
+    #[schema(value_type = Option<bool>)]
+    pub allow_unsandboxed: Field<bool>,
     /// `builtin` (lab's own tracker, the default), `gitea` (also Forgejo) or `github`.
     #[schema(value_type = Option<String>)]
     pub issue_source: Field<String>,
@@ -154,6 +161,7 @@ impl RepoPatchBody {
             afk_label: self.afk_label.change(),
             afk_max_concurrent: self.afk_max_concurrent.change(),
             afk_paused: self.afk_paused.change(),
+            allow_unsandboxed: self.allow_unsandboxed.change(),
             issues: crate::issues::config::IssueConfigPatch {
                 source: self.issue_source.change(),
                 forge_url: self.forge_url.change(),

@@ -48,6 +48,9 @@ pub struct RunBody {
     pub pid: Option<i64>,
     pub exit_status: Option<i64>,
     pub exit_signal: Option<i64>,
+    /// Whether the agent runs in lab's sandbox; `false` only where the
+    /// machine has none and the operator allowed runs without it.
+    pub sandboxed: bool,
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
@@ -78,6 +81,7 @@ impl RunBody {
             pid: r.pid,
             exit_status: r.exit_status,
             exit_signal: r.exit_signal,
+            sandboxed: r.sandboxed,
             created_at: rfc3339(r.created_at),
             started_at: r.started_at.map(rfc3339),
             ended_at: r.ended_at.map(rfc3339),

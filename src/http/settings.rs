@@ -29,6 +29,9 @@ pub struct RunsBody {
     /// Hours an ended run's workspace is kept; `null` keeps it until the run
     /// is removed.
     pub workspace_retention_hours: Option<i64>,
+    /// Whether runs that ask nobody may start unsandboxed where lab cannot
+    /// sandbox (`lab doctor` says whether it can).
+    pub allow_unsandboxed: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -55,6 +58,7 @@ impl From<&Settings> for SettingsBody {
             },
             runs: RunsBody {
                 workspace_retention_hours: s.runs.workspace_retention_hours,
+                allow_unsandboxed: s.runs.allow_unsandboxed,
             },
         }
     }
@@ -75,6 +79,9 @@ pub struct SettingsPatchBody {
 pub struct RunsPatchBody {
     #[schema(value_type = Option<i64>)]
     pub workspace_retention_hours: Field<i64>,
+    /// `null` resets it to `false`.
+    #[schema(value_type = Option<bool>)]
+    pub allow_unsandboxed: Field<bool>,
 }
 
 /// `null` resets a limit to its built-in default.
@@ -110,6 +117,7 @@ impl SettingsPatchBody {
             },
             runs: RunsPatch {
                 workspace_retention_hours: self.runs.workspace_retention_hours.change(),
+                allow_unsandboxed: self.runs.allow_unsandboxed.change(),
             },
         })
     }

@@ -28,6 +28,9 @@ pub enum LaunchError {
     /// The provider's CLI cannot be started on this node.
     #[error("{0}")]
     Unavailable(String),
+    /// The run would act unattended and cannot be sandboxed here.
+    #[error("{0}")]
+    Unsandboxed(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -150,6 +153,36 @@ impl Runner {
         })
     }
 
+    /// Whether the run starts sandboxed; refused when this machine cannot
+    /// sandbox and the run would ask nobody (its options make the CLI act
+    /// without a person), unless the operator allowed that for its repo or
+    /// globally.
+    async fn may_run(
+        &self,
+        p: &dyn Provider,
+        resolved: &resolve::Resolved,
+        req: &LaunchRequest,
+    ) -> Result<bool, LaunchError> {
+        let sandbox::Availability::Missing { why, fix } = &self.cfg.sandbox else {
+            return Ok(true);
+        };
+        if !p.unattended(&resolved.option_values()) {
+            return Ok(false);
+        }
+        let allowed = match req.repo.allow_unsandboxed {
+            Some(a) => a,
+            None => self.store.settings().await?.runs.allow_unsandboxed,
+        };
+        if allowed {
+            return Ok(false);
+        }
+        Err(LaunchError::Unsandboxed(format!(
+            "this {} run would act without asking anyone, and lab cannot sandbox it here: {why}. \
+             Fix: {fix}, or for this repo only: labctl repo set {} --allow-unsandboxed true",
+            req.kind, req.repo.name
+        )))
+    }
+
     /// The one launch path. Validation failures and a missing CLI start
     /// nothing and write nothing. Once the run is recorded, any later
     /// failure ends it as `failed` with the reason, and the run is returned.
@@ -174,6 +207,7 @@ impl Runner {
         let prompt = validate::prompt("prompt", &req.prompt).map_err(Invalid::from)?;
         let p = req.repo.provider().map_err(Invalid::from)?;
         let program = self.binary_for(p).map_err(LaunchError::Unavailable)?;
+        let sandboxed = self.may_run(p, &resolved, &req).await?;
         let token = new_token();
         let token_hash = hex::encode(digest(&token));
 
@@ -190,6 +224,7 @@ impl Runner {
                     prompt: &prompt,
                     node: &self.cfg.node,
                     token_hash: &token_hash,
+                    sandboxed,
                 },
                 |id| RunPlaces {
                     session: session_name(&req.repo.name, id),
@@ -302,7 +337,7 @@ impl Runner {
             options: resolved.option_values(),
             initial_prompt: run.prompt.clone(),
             working_dir: self.workspaces.path_for(run.id),
-            sandboxed: self.cfg.sandbox.bwrap().is_some(),
+            sandboxed: run.sandboxed,
         };
         let workspace = async {
             let t = std::time::Instant::now();
@@ -336,7 +371,7 @@ impl Runner {
         for name in &cl.env_remove {
             env.remove(name);
         }
-        let (program, args) = match self.cfg.sandbox.bwrap() {
+        let (program, args) = match self.cfg.sandbox.bwrap().filter(|_| run.sandboxed) {
             Some(bwrap) => {
                 let mut args = self.sandbox_args(p, &req.repo, &ws.path, &program, &env)?;
                 env.extend(sandbox::ENV.iter().map(|(k, v)| ((*k).into(), (*v).into())));

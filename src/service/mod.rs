@@ -24,6 +24,10 @@ pub enum ServiceError {
     /// The provider's CLI cannot be run on this machine.
     #[error("{0}")]
     Unavailable(String),
+    /// The run would act without asking anyone and this machine cannot
+    /// sandbox it; the message names the fix.
+    #[error("{0}")]
+    Unsandboxed(String),
     /// lab's own failure (database, IO): logged, never shown in full.
     #[error("{0}")]
     Internal(String),

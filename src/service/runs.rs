@@ -14,6 +14,7 @@ pub fn launch_error(e: LaunchError) -> ServiceError {
     match e {
         LaunchError::Invalid(i) => ServiceError::Invalid(i),
         LaunchError::Unavailable(m) => ServiceError::Unavailable(m),
+        LaunchError::Unsandboxed(m) => ServiceError::Unsandboxed(m),
         LaunchError::Store(s) => ServiceError::from_store(s, || "run".into()),
     }
 }

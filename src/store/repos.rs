@@ -42,7 +42,7 @@ impl std::fmt::Display for RepoKey {
 const COLUMNS: &str = "r.id, r.name, r.path, r.url, r.default_branch, r.provider, r.model_default, \
      r.effort_default, r.afk_model_default, r.afk_effort_default, r.afk_options, r.afk_enabled, \
      r.afk_label, r.afk_max_concurrent, r.afk_paused, r.issue_source, r.forge_url, r.forge_repo, r.forge_token, \
-     r.created_at, r.updated_at";
+     r.allow_unsandboxed, r.created_at, r.updated_at";
 
 #[derive(FromRow)]
 struct RepoRow {
@@ -65,6 +65,7 @@ struct RepoRow {
     forge_url: Option<String>,
     forge_repo: Option<String>,
     forge_token: Option<String>,
+    allow_unsandboxed: Option<bool>,
     created_at: i64,
     updated_at: i64,
 }
@@ -106,6 +107,7 @@ impl TryFrom<RepoRow> for Repo {
                 forge_repo: r.forge_repo,
                 forge_token: r.forge_token,
             },
+            allow_unsandboxed: r.allow_unsandboxed,
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -204,8 +206,8 @@ impl Store {
         let sql = format!(
             "INSERT INTO repos (name, path, url, default_branch, provider, model_default, effort_default, \
              afk_model_default, afk_effort_default, afk_options, afk_enabled, afk_label, afk_max_concurrent, \
-             afk_paused, issue_source, forge_url, forge_repo, forge_token, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $14, $14) \
+             afk_paused, issue_source, forge_url, forge_repo, forge_token, allow_unsandboxed, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $20, $14, $14) \
              RETURNING {}",
             COLUMNS.replace("r.", "")
         );
@@ -230,6 +232,7 @@ impl Store {
                 .bind(&repo.issues.forge_url)
                 .bind(&repo.issues.forge_repo)
                 .bind(&repo.issues.forge_token)
+                .bind(repo.allow_unsandboxed)
                 .fetch_one(pool)
                 .await
                 .map_err(|e| conflict_on_unique(e, || format!("a repo named '{}' already exists", repo.name)))?
@@ -263,7 +266,8 @@ impl Store {
                              model_default = $6, effort_default = $7, afk_model_default = $8, \
                              afk_effort_default = $9, afk_options = $10, afk_enabled = $11, afk_label = $12, \
                              afk_max_concurrent = $13, updated_at = $14, afk_paused = $16, issue_source = $17, \
-                             forge_url = $18, forge_repo = $19, forge_token = $20 WHERE id = $15",
+                             forge_url = $18, forge_repo = $19, forge_token = $20, allow_unsandboxed = $21 \
+                             WHERE id = $15",
                         )
                         .bind(&next.name)
                         .bind(next.path())
@@ -285,6 +289,7 @@ impl Store {
                         .bind(&next.issues.forge_url)
                         .bind(&next.issues.forge_repo)
                         .bind(&next.issues.forge_token)
+                        .bind(next.allow_unsandboxed)
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| conflict_on_unique(e, || format!("a repo named '{name}' already exists")))?;

@@ -14,7 +14,7 @@ pub(crate) const ACTIVE_STATES_SQL: &str = "('starting', 'running', 'waiting')";
 
 const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
-     exit_signal, created_at, started_at, ended_at, workspace_removed_at";
+     exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed";
 
 #[derive(FromRow)]
 struct RunRow {
@@ -44,6 +44,7 @@ struct RunRow {
     started_at: Option<i64>,
     ended_at: Option<i64>,
     workspace_removed_at: Option<i64>,
+    sandboxed: bool,
 }
 
 fn layer(s: &str) -> Result<Layer> {
@@ -88,6 +89,7 @@ impl TryFrom<RunRow> for Run {
             started_at: r.started_at,
             ended_at: r.ended_at,
             workspace_removed_at: r.workspace_removed_at,
+            sandboxed: r.sandboxed,
         })
     }
 }
@@ -101,6 +103,8 @@ pub struct NewRun<'a> {
     pub prompt: &'a str,
     pub node: &'a str,
     pub token_hash: &'a str,
+    /// Whether the run starts in lab's sandbox.
+    pub sandboxed: bool,
 }
 
 /// Where a run lives, derived from its id once the id is known.
@@ -152,8 +156,8 @@ impl Store {
         let row: RunRow = on_db!(self.db(), pool => {
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO runs (kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
-                 options, prompt, state, node, session, token_hash, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13) RETURNING id",
+                 options, prompt, state, node, session, token_hash, created_at, sandboxed) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14) RETURNING id",
             )
             .bind(new.kind.as_str())
             .bind(new.repo_id)
@@ -168,6 +172,7 @@ impl Store {
             .bind(new.node)
             .bind(new.token_hash)
             .bind(now)
+            .bind(new.sandboxed)
             .fetch_one(pool)
             .await?;
             let p = places(id);

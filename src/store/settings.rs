@@ -39,12 +39,13 @@ struct GlobalRow {
     afk_tick_seconds: i64,
     afk_run_timeout_minutes: i64,
     workspace_retention_hours: Option<i64>,
+    allow_unsandboxed: bool,
 }
 
 /// Everything in one round trip: the global row, joined with each provider
 /// row (one row with NULL provider columns when there are none).
 const SELECT_ALL: &str = "SELECT g.afk_max_concurrent, g.afk_tick_seconds, g.afk_run_timeout_minutes, \
-     g.workspace_retention_hours, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
+     g.workspace_retention_hours, g.allow_unsandboxed, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
      p.afk_effort_default, p.afk_options FROM global_settings g LEFT JOIN provider_settings p ON 1 = 1 \
      WHERE g.id = 1 ORDER BY p.provider";
 
@@ -72,6 +73,7 @@ fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
         afk_tick_seconds: first.g.afk_tick_seconds,
         afk_run_timeout_minutes: first.g.afk_run_timeout_minutes,
         workspace_retention_hours: first.g.workspace_retention_hours,
+        allow_unsandboxed: first.g.allow_unsandboxed,
     };
     let providers = rows
         .filter_map(|r| {
@@ -97,6 +99,7 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
         },
         runs: RunSettings {
             workspace_retention_hours: g.workspace_retention_hours,
+            allow_unsandboxed: g.allow_unsandboxed,
         },
         ..Settings::default()
     };
@@ -154,13 +157,15 @@ impl Store {
                     if next.afk != current.afk || next.runs != current.runs {
                         sqlx::query(
                             "UPDATE global_settings SET afk_max_concurrent = $1, afk_tick_seconds = $2, \
-                             afk_run_timeout_minutes = $3, workspace_retention_hours = $4, updated_at = $5 WHERE id = 1",
+                             afk_run_timeout_minutes = $3, workspace_retention_hours = $4, updated_at = $5, \
+                             allow_unsandboxed = $6 WHERE id = 1",
                         )
                         .bind(next.afk.max_concurrent)
                         .bind(next.afk.tick_seconds)
                         .bind(next.afk.run_timeout_minutes)
                         .bind(next.runs.workspace_retention_hours)
                         .bind(now)
+                        .bind(next.runs.allow_unsandboxed)
                         .execute(&mut *tx)
                         .await?;
                     }

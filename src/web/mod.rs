@@ -84,7 +84,9 @@ pub fn service_error(e: ServiceError) -> Response {
     let status = match &e {
         ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
         ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
-        ServiceError::Conflict(_) | ServiceError::Unavailable(_) => StatusCode::CONFLICT,
+        ServiceError::Conflict(_) | ServiceError::Unavailable(_) | ServiceError::Unsandboxed(_) => {
+            StatusCode::CONFLICT
+        }
         ServiceError::Internal(_) => return internal(e),
     };
     Page::error(status, &e.to_string())

@@ -257,6 +257,30 @@ pub(super) fn sections(
             ],
         },
         Section {
+            title: "Sandbox".into(),
+            intro:
+                "Every run starts in lab's sandbox where this machine has one (lab doctor says)."
+                    .into(),
+            fields: vec![
+                FormField::new(
+                    "allow_unsandboxed",
+                    "Without a sandbox, start runs that ask nobody",
+                    on_off(
+                        "same as the global setting",
+                        &v(
+                            "allow_unsandboxed",
+                            repo.allow_unsandboxed.map(|b| b.to_string()).as_deref(),
+                        ),
+                    ),
+                )
+                .help(
+                    "An AFK run with an unattended permission mode runs text anyone can write \
+                     into an issue; without a sandbox it reaches all that lab's user can.",
+                )
+                .error_from(errors),
+            ],
+        },
+        Section {
             title: "AFK".into(),
             intro: "What AFK runs of this repo use. An empty choice inherits the value it names."
                 .into(),
@@ -301,6 +325,18 @@ pub(super) fn patch_from(
             patch.afk_enabled = Change::Set(form.get("afk_enabled") == Some("true"));
         }
         patch.afk_label = change(form, "afk_label");
+        patch.allow_unsandboxed = match form.value("allow_unsandboxed").as_deref() {
+            Some("true") => Change::Set(true),
+            Some("false") => Change::Set(false),
+            Some(other) => {
+                errs.push(
+                    crate::validate::FieldError::new("allow_unsandboxed", "must be true or false")
+                        .with_value(crate::validate::shown(other)),
+                );
+                Change::Keep
+            }
+            None => Change::Clear,
+        };
         patch.afk_max_concurrent = number(form, "afk_max_concurrent", &mut errs);
         patch.issues = crate::issues::config::IssueConfigPatch {
             source: change(form, "issue_source"),
@@ -312,4 +348,15 @@ pub(super) fn patch_from(
     }
     errs.finish()?;
     Ok(patch)
+}
+
+/// A bool that may inherit: an inherit entry, then on and off.
+fn on_off(inherit: &str, current: &str) -> Kind {
+    let mut k = select(Some(inherit.to_owned()), &["true", "false"], current);
+    if let Kind::Select(choices) = &mut k {
+        for c in choices.iter_mut().skip(1) {
+            c.label = if c.value == "true" { "on" } else { "off" }.into();
+        }
+    }
+    k
 }

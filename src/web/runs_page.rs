@@ -205,7 +205,10 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
         Ok((run, _)) => return Redirect::to(&format!("/runs/{}", run.id)).into_response(),
         Err(ServiceError::Invalid(i)) => FormErrors::from(i),
         Err(
-            ServiceError::NotFound(m) | ServiceError::Conflict(m) | ServiceError::Unavailable(m),
+            ServiceError::NotFound(m)
+            | ServiceError::Conflict(m)
+            | ServiceError::Unavailable(m)
+            | ServiceError::Unsandboxed(m),
         ) => FormErrors([("repo".to_owned(), m)].into()),
         Err(e) => return super::service_error(e),
     };

@@ -250,6 +250,25 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
             )
             .help("Empty keeps them until the run is removed. Live runs always keep theirs.")
             .error_from(errors),
+            FormField::new(
+                "runs.allow_unsandboxed",
+                "Without a sandbox, start runs that ask nobody",
+                Kind::Checkbox(
+                    v.get(
+                        "runs.allow_unsandboxed",
+                        Some(if s.runs.allow_unsandboxed {
+                            "true"
+                        } else {
+                            "false"
+                        }),
+                    ) == "true",
+                ),
+            )
+            .help(
+                "Only matters where lab cannot sandbox runs (lab doctor says). An AFK run with an \
+                 unattended permission mode then reaches all that lab's user can.",
+            )
+            .error_from(errors),
         ],
     });
     out
@@ -341,6 +360,11 @@ fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
     };
     patch.runs = RunsPatch {
         workspace_retention_hours: number(form, "runs.workspace_retention_hours", &mut errs),
+        allow_unsandboxed: if form.has("runs.allow_unsandboxed.shown") {
+            Change::Set(form.get("runs.allow_unsandboxed") == Some("true"))
+        } else {
+            Change::Keep
+        },
     };
     errs.finish()?;
     Ok(patch)

@@ -21,6 +21,7 @@ mod readopt;
 mod real_cli;
 mod runs;
 mod runs_end;
+mod sandbox;
 mod store;
 mod store_cache;
 mod store_ledger;
