@@ -1,12 +1,13 @@
 //! AFK runs end to end on the built-in tracker, with the fake agent.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::on_both;
 use crate::support::agent::pid_alive;
-use crate::support::{Backend, TestServer};
+use crate::support::api::Api;
+use crate::support::{Backend, TestServer, wait};
 
 /// What the fake agent does in an AFK run (written next to its records).
 pub(crate) fn behave(s: &TestServer, script: &str) {
@@ -47,37 +48,29 @@ pub(crate) async fn issue(s: &TestServer, repo: &str, title: &str) -> i64 {
 
 /// Waits for the AFK claim of an issue to have an outcome.
 pub(crate) async fn outcome(s: &TestServer, repo: &str, number: i64, secs: u64) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
+    let what = format!("an outcome for {repo}#{number}");
+    wait::until(what, wait::secs(secs).every_ms(200), async || {
         let st = s.get("/api/v1/afk/status").await.ok();
-        if let Some(c) = st["recent"]
+        st["recent"]
             .as_array()
             .unwrap()
             .iter()
             .find(|c| c["repo"] == repo && c["issue"] == number && !c["outcome"].is_null())
-        {
-            return c.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no outcome for {repo}#{number}: {st}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+            .cloned()
+            .ok_or(st)
+    })
+    .await
 }
 
+/// Waits (up to 10 s) for issue `number` to be commented on.
 async fn told(s: &TestServer, repo: &str, number: i64) -> Value {
-    for _ in 0..100 {
-        let i = s
-            .get(&format!("/api/v1/repos/{repo}/issues/{number}"))
-            .await
-            .ok();
-        if !i["comments"].as_array().unwrap().is_empty() {
-            return i;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("issue {number} was never commented");
+    let path = format!("/api/v1/repos/{repo}/issues/{number}");
+    let what = format!("a comment on issue {number}");
+    wait::until(what, wait::secs(10).every_ms(100), async || {
+        let i = s.get(&path).await.ok();
+        (!i["comments"].as_array().unwrap().is_empty()).then_some(i)
+    })
+    .await
 }
 
 async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
@@ -203,12 +196,17 @@ async fn a_hanging_agent_times_out(b: Backend) {
     .await
     .ok();
     let n = issue(&s, "r", "Hangs").await;
-    let inner: i64 = loop {
-        if let Ok(t) = std::fs::read_to_string(s.tmp().join("records/hang-child.pid")) {
-            break t.trim().parse().unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    // The agent records beside itself: its workspace's parent is hidden.
+    let pid_file = s.tmp().join("records/hang-child.pid");
+    let inner: i64 = wait::until(
+        "the agent's child",
+        wait::secs(60).every_ms(100),
+        async || {
+            let t = std::fs::read_to_string(&pid_file).ok()?;
+            Some(t.trim().parse().unwrap())
+        },
+    )
+    .await;
     let run = s.get("/api/v1/runs?kind=afk").await.ok()[0].clone();
     let child = crate::support::agent::host_pid(run["pid"].as_i64().unwrap(), inner)
         .expect("the hanging child, seen from the host");
@@ -224,16 +222,11 @@ async fn a_hanging_agent_times_out(b: Backend) {
     );
     let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
     assert_eq!(run["state"], "stopped");
-    for _ in 0..40 {
-        if !pid_alive(child) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        !pid_alive(child),
-        "a child that ignores TERM survived the timeout"
-    );
+    let ended = "the end of a child that ignores TERM (it survived the timeout)";
+    wait::until(ended, wait::secs(4).every_ms(100), async || {
+        !pid_alive(child)
+    })
+    .await;
     assert_eq!(told(&s, "r", n).await["labels"], json!(["lab:timed-out"]));
     s.stop().await;
 }
@@ -247,13 +240,11 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
     s.add_repo("other").await;
     let n = issue(&s, "r", "Scoped").await;
     issue(&s, "other", "Not yours").await;
-    let run = loop {
+    let run = wait::until("an AFK run", wait::secs(60).every_ms(100), async || {
         let runs = s.get("/api/v1/runs?kind=afk").await.ok();
-        if let Some(r) = runs.as_array().unwrap().first() {
-            break r.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        runs.as_array().unwrap().first().cloned()
+    })
+    .await;
     let id = run["id"].as_i64().unwrap();
     let env = crate::support::agent::env(&s.record(id, "env").await);
     let token = env
@@ -266,11 +257,7 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
         env.iter().find(|(k, _)| k == "LAB_ISSUE").unwrap().1,
         n.to_string()
     );
-    let http = reqwest::Client::new();
-    let call = |m: reqwest::Method, path: &str| {
-        http.request(m, format!("{}{path}", s.url))
-            .bearer_auth(&token)
-    };
+    let as_run = Api::new(s.url.clone(), token.clone());
     use reqwest::Method;
     for (m, path, want) in [
         (Method::GET, "/api/v1/repos/r/issues".to_owned(), 200),
@@ -285,7 +272,9 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
         (Method::POST, format!("/api/v1/runs/{}/pull", id + 1), 403),
         (Method::GET, "/api/v1/afk/status".to_owned(), 403),
     ] {
-        let r = s.send(call(m.clone(), &path).json(&json!({}))).await;
+        let r = as_run
+            .send(as_run.req(m.clone(), &path).json(&json!({})))
+            .await;
         assert_eq!(r.status.as_u16(), want, "{m} {path}: {}", r.body);
     }
     // Pages do not take it either.
@@ -304,7 +293,7 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
     s.post(&format!("/api/v1/runs/{id}/stop"), json!(null))
         .await
         .ok();
-    let r = s.send(call(Method::GET, "/api/v1/repos/r/issues")).await;
+    let r = as_run.get("/api/v1/repos/r/issues").await;
     assert_eq!(r.status, 401);
     // Forge tokens never reach a run: nothing LAB_* but lab's own four, and
     // the admin token nowhere in the environment.

@@ -3,20 +3,17 @@
 //! twice, no cap is exceeded.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use sqlx::Connection;
 
+use crate::on_postgres;
 use crate::support::process::LabProcess;
-use crate::support::{Backend, agent, git};
+use crate::support::{Backend, agent, git, wait};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap() {
-    let Some(Backend::Postgres(server)) = Backend::postgres() else {
-        return;
-    };
-    let url = crate::support::db::fresh_pg_database(&server).await;
+async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap(pg: Backend) {
+    let url = pg.fresh_url().await.expect("a PostgreSQL database");
     let tmp = tempfile::Builder::new()
         .prefix("lab-race-")
         .tempdir()
@@ -31,72 +28,45 @@ async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap() {
     }
     let a = LabProcess::start(&da, Some(&url), &bin, &[]).await;
     let b = LabProcess::start(&db, Some(&url), &bin, &[]).await;
-    let http = reqwest::Client::new();
-    let api = |p: &LabProcess, m: reqwest::Method, path: &str, body: serde_json::Value| {
-        http.request(m, format!("{}{path}", p.url))
-            .bearer_auth(&p.token)
-            .json(&body)
-    };
-    use reqwest::Method;
     let (repo_cap, global_cap, repos, per_repo) = (2, 3, 4, 10);
     // Pause first, so both schedulers start on a full backlog at once.
-    api(&a, Method::POST, "/api/v1/afk/pause", json!(null))
-        .send()
-        .await
-        .unwrap();
-    api(
-        &a,
-        Method::PATCH,
+    a.post("/api/v1/afk/pause", json!(null)).await;
+    a.patch(
         "/api/v1/settings",
         json!({"afk": {"tick_seconds": 1, "max_concurrent": global_cap}}),
     )
-    .send()
-    .await
-    .unwrap();
+    .await;
     for r in 0..repos {
         let name = format!("r{r}");
         let path = git::init_repo(tmp.path(), &name);
-        let resp = api(&a, Method::POST, "/api/v1/repos", json!({"name": name, "path": path, "afk_enabled": true, "afk_max_concurrent": repo_cap}))
-            .send()
+        a.post("/api/v1/repos", json!({"name": name, "path": path, "afk_enabled": true, "afk_max_concurrent": repo_cap}))
             .await
-            .unwrap();
-        assert_eq!(resp.status(), 201);
+            .expect(201);
         for i in 0..per_repo {
             let node = if i % 2 == 0 { &a } else { &b };
-            let resp = api(
-                node,
-                Method::POST,
+            node.post(
                 &format!("/api/v1/repos/{name}/issues"),
                 json!({"title": format!("issue {i}"), "labels": ["ready-for-agent"]}),
             )
-            .send()
             .await
-            .unwrap();
-            assert_eq!(resp.status(), 201);
+            .expect(201);
         }
     }
-    api(&b, Method::POST, "/api/v1/afk/resume", json!(null))
-        .send()
-        .await
-        .unwrap();
+    b.post("/api/v1/afk/resume", json!(null)).await;
 
     let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
     let total = (repos * per_repo) as i64;
     let (mut max_global, mut max_repo) = (0i64, 0i64);
-    let deadline = Instant::now() + Duration::from_secs(240);
     // Operators start runs on both nodes meanwhile, into the schedulers'
     // race. It also keeps one node from holding every slot (a node that
     // settles a run ticks at once, so on a loaded machine one node could
     // otherwise take every issue and the race would go untested).
     let mut asked = 0usize;
-    loop {
+    let outcomes = format!("all {total} issues to get an outcome");
+    wait::until(outcomes, wait::secs(240), async || {
         let node = if asked.is_multiple_of(2) { &a } else { &b };
         let path = format!("/api/v1/repos/r{}/afk/start", asked % repos);
-        let st = api(node, Method::POST, &path, json!(null))
-            .send()
-            .await
-            .unwrap()
-            .status();
+        let st = node.post(&path, json!(null)).await.status;
         assert!(
             st == 201 || st == 409,
             "POST {path} answered {st}; a start is made or refused"
@@ -130,14 +100,12 @@ async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap() {
                 .await
                 .unwrap();
         if done >= total {
-            break;
+            Ok(())
+        } else {
+            Err(format!("only {done} of {total} issues got an outcome"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "only {done} of {total} issues got an outcome"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let claims: Vec<(i64, i64, String, Option<i64>)> =
         sqlx::query_as("SELECT repo_id, issue_number, node, run_id FROM afk_claims")
@@ -173,3 +141,5 @@ async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap() {
     agent::kill_tmux(&da.join("tmux.sock"));
     agent::kill_tmux(&db.join("tmux.sock"));
 }
+
+on_postgres!(two_nodes_never_take_an_issue_twice_nor_pass_a_cap);

@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use crate::on_both;
-use crate::support::{Backend, TestServer, git};
+use crate::support::{Backend, TestServer, git, wait};
 
 async fn create_list_show_change_delete(b: Backend) {
     let s = TestServer::start(b).await;
@@ -286,22 +286,20 @@ async fn resolve_walks_the_layers_with_provenance(b: Backend) {
     assert_eq!(resolve(&s, "r", "").await["kind"], "manual");
     // Repeat resolves are answered from memory (ADR 11; a PostgreSQL node's
     // cache turns on once it listens for the other nodes' writes).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    let patience = wait::secs(10).every_ms(20);
+    wait::until("a resolve that hits the cache", patience, async || {
         let before = s.get("/api/v1/status").await.ok()["cache"].clone();
         let r = resolve(&s, "r", "kind=afk").await;
         assert_eq!(vs(&r["model"]), pair("opusplan", "repo.afk"));
         let after = s.get("/api/v1/status").await.ok()["cache"].clone();
         let hits = |c: &Value| c["repos"]["hits"].as_u64().unwrap();
         if after["on"] == true && hits(&after) > hits(&before) {
-            break;
+            Ok(())
+        } else {
+            Err(after)
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no resolve hit the cache: {after}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     s.stop().await;
 }
 

@@ -1,13 +1,11 @@
 //! The pages, in real headless Chromium.
 
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 use thirtyfour::prelude::*;
 
 use crate::on_both;
 use crate::support::browser::Browser;
-use crate::support::{Backend, TestServer};
+use crate::support::{Backend, TestServer, wait};
 
 async fn setup(b: Backend, test: &str) -> (TestServer, Browser) {
     // The two backends' twins run at once: a folder each for their
@@ -250,16 +248,11 @@ async fn a_manual_run_streams_its_output_live(b: Backend) {
     br.fill("prompt", "FAKE_TICK_MS=150").await;
     br.submit("Start").await;
     // The form redirects to the new run's page.
-    let mut id = None;
-    for _ in 0..100 {
+    let id = wait::until("a redirect to the run's page", wait::secs(5), async || {
         let url = br.driver.current_url().await.unwrap();
-        if let Some(Ok(n)) = url.path().strip_prefix("/runs/").map(str::parse::<i64>) {
-            id = Some(n);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let id = id.expect("redirected to the run's page");
+        url.path().strip_prefix("/runs/")?.parse::<i64>().ok()
+    })
+    .await;
     let run = s.get(&format!("/api/v1/runs/{id}")).await.ok();
     assert_eq!(run["effort"]["value"], "low");
     assert_eq!(run["effort"]["source"], "request");
@@ -267,19 +260,20 @@ async fn a_manual_run_streams_its_output_live(b: Backend) {
     // Lines appear while the page is open (the page was loaded before them).
     let out = br.driver.find(By::Id("output")).await.unwrap();
     let first = out.text().await.unwrap();
-    let mut seen = first.clone();
-    let began = Instant::now();
-    while began.elapsed() < Duration::from_secs(15) {
-        seen = out.text().await.unwrap();
-        if seen.matches("tick ").count() >= first.matches("tick ").count() + 5 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        seen.matches("tick ").count() >= first.matches("tick ").count() + 5,
-        "{seen}"
-    );
+    let ticks = first.matches("tick ").count();
+    wait::until(
+        "five more ticks on the page",
+        wait::secs(15).every_ms(100),
+        async || {
+            let seen = out.text().await.unwrap();
+            if seen.matches("tick ").count() >= ticks + 5 {
+                Ok(())
+            } else {
+                Err(seen)
+            }
+        },
+    )
+    .await;
     assert_eq!(
         br.driver
             .find(By::Id("state"))
@@ -377,16 +371,16 @@ async fn the_afk_page_pauses_and_keeps_the_ledger(b: Backend) {
         .await
         .expect(201);
     br.go("/afk").await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let text = loop {
-        br.go("/afk").await;
-        let t = br.text().await;
-        if t.contains("failed") {
-            break t;
-        }
-        assert!(Instant::now() < deadline, "no outcome on the page: {t}");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    };
+    let text = wait::until(
+        "an outcome on the page",
+        wait::secs(30).every_ms(300),
+        async || {
+            br.go("/afk").await;
+            let t = br.text().await;
+            if t.contains("failed") { Ok(t) } else { Err(t) }
+        },
+    )
+    .await;
     assert!(text.contains("#1") && text.contains("web"), "{text}");
     br.shot("afk_outcome").await;
 

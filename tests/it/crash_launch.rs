@@ -3,25 +3,22 @@
 //! accounted for (the run failed, the issue told) instead of sitting on a
 //! claim that names no run, to be given to a second run later.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::on_both;
-use crate::readopt::Api;
+use crate::support::api::Api;
 use crate::support::process::LabHome;
-use crate::support::{Backend, git};
+use crate::support::{Backend, git, wait};
 
-async fn wait_for(api: &Api<'_>, path: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let v = api.get(path).await;
-        if pred(&v) {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{what}: {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Reads `path` until `pred` holds (at most 20 s).
+async fn wait_for(api: &Api, path: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    wait::until(what, wait::secs(20).every_ms(100), async || {
+        let v = api.get(path).await.ok();
+        if pred(&v) { Ok(v) } else { Err(v) }
+    })
+    .await
 }
 
 async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
@@ -34,27 +31,22 @@ async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
     std::fs::write(&hook, "#!/bin/sh\nsleep 5\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    {
-        let api = Api(&lab);
-        api.post("/api/v1/repos", json!({"name": "r", "path": path}))
-            .await;
-        api.post(
-            "/api/v1/repos/r/issues",
-            json!({"title": "Crash", "labels": ["ready-for-agent"]}),
-        )
-        .await;
-    }
-    let start = reqwest::Client::new()
-        .post(format!("{}/api/v1/repos/r/afk/start", lab.url))
-        .bearer_auth(&lab.token)
+    lab.post("/api/v1/repos", json!({"name": "r", "path": path}))
+        .await
+        .ok();
+    lab.post(
+        "/api/v1/repos/r/issues",
+        json!({"title": "Crash", "labels": ["ready-for-agent"]}),
+    )
+    .await
+    .ok();
+    let start = lab
+        .req(reqwest::Method::POST, "/api/v1/repos/r/afk/start")
         .send();
     let start = tokio::spawn(start);
-    let run = wait_for(
-        &Api(&lab),
-        "/api/v1/runs?kind=afk",
-        "no AFK run recorded",
-        |v| !v.as_array().unwrap().is_empty(),
-    )
+    let run = wait_for(&lab, "/api/v1/runs?kind=afk", "an AFK run recorded", |v| {
+        !v.as_array().unwrap().is_empty()
+    })
     .await[0]
         .clone();
     assert_eq!(run["state"], "starting", "{run}");
@@ -63,8 +55,7 @@ async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
     let _ = start.await;
 
     let lab = home.start(&[]).await;
-    let api = Api(&lab);
-    let status = api.get("/api/v1/afk/status").await;
+    let status = lab.get("/api/v1/afk/status").await.ok();
     let claim = &status["recent"][0];
     assert_eq!(claim["issue"], 1, "{status}");
     assert_eq!(
@@ -72,18 +63,17 @@ async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
         "the claim names its run: {status}"
     );
     // The run never started: reconcile fails it, and the issue is told.
-    let failed = api.wait_state(run["id"].as_i64().unwrap(), "failed").await;
+    let failed = lab
+        .wait_run(run["id"].as_i64().unwrap(), 10, |r| r["state"] == "failed")
+        .await;
     assert!(failed["pid"].is_null(), "{failed}");
-    let status = wait_for(
-        &api,
-        "/api/v1/afk/status",
-        "the claim got no outcome",
-        |v| !v["recent"][0]["outcome"].is_null(),
-    )
+    let status = wait_for(&lab, "/api/v1/afk/status", "the claim's outcome", |v| {
+        !v["recent"][0]["outcome"].is_null()
+    })
     .await;
     assert_eq!(status["recent"][0]["outcome"], "failed", "{status}");
     assert_eq!(status["live"], 0, "{status}");
-    let runs = api.get("/api/v1/runs?kind=afk").await;
+    let runs = lab.get("/api/v1/runs?kind=afk").await.ok();
     assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
     drop(lab);
 }

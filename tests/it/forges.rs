@@ -1,12 +1,10 @@
 //! The Gitea/Forgejo and GitHub issue sources, against a fake forge that
 //! answers with the real APIs' shapes.
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::forge::{FakeForge, Flavor};
-use crate::support::{Backend, TestServer, git};
+use crate::support::{Backend, TestServer, git, wait};
 
 async fn forge_repo(s: &TestServer, f: &FakeForge, flavor: Flavor, url: Option<&str>) {
     let path = git::init_repo(&s.tmp(), "src");
@@ -205,16 +203,19 @@ async fn an_afk_run_on_a_forge(flavor: Flavor) {
     assert_eq!(t.launched.len(), 1, "{t:?}");
     assert_eq!(listings(&f) - before, 1, "one listing request per tick");
     let run = t.launched[0];
-    let mut outcome = Value::Null;
-    for _ in 0..100 {
-        s.scheduler().tick().await;
-        let st = s.get("/api/v1/afk/status").await.ok();
-        if !st["recent"][0]["outcome"].is_null() {
-            outcome = st["recent"][0].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let outcome = wait::until(
+        "the run's outcome",
+        wait::secs(20).every_ms(200),
+        async || {
+            s.scheduler().tick().await;
+            let st = s.get("/api/v1/afk/status").await.ok();
+            let recent = &st["recent"][0];
+            (!recent["outcome"].is_null())
+                .then(|| recent.clone())
+                .ok_or(st)
+        },
+    )
+    .await;
     assert_eq!(outcome["outcome"], "succeeded", "{outcome}");
     let branch = format!("lab/run-{run}");
     // The branch was pushed, and the pull request opened on the forge.
@@ -229,14 +230,16 @@ async fn an_afk_run_on_a_forge(flavor: Flavor) {
     assert_eq!(pulls[0]["base"]["ref"], "main");
     assert_eq!(outcome["pr_url"], pulls[0]["html_url"]);
     // The issue is relabelled and commented.
-    for _ in 0..50 {
-        if f.labels_of(n) == ["lab:pr-opened"] {
-            break;
+    let relabelled = "the issue relabelled lab:pr-opened";
+    wait::until(relabelled, wait::secs(5).every_ms(100), async || {
+        let labels = f.labels_of(n);
+        if labels == ["lab:pr-opened"] {
+            return Ok(());
         }
         s.scheduler().tick().await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(f.labels_of(n), ["lab:pr-opened"]);
+        Err(format!("{labels:?}"))
+    })
+    .await;
     let comments = f.fake.state.lock().unwrap().comments.clone();
     assert!(
         comments

@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::on_both;
-use crate::support::{Backend, TestServer, git};
+use crate::support::{Backend, TestServer, git, wait};
 
 pub fn labctl(s: &TestServer, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_labctl"))
@@ -240,15 +240,16 @@ async fn start_ps_logs_stop_rm(b: Backend) {
         "{table}"
     );
 
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    let line_3 = "fake-agent line 3 in `labctl logs`";
+    wait::until(line_3, wait::secs(10).every_ms(100), async || {
         let logs = ok(&labctl(&s, &["logs", &id]));
         if logs.contains("fake-agent line 3") {
-            break;
+            Ok(())
+        } else {
+            Err(logs)
         }
-        assert!(std::time::Instant::now() < deadline, "{logs}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     // `logs -f` follows until the run ends: stop it from another labctl.
     let follower = Command::new(env!("CARGO_BIN_EXE_labctl"))
         .args(["logs", "-f", &id])
@@ -298,18 +299,16 @@ async fn attach_joins_the_session(b: Backend) {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut attached = String::new();
-    for _ in 0..100 {
+    let attached = wait::within(wait::secs(5), async || {
         let out = Command::new("tmux")
             .args(["-S", &socket, "list-clients", "-F", "#{client_session}"])
             .output()
             .unwrap();
-        attached = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if !attached.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+        let attached = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        (!attached.is_empty()).then_some(attached)
+    })
+    .await
+    .unwrap_or_default();
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(attached, run["session"].as_str().unwrap());
@@ -377,15 +376,19 @@ async fn issues_afk_and_ledger(b: Backend) {
 
     let run = json(&labctl(&s, &["afk", "start", "web", "--json"]));
     assert_eq!(run["kind"], "afk", "{run}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let ledger = loop {
-        let l = json(&labctl(&s, &["ledger", "--json"]));
-        if l["by_repo"][0]["failed"] == 1 {
-            break l;
-        }
-        assert!(std::time::Instant::now() < deadline, "no outcome: {l}");
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    };
+    let ledger = wait::until(
+        "an outcome in the ledger",
+        wait::secs(30).every_ms(200),
+        async || {
+            let l = json(&labctl(&s, &["ledger", "--json"]));
+            if l["by_repo"][0]["failed"] == 1 {
+                Ok(l)
+            } else {
+                Err(l)
+            }
+        },
+    )
+    .await;
     assert_eq!(ledger["by_repo"][0]["runs"], 1);
     let out = ok(&labctl(&s, &["ledger"]));
     assert!(out.contains("web") && out.contains("FAILED"), "{out}");

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::on_both;
-use crate::support::{Backend, TestServer, id};
+use crate::support::{Backend, TestServer, id, wait};
 
 /// The operator's client gives up while the stop waits out an agent that
 /// ignores SIGTERM. The stop still finishes: the run is stopped, its
@@ -28,15 +28,12 @@ async fn a_stop_finishes_when_its_client_hangs_up(b: Backend) {
     let run = s
         .start_run("r", &format!("FAKE_RUN={}", script.display()))
         .await;
-    let deaf: i64 = loop {
-        if let Ok(t) = std::fs::read_to_string(&ready)
-            && let Ok(p) = t.trim().parse()
-        {
-            break crate::support::agent::host_pid(run["pid"].as_i64().unwrap(), p)
-                .expect("the deaf process, seen from the host");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let inner: i64 = wait::until("the deaf agent's pid", wait::secs(60), async || {
+        std::fs::read_to_string(&ready).ok()?.trim().parse().ok()
+    })
+    .await;
+    let deaf = crate::support::agent::host_pid(run["pid"].as_i64().unwrap(), inner)
+        .expect("the deaf process, seen from the host");
     let gave_up = s
         .req(
             reqwest::Method::POST,
@@ -92,13 +89,11 @@ async fn a_start_finishes_when_its_client_hangs_up(b: Backend) {
     s.add_repo("r").await;
     slow_worktrees(&s, "r").await;
     hang_up(&s, "/api/v1/runs", json!({"repo": "r", "prompt": "stay"})).await;
-    let id = loop {
+    let id = wait::until("the run recorded", wait::secs(60), async || {
         let runs = s.get("/api/v1/runs").await.ok();
-        if let Some(r) = runs.as_array().unwrap().first() {
-            break id(r);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        runs.as_array().unwrap().first().map(id)
+    })
+    .await;
     let run = s.wait_run(id, 15, |r| r["state"] != "starting").await;
     assert_eq!(run["state"], "running", "{run}");
     s.record(id, "child").await;
@@ -120,20 +115,13 @@ async fn an_afk_start_whose_client_hangs_up_still_names_its_run(b: Backend) {
     .await
     .expect(201);
     hang_up(&s, "/api/v1/repos/r/afk/start", json!(null)).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    let claim = loop {
+    let named = "the claim to name its run";
+    let claim = wait::until(named, wait::secs(15).every_ms(100), async || {
         let st = s.get("/api/v1/afk/status").await.ok();
-        if let Some(c) = st["recent"].as_array().unwrap().first()
-            && !c["run_id"].is_null()
-        {
-            break c.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the claim never named its run: {st}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        let first = st["recent"].as_array().unwrap().first();
+        first.filter(|c| !c["run_id"].is_null()).cloned().ok_or(st)
+    })
+    .await;
     assert_eq!(claim["active"], true, "{claim}");
     let run = s
         .wait_run(claim["run_id"].as_i64().unwrap(), 15, |r| {

@@ -3,54 +3,11 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::on_both;
-use crate::support::agent;
-use crate::support::process::{LabHome, LabProcess};
-use crate::support::{Backend, git};
-
-pub(crate) struct Api<'a>(pub &'a LabProcess);
-
-impl Api<'_> {
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut rb = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.0.url))
-            .bearer_auth(&self.0.token);
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        let r = rb.send().await.unwrap();
-        let status = r.status();
-        (status, r.json().await.unwrap_or(Value::Null))
-    }
-    pub async fn get(&self, path: &str) -> Value {
-        let (s, v) = self.call(reqwest::Method::GET, path, None).await;
-        assert!(s.is_success(), "{path}: {s} {v}");
-        v
-    }
-    pub async fn post(&self, path: &str, body: Value) -> Value {
-        let (s, v) = self.call(reqwest::Method::POST, path, Some(body)).await;
-        assert!(s.is_success(), "{path}: {s} {v}");
-        v
-    }
-    pub async fn wait_state(&self, id: i64, state: &str) -> Value {
-        for _ in 0..200 {
-            let r = self.get(&format!("/api/v1/runs/{id}")).await;
-            if r["state"] == state {
-                return r;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("run {id} never became {state}");
-    }
-}
+use crate::support::process::LabHome;
+use crate::support::{Backend, agent, git, wait};
 
 fn sessions(socket: &std::path::Path) -> Vec<String> {
     let out = std::process::Command::new("tmux")
@@ -72,30 +29,33 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     let (tmp, data, db, socket) = (&home.tmp, &home.data, &home.db, home.socket());
 
     let mut lab = home.start(&[]).await;
-    let api = Api(&lab);
     let path = git::init_repo(tmp.path(), "r");
-    api.post("/api/v1/repos", json!({"name": "r", "path": path}))
-        .await;
+    lab.post("/api/v1/repos", json!({"name": "r", "path": path}))
+        .await
+        .ok();
     let mut live = Vec::new();
     for i in 0..3 {
-        let r = api
+        let r = lab
             .post(
                 "/api/v1/runs",
                 json!({"repo": "r", "prompt": format!("stay {i}")}),
             )
-            .await;
+            .await
+            .ok();
         assert_eq!(r["state"], "running");
         live.push(r);
     }
-    let ends_while_down = api
+    let ends_while_down = lab
         .post(
             "/api/v1/runs",
             json!({"repo": "r", "prompt": "FAKE_EXIT=7 FAKE_SLEEP_MS=1500"}),
         )
-        .await;
-    let vanishes = api
+        .await
+        .ok();
+    let vanishes = lab
         .post("/api/v1/runs", json!({"repo": "r", "prompt": "stay"}))
-        .await;
+        .await
+        .ok();
     let pids: Vec<i64> = live.iter().map(|r| r["pid"].as_i64().unwrap()).collect();
     // Wait for every agent to have started (it records its argv once).
     for r in live.iter().chain([&ends_while_down, &vanishes]) {
@@ -126,17 +86,10 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = second.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            second.kill().unwrap();
-            second.wait().unwrap();
-            panic!("a second lab serve on the same data dir kept running");
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let Ok(status) = wait::within(wait::secs(10), async || second.try_wait().unwrap()).await else {
+        second.kill().unwrap();
+        second.wait().unwrap();
+        panic!("a second lab serve on the same data dir kept running");
     };
     let mut said = String::new();
     std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut said).unwrap();
@@ -160,10 +113,9 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     tokio::time::sleep(Duration::from_millis(2000)).await;
 
     let lab2 = home.start(&[]).await;
-    let api = Api(&lab2);
     for (i, r) in live.iter().enumerate() {
         let id = r["id"].as_i64().unwrap();
-        let now = api.get(&format!("/api/v1/runs/{id}")).await;
+        let now = lab2.get(&format!("/api/v1/runs/{id}")).await.ok();
         assert_eq!(
             now["state"], "running",
             "run {id} was not re-adopted: {now}"
@@ -172,11 +124,16 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
         assert!(agent::pid_alive(pids[i]));
         assert_eq!(argv_mtime(id), before[i], "run {id} was spawned again");
     }
-    let ended = api
-        .wait_state(ends_while_down["id"].as_i64().unwrap(), "exited")
+    let ended = lab2
+        .wait_run(ends_while_down["id"].as_i64().unwrap(), 10, |r| {
+            r["state"] == "exited"
+        })
         .await;
     assert_eq!(ended["exit_status"], 7);
-    let lost = api.get(&format!("/api/v1/runs/{}", vanishes["id"])).await;
+    let lost = lab2
+        .get(&format!("/api/v1/runs/{}", vanishes["id"]))
+        .await
+        .ok();
     assert_eq!(lost["state"], "failed");
     assert!(
         lost["state_reason"]
@@ -193,7 +150,7 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     want.push("intruder".into());
     want.sort();
     assert_eq!(sessions(&socket), want);
-    let status = api.get("/api/v1/status").await;
+    let status = lab2.get("/api/v1/status").await.ok();
     assert_eq!(status["stray_sessions"], json!(["intruder"]));
     assert!(
         lab2.log().contains("stray tmux session"),
@@ -201,9 +158,10 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
     );
     // And they stay manageable: stop one.
     let id = live[0]["id"].as_i64().unwrap();
-    let stopped = api
+    let stopped = lab2
         .post(&format!("/api/v1/runs/{id}/stop"), json!(null))
-        .await;
+        .await
+        .ok();
     assert_eq!(stopped["state"], "stopped");
     drop(lab2);
 }
@@ -220,13 +178,14 @@ async fn the_agent_gets_only_allow_listed_variables(b: Backend) {
             ("LAB_RUN_ENV", "KEEP_ME"),
         ])
         .await;
-    let api = Api(&lab);
     let path = git::init_repo(tmp.path(), "r");
-    api.post("/api/v1/repos", json!({"name": "r", "path": path}))
-        .await;
-    let r = api
+    lab.post("/api/v1/repos", json!({"name": "r", "path": path}))
+        .await
+        .ok();
+    let r = lab
         .post("/api/v1/runs", json!({"repo": "r", "effort": "max"}))
-        .await;
+        .await
+        .ok();
     let id = r["id"].as_i64().unwrap();
     let env = agent::env(&agent::record(tmp.path(), id, "env").await);
     let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();

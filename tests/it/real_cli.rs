@@ -1,9 +1,9 @@
 //! The real CLIs in tmux, offline, with no account: a run reaches the CLI's
 //! login screen and never stops at a trust, onboarding, bypass or migration
-//! dialog; and lab shows the run as waiting, with the reason.
+//! dialog; and lab shows the run as waiting, with the reason. And `lab
+//! doctor` passes with them.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use lab::domain::RunKind;
 use lab::run::LaunchRequest;
@@ -11,7 +11,7 @@ use lab::store::RepoKey;
 use serde_json::json;
 
 use crate::on_both;
-use crate::support::{Backend, TestServer, real};
+use crate::support::{Backend, TestServer, real, wait};
 
 /// Texts of the first-run dialogs lab must never let a run meet.
 const DIALOGS: &[&str] = &[
@@ -25,9 +25,7 @@ const DIALOGS: &[&str] = &[
 ];
 
 async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login: &str) {
-    let Some(bin) = real::cli(provider) else {
-        return;
-    };
+    let bin = real::cli(provider);
     let dir = tempfile::Builder::new()
         .prefix("lab-it-")
         .tempdir()
@@ -78,10 +76,9 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
         run.state_reason
     );
 
-    let deadline = Instant::now() + Duration::from_secs(40);
     let mut last = String::new();
-    let mut saw_login = false;
-    while Instant::now() < deadline {
+    let login_screen = format!("{provider}'s login screen");
+    wait::until(login_screen, wait::secs(40).every_ms(250), async || {
         let panes = s.runner().tmux.panes().await.unwrap();
         let pane = panes
             .iter()
@@ -95,18 +92,15 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
                     "{provider} stopped at a dialog ({d}):\n{screen}"
                 );
             }
-            saw_login |= screen.contains(login);
             last = screen;
         }
-        if saw_login {
-            break;
+        if last.contains(login) {
+            Ok(())
+        } else {
+            Err(last.clone())
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(
-        saw_login,
-        "{provider} never reached its login screen; last screen:\n{last}"
-    );
+    })
+    .await;
     let waiting = s.wait_run(run.id, 15, |r| r["state"] == "waiting").await;
     assert!(
         waiting["state_reason"]
@@ -159,7 +153,27 @@ async fn codex_afk_reaches_login(b: Backend) {
     reaches_login(b, "codex", RunKind::Afk, "Sign in with ChatGPT").await;
 }
 
+async fn doctor_passes_with_the_pinned_clis(b: Backend) {
+    let (claude, codex) = (real::cli("claude-code"), real::cli("codex"));
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let db = b.fresh_url().await;
+    let (code, out) = crate::doctor::lab_doctor(
+        &data,
+        db.as_deref(),
+        &[("LAB_CLAUDE_CODE_BIN", &claude), ("LAB_CODEX_BIN", &codex)],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out.matches("accepts lab's command line").count(),
+        2,
+        "{out}"
+    );
+    assert!(out.contains("(the version lab was checked with)"), "{out}");
+}
+
 on_both!(
+    doctor_passes_with_the_pinned_clis,
     claude_manual_reaches_login,
     claude_afk_reaches_login,
     codex_manual_reaches_login,

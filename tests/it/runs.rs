@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::on_both;
 use crate::support::agent;
-use crate::support::{Backend, TestServer, git, id};
+use crate::support::{Backend, TestServer, git, id, wait};
 
 /// The hostile prompt of the runs issue: it must arrive as one argv element,
 /// byte for byte, and nothing in it may run.
@@ -341,17 +341,19 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
         env: Default::default(),
         afk_claim: None,
     }));
-    let run_id = loop {
-        tokio::select! {
-            r = &mut launch => panic!("the launch ended before it could be dropped: {:?}", r.map(|r| r.state)),
-            _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {
-                let runs = s.get("/api/v1/runs").await.expect(200);
-                if let Some(run) = runs.as_array().unwrap().first() {
-                    assert_eq!(run["state"], "starting", "{run}");
-                    break id(run);
-                }
-            }
-        }
+    let recorded = wait::until(
+        "the run recorded",
+        wait::secs(60).every_ms(20),
+        async || {
+            let runs = s.get("/api/v1/runs").await.expect(200);
+            let run = runs.as_array().unwrap().first()?;
+            assert_eq!(run["state"], "starting", "{run}");
+            Some(id(run))
+        },
+    );
+    let run_id = tokio::select! {
+        r = &mut launch => panic!("the launch ended before it could be dropped: {:?}", r.map(|r| r.state)),
+        run_id = recorded => run_id,
     };
     drop(launch);
     let run = s.wait_state(run_id, "failed").await;
@@ -403,21 +405,12 @@ async fn a_hostile_and_deep_data_dir_works(b: Backend) {
     assert_eq!(cwd.trim(), run["workspace"].as_str().unwrap());
     assert!(cwd.contains("#{session_name}"));
     let log = run["log_path"].as_str().unwrap().to_owned();
-    for _ in 0..100 {
-        if std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("fake-agent line 1")
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(
-        std::fs::read_to_string(&log)
-            .unwrap()
-            .contains("fake-agent line 1"),
-        "the log is where lab says"
-    );
+    let logged = "fake-agent line 1 in the log, where lab says it is";
+    wait::until(logged, wait::secs(5), async || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.contains("fake-agent line 1")
+    })
+    .await;
     let stopped = s
         .post(&format!("/api/v1/runs/{}/stop", id(&run)), json!(null))
         .await

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::on_both;
 use crate::support::agent::{self, pid_alive};
-use crate::support::{Backend, TestServer, id};
+use crate::support::{Backend, TestServer, id, wait};
 
 async fn stop_ends_the_agent_and_its_child(b: Backend) {
     let s = TestServer::start(b).await;
@@ -36,12 +36,8 @@ async fn stop_ends_the_agent_and_its_child(b: Backend) {
         .await
         .ok();
     assert_eq!(stopped["state"], "stopped");
-    for _ in 0..40 {
-        if !pid_alive(pid) && !pid_alive(child) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // Given up on after 2 s, and then the asserts say which survived.
+    let _ = wait::within(wait::secs(2), async || !pid_alive(pid) && !pid_alive(child)).await;
     assert!(!pid_alive(pid), "the agent survived");
     assert!(!pid_alive(shim), "the shim survived");
     assert!(!pid_alive(child), "its child survived");
@@ -162,16 +158,8 @@ async fn a_killed_session_takes_the_agent_with_it(b: Backend) {
             .contains("vanished"),
         "{failed}"
     );
-    for _ in 0..40 {
-        if !pid_alive(pid) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(
-        !pid_alive(pid),
-        "the agent kept running without its session"
-    );
+    let ended = "the end of an agent running without its session";
+    wait::until(ended, wait::secs(2), async || !pid_alive(pid)).await;
     s.stop().await;
 }
 

@@ -10,9 +10,9 @@ use lab::settings::{DefaultsPatch, SettingsPatch};
 use lab::store::{RepoKey, Store, StoreError};
 use sqlx::Connection;
 
-use crate::on_both;
 use crate::store::{new_repo, open};
-use crate::support::Backend;
+use crate::support::{Backend, wait};
+use crate::{on_both, on_postgres};
 
 fn afk_model(model: &str) -> SettingsPatch {
     SettingsPatch {
@@ -41,18 +41,14 @@ fn model(model: &str) -> RepoPatch {
 /// Reads `key` until one is answered from the cache (a PostgreSQL store's
 /// cache is on once its listener listens), and returns what it read.
 async fn until_cached(store: &Store, key: &RepoKey) -> lab::repo::Repo {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let patience = wait::secs(10).every_ms(20);
+    wait::until("the cache to answer a read", patience, async || {
         let before = store.cache_stats().repos.hits;
         // (A read on a connection the database ended fails once.)
-        if let Ok((repo, _)) = store.repo_with_global(key).await
-            && store.cache_stats().repos.hits > before
-        {
-            return repo;
-        }
-        assert!(Instant::now() < deadline, "the cache never answered a read");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        let (repo, _) = store.repo_with_global(key).await.ok()?;
+        (store.cache_stats().repos.hits > before).then_some(repo)
+    })
+    .await
 }
 
 /// Reads `key` until `check` holds, for at most `within`.
@@ -62,19 +58,17 @@ async fn until_seen(
     within: Duration,
     check: impl Fn(&lab::repo::Repo) -> bool,
 ) {
-    let deadline = Instant::now() + within;
-    loop {
+    let patience = wait::Patience::from(within).every_ms(20);
+    wait::until("a read of the repo as written", patience, async || {
         // (A read on a connection the database ended fails once.)
         let read = store.repo_with_global(key).await;
         if read.as_ref().is_ok_and(|(repo, _)| check(repo)) {
-            return;
+            Ok(())
+        } else {
+            Err(format!("{read:?}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "still reading a stale repo: {read:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 async fn cached_reads_follow_every_write(b: Backend) {
@@ -83,15 +77,13 @@ async fn cached_reads_follow_every_write(b: Backend) {
     let (by_id, by_name) = (RepoKey::Id(created.id), RepoKey::Name("c".into()));
     until_cached(&store, &by_id).await;
     until_cached(&store, &by_name).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let patience = wait::secs(10).every_ms(20);
+    wait::until("the settings to be cached too", patience, async || {
         let hits = store.cache_stats().settings.hits;
         store.settings().await.unwrap();
-        if store.cache_stats().settings.hits > hits {
-            break;
-        }
-        assert!(Instant::now() < deadline, "settings are cached too");
-    }
+        store.cache_stats().settings.hits > hits
+    })
+    .await;
 
     // Each write is seen by the very next read, by id and by name.
     store
@@ -156,17 +148,16 @@ async fn cached_reads_follow_every_write(b: Backend) {
     ));
 }
 
-/// A PostgreSQL node on a fresh database (`None` without PostgreSQL), its
-/// URL, and the id of a repo its cache holds.
-async fn node_with_a_cached_repo(name: &str) -> Option<(Backend, String, Store, i64)> {
-    let b = Backend::postgres()?;
-    let url = b.fresh_url().await.unwrap();
+/// A PostgreSQL node on a fresh database of `pg`, its URL, and the id of a
+/// repo its cache holds.
+async fn node_with_a_cached_repo(pg: &Backend, name: &str) -> (String, Store, i64) {
+    let url = pg.fresh_url().await.expect("a PostgreSQL database");
     let a = Store::connect(&url).await.unwrap();
     a.migrate().await.unwrap();
     let created = a.create_repo(&new_repo(name)).await.unwrap();
     let key = RepoKey::Id(created.id);
     until_cached(&a, &key).await;
-    Some((b, url, a, created.id))
+    (url, a, created.id)
 }
 
 /// What another node's `update_repo` does, without a store: change the
@@ -188,11 +179,8 @@ async fn write_as_another_node(conn: &mut sqlx::PgConnection, id: i64, model: &s
 
 /// Two nodes on one PostgreSQL database: a write on one reaches the other's
 /// cache (by its notification) within moments.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_nodes_write_empties_this_nodes_cache() {
-    let Some((_, url, a, id)) = node_with_a_cached_repo("shared").await else {
-        return;
-    };
+async fn another_nodes_write_empties_this_nodes_cache(pg: Backend) {
+    let (url, a, id) = node_with_a_cached_repo(&pg, "shared").await;
     let key = RepoKey::Id(id);
     let other = Store::connect(&url).await.unwrap();
     a.settings().await.unwrap();
@@ -223,41 +211,29 @@ async fn another_nodes_write_empties_this_nodes_cache() {
     .await;
 
     other.update_settings(&afk_model("opus")).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
+    let patience = wait::secs(3).every_ms(10);
+    wait::until("node a to read the new settings", patience, async || {
         let (_, g) = a.repo_with_global(&key).await.unwrap();
         let s = a.settings().await.unwrap();
-        if g.afk_model_default.as_deref() == Some("opus")
+        g.afk_model_default.as_deref() == Some("opus")
             && s.provider("claude-code").afk_model_default.as_deref() == Some("opus")
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node a still reads the old settings"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     until_cached(&a, &key).await;
     other.delete_repo(&key).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while a.repo_with_global(&key).await.is_ok() {
-        assert!(
-            Instant::now() < deadline,
-            "node a still reads a deleted repo"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait::until(
+        "node a to stop reading a deleted repo",
+        patience,
+        async || a.repo_with_global(&key).await.is_err(),
+    )
+    .await;
 }
 
 /// A node whose listening connection dies misses the notifications sent
 /// meanwhile; it must not serve what it had cached, and it must listen (and
 /// cache) again afterwards.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
-    let Some((b, url, a, id)) = node_with_a_cached_repo("deaf").await else {
-        return;
-    };
+async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows(pg: Backend) {
+    let (url, a, id) = node_with_a_cached_repo(&pg, "deaf").await;
     let key = RepoKey::Id(id);
 
     // Another node's write while a cannot hear it: no connection to the
@@ -269,7 +245,7 @@ async fn a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows() {
             .fetch_one(&mut other)
             .await
             .unwrap();
-    let Backend::Postgres(server) = &b else {
+    let Backend::Postgres(server) = &pg else {
         unreachable!()
     };
     let mut admin = sqlx::PgConnection::connect(server).await.unwrap();
@@ -336,11 +312,8 @@ impl Drop for Stopped {
 /// A listening connection that neither fails nor delivers (its server
 /// process frozen, as behind a half-open socket): the node's own probe goes
 /// unanswered, so it stops trusting its cache within seconds.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_whose_listener_went_silent_stops_trusting_its_cache() {
-    let Some((_, url, a, id)) = node_with_a_cached_repo("frozen").await else {
-        return;
-    };
+async fn a_node_whose_listener_went_silent_stops_trusting_its_cache(pg: Backend) {
+    let (url, a, id) = node_with_a_cached_repo(&pg, "frozen").await;
     let key = RepoKey::Id(id);
 
     let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
@@ -358,17 +331,13 @@ async fn a_node_whose_listener_went_silent_stops_trusting_its_cache() {
     assert_eq!(listeners.len(), 1, "a's listening connection");
     // Only a server process on this machine can be frozen from here.
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", listeners[0])).unwrap_or_default();
-    if comm.trim() != "postgres" {
-        eprintln!(
-            "SKIPPED: the PostgreSQL server is not on this machine (pid {} is {comm:?})",
-            listeners[0]
-        );
-        assert!(
-            std::env::var("LAB_REQUIRE_POSTGRES").is_err(),
-            "LAB_REQUIRE_POSTGRES needs a local server for this test"
-        );
-        return;
-    }
+    assert_eq!(
+        comm.trim(),
+        "postgres",
+        "this test needs LAB_TEST_DATABASE_URL's server on this machine (pid {} \
+         is not a PostgreSQL process); `.ci/start-postgres` starts one",
+        listeners[0]
+    );
     let frozen = Stopped::stop(listeners[0]);
     write_as_another_node(&mut other, id, "haiku").await;
 
@@ -423,4 +392,10 @@ async fn an_abandoned_write_never_leaves_the_cache_stale(b: Backend) {
 on_both!(
     cached_reads_follow_every_write,
     an_abandoned_write_never_leaves_the_cache_stale
+);
+
+on_postgres!(
+    another_nodes_write_empties_this_nodes_cache,
+    a_node_that_stopped_hearing_the_others_does_not_serve_stale_rows,
+    a_node_whose_listener_went_silent_stops_trusting_its_cache
 );

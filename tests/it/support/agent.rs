@@ -1,7 +1,8 @@
 //! The fake agent CLI (fake-agent.sh) and what it records.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+
+use super::wait;
 
 /// Writes an executable script.
 pub fn write_script(path: &Path, body: &str) {
@@ -23,15 +24,11 @@ pub fn install(dir: &Path) -> PathBuf {
 /// Waits (up to 10 s) for the fake agent of run `id` to record `file`.
 pub async fn record(dir: &Path, id: i64, file: &str) -> Vec<u8> {
     let path = dir.join("records").join(id.to_string()).join(file);
-    for _ in 0..200 {
-        if let Ok(b) = std::fs::read(&path)
-            && !b.is_empty()
-        {
-            return b;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the fake agent of run {id} never wrote {file}");
+    let what = format!("the fake agent of run {id} to write {file}");
+    wait::until(what, wait::secs(10), async || {
+        std::fs::read(&path).ok().filter(|b| !b.is_empty())
+    })
+    .await
 }
 
 /// The fake agent's argv, split at NULs.

@@ -4,9 +4,10 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use thirtyfour::prelude::*;
+
+use super::wait;
 
 pub struct Browser {
     pub driver: WebDriver,
@@ -93,12 +94,11 @@ impl Browser {
         .spawn()
         .expect("chromedriver runs (apt-get install chromium chromium-driver)");
         let url = format!("http://127.0.0.1:{port}");
-        for _ in 0..100 {
-            if reqwest::get(format!("{url}/status")).await.is_ok() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        // Not up in time: the session below fails, and is tried again.
+        let _ = wait::within(wait::secs(5), async || {
+            reqwest::get(format!("{url}/status")).await.is_ok()
+        })
+        .await;
         let profile = tempfile::tempdir().unwrap();
         let mut caps = DesiredCapabilities::chrome();
         caps.set_binary(
@@ -146,15 +146,15 @@ impl Browser {
 
     /// The page's text (retried while the page is being replaced).
     pub async fn text(&self) -> String {
-        for _ in 0..50 {
-            if let Ok(body) = self.driver.find(By::Tag("body")).await
-                && let Ok(t) = body.text().await
-            {
-                return t;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the page has no readable body");
+        wait::until(
+            "a readable body on the page",
+            wait::millis(2500),
+            async || {
+                let body = self.driver.find(By::Tag("body")).await.ok()?;
+                body.text().await.ok()
+            },
+        )
+        .await
     }
 
     /// Logs in with the admin token through the login form.
@@ -187,29 +187,24 @@ impl Browser {
     }
 
     pub async fn wait_path(&self, path: &str) {
-        for _ in 0..100 {
-            if self.driver.current_url().await.unwrap().path() == path {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "never reached {path}: at {}",
-            self.driver.current_url().await.unwrap()
-        );
+        wait::until(
+            format!("the browser to reach {path}"),
+            wait::secs(5),
+            async || {
+                let at = self.driver.current_url().await.unwrap();
+                if at.path() == path { Ok(()) } else { Err(at) }
+            },
+        )
+        .await
     }
 
     /// Polls until `f` holds for the page's text.
     pub async fn wait_text(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
-        let mut last = String::new();
-        for _ in 0..200 {
-            last = self.text().await;
-            if f(&last) {
-                return last;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("waited for {what}; the page says:\n{last}");
+        wait::until(what, wait::secs(10), async || {
+            let text = self.text().await;
+            if f(&text) { Ok(text) } else { Err(text) }
+        })
+        .await
     }
 
     pub async fn select(&self, name: &str, value: &str) {

@@ -10,19 +10,18 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// PostgreSQL when LAB_TEST_DATABASE_URL is set. When it is not, the test
-    /// says so on stderr; with LAB_REQUIRE_POSTGRES=1 (CI) it fails instead.
-    pub fn postgres() -> Option<Backend> {
+    /// PostgreSQL at LAB_TEST_DATABASE_URL. Without it the test fails: a
+    /// PostgreSQL test that did not run must not pass. (`cargo nextest run`
+    /// leaves these tests out, and reports them as skipped.)
+    pub fn postgres() -> Backend {
         match std::env::var("LAB_TEST_DATABASE_URL") {
-            Ok(url) if !url.is_empty() => Some(Backend::Postgres(url)),
-            _ => {
-                assert!(
-                    std::env::var("LAB_REQUIRE_POSTGRES").is_err(),
-                    "LAB_REQUIRE_POSTGRES is set but LAB_TEST_DATABASE_URL is not"
-                );
-                eprintln!("SKIPPED on PostgreSQL: LAB_TEST_DATABASE_URL is not set");
-                None
-            }
+            Ok(url) if !url.is_empty() => Backend::Postgres(url),
+            _ => panic!(
+                "LAB_TEST_DATABASE_URL is not set, so this PostgreSQL test cannot run. \
+                 Start a throw-away server with `eval \"$(.ci/start-postgres)\"`, then \
+                 `cargo nextest run --profile postgres`; plain `cargo nextest run` \
+                 skips the PostgreSQL tests."
+            ),
         }
     }
 

@@ -1,7 +1,13 @@
-//! Test support: real servers on 127.0.0.1:0, on SQLite and (when
-//! LAB_TEST_DATABASE_URL is set) on a fresh PostgreSQL database.
+//! Test support: real servers on 127.0.0.1:0, on SQLite and on a fresh
+//! PostgreSQL database (LAB_TEST_DATABASE_URL), the one API client (`api`)
+//! and the one way to wait for something (`wait`).
+//!
+//! Naming is what selects tests (`.config/nextest.toml`): every PostgreSQL
+//! test is a `…::postgres` (declared by `on_both!` or `on_postgres!`), and
+//! every test of the real agent CLIs is in `real_cli` or `contract`.
 
 pub mod agent;
+pub mod api;
 pub mod browser;
 pub mod db;
 pub mod forge;
@@ -9,6 +15,7 @@ pub mod git;
 pub mod process;
 pub mod real;
 pub mod server;
+pub mod wait;
 
 pub use db::Backend;
 pub use server::TestServer;
@@ -26,9 +33,23 @@ macro_rules! on_both {
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn postgres() {
-                    if let Some(b) = $crate::support::Backend::postgres() {
-                        super::$name(b).await
-                    }
+                    super::$name($crate::support::Backend::postgres()).await
+                }
+            }
+        )+
+    };
+}
+
+/// Declares a test of what only PostgreSQL has (several nodes, `LISTEN`):
+/// `name::postgres`, calling `async fn name(b: Backend)`.
+#[macro_export]
+macro_rules! on_postgres {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    super::$name($crate::support::Backend::postgres()).await
                 }
             }
         )+

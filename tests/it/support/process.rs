@@ -1,15 +1,25 @@
 //! `lab serve` as a real process, for what an in-process server cannot show:
 //! `kill -9` and re-adoption, and the environment lab itself was started with.
+//! A `LabProcess` dereferences to the `Api` client of it, as a `TestServer`
+//! does.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+
+use super::api::Api;
+use super::wait;
 
 pub struct LabProcess {
     child: Option<Child>,
-    pub url: String,
-    pub token: String,
+    pub api: Api,
     pub data_dir: PathBuf,
+}
+
+impl std::ops::Deref for LabProcess {
+    type Target = Api;
+    fn deref(&self) -> &Api {
+        &self.api
+    }
 }
 
 fn free_port() -> u16 {
@@ -65,23 +75,22 @@ impl LabProcess {
         }
         let mut lab = LabProcess {
             child: Some(cmd.spawn().expect("lab serve starts")),
-            url: format!("http://127.0.0.1:{port}"),
-            token: String::new(),
+            api: Api::new(format!("http://127.0.0.1:{port}"), String::new()),
             data_dir: data_dir.to_path_buf(),
         };
-        let http = reqwest::Client::new();
-        for _ in 0..200 {
-            let up = http.get(format!("{}/healthz", lab.url)).send().await;
-            if up.is_ok_and(|r| r.status().is_success()) {
-                lab.token = std::fs::read_to_string(data_dir.join("token"))
-                    .unwrap()
-                    .trim()
-                    .to_owned();
-                return lab;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let up = wait::within(wait::secs(10), async || {
+            let up = lab.req(reqwest::Method::GET, "/healthz").send().await;
+            up.is_ok_and(|r| r.status().is_success())
+        })
+        .await;
+        if up.is_err() {
+            panic!("lab serve did not come up; log: {}", lab.log());
         }
-        panic!("lab serve did not come up; log: {}", lab.log());
+        lab.api.token = std::fs::read_to_string(data_dir.join("token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        lab
     }
 
     /// `kill -9`: no shutdown of any kind.

@@ -1,25 +1,26 @@
 //! The real agent CLIs (LAB_REAL_CLAUDE, LAB_REAL_CODEX: paths to the
-//! pinned binaries; `.ci/run` installs them). When one is not set, a test
-//! that needs it says so on stderr, and fails instead under
-//! LAB_REQUIRE_REAL_CLIS=1 (CI).
+//! pinned binaries, set by `.ci/install-real-clis`). The tests that use them
+//! live in the modules `real_cli` and `contract`, which `cargo nextest run`
+//! leaves out (and reports as skipped); `--profile ci` runs them.
 
 use std::path::PathBuf;
 
-pub fn cli(provider: &str) -> Option<PathBuf> {
+/// The pinned CLI of `provider`. Without it the test fails: a real-CLI test
+/// that did not run must not pass.
+pub fn cli(provider: &str) -> PathBuf {
     let var = match provider {
         "claude-code" => "LAB_REAL_CLAUDE",
         "codex" => "LAB_REAL_CODEX",
         other => panic!("no real CLI for {other}"),
     };
     match std::env::var_os(var).map(PathBuf::from) {
-        Some(p) if p.exists() => Some(p),
-        _ => {
-            assert!(
-                std::env::var_os("LAB_REQUIRE_REAL_CLIS").is_none(),
-                "LAB_REQUIRE_REAL_CLIS is set but {var} does not name a binary"
-            );
-            eprintln!("SKIPPED: {var} is not set (see .ci/run)");
-            None
-        }
+        Some(p) if p.exists() => p,
+        _ => panic!(
+            "{var} does not name a binary, so this real-CLI test cannot run. \
+             Install the pinned CLIs with `eval \"$(.ci/install-real-clis)\"` and \
+             start PostgreSQL with `eval \"$(.ci/start-postgres)\"`, then \
+             `cargo nextest run --profile ci`; plain `cargo nextest run` skips the \
+             real-CLI tests."
+        ),
     }
 }

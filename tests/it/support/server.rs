@@ -1,54 +1,34 @@
-//! A real lab server on 127.0.0.1:0, with a client that speaks its API.
+//! A real lab server on 127.0.0.1:0. It dereferences to the `Api` client
+//! of it (`s.get(..)`, `s.url`, `s.token`).
 
 use std::path::PathBuf;
 
-use reqwest::StatusCode;
 use serde_json::Value;
 use tempfile::TempDir;
 
 use super::Backend;
+use super::api::Api;
 
 pub struct TestServer {
     pub running: Option<lab::server::Running>,
-    pub url: String,
-    pub token: String,
+    pub api: Api,
     pub dir: TempDir,
     pub database_url: Option<String>,
     /// This server's tmux socket, killed when the test ends.
     socket: PathBuf,
-    http: reqwest::Client,
+}
+
+impl std::ops::Deref for TestServer {
+    type Target = Api;
+    fn deref(&self) -> &Api {
+        &self.api
+    }
 }
 
 impl Drop for TestServer {
     /// Ends this server's tmux server and every agent in it.
     fn drop(&mut self) {
         super::agent::kill_tmux(&self.socket);
-    }
-}
-
-/// A response: status and JSON body (Null when the body is not JSON).
-#[derive(Debug)]
-pub struct Resp {
-    pub status: StatusCode,
-    pub body: Value,
-}
-
-impl Resp {
-    #[track_caller]
-    pub fn ok(self) -> Value {
-        assert!(
-            self.status.is_success(),
-            "expected success, got {}: {}",
-            self.status,
-            self.body
-        );
-        self.body
-    }
-
-    #[track_caller]
-    pub fn expect(self, status: u16) -> Value {
-        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
-        self.body
     }
 }
 
@@ -119,12 +99,10 @@ impl TestServer {
             .try_init();
         TestServer {
             socket: running.runner.tmux.socket().to_path_buf(),
-            url: format!("http://{}", running.addr),
-            token: running.token.clone(),
+            api: Api::new(format!("http://{}", running.addr), running.token.clone()),
             running: Some(running),
             dir,
             database_url,
-            http: reqwest::Client::new(),
         }
     }
 
@@ -203,62 +181,9 @@ impl TestServer {
             .unwrap_or_else(|| panic!("no process of run {id} has pid {inner} in its sandbox"))
     }
 
-    /// Polls a run until `pred` holds (at most `secs` seconds).
-    pub async fn wait_run(&self, id: i64, secs: u64, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-        loop {
-            let r = self.get(&format!("/api/v1/runs/{id}")).await.ok();
-            if pred(&r) {
-                return r;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "run {id} never got there: {r}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Waits for a run's state.
-    pub async fn wait_state(&self, id: i64, state: &str) -> Value {
-        self.wait_run(id, 20, |r| r["state"] == state).await
-    }
-
     /// What the fake agent of run `id` recorded in `file` (argv, env, cwd, pid, child).
     pub async fn record(&self, id: i64, file: &str) -> Vec<u8> {
         super::agent::record(self.dir.path(), id, file).await
-    }
-
-    pub async fn send(&self, rb: reqwest::RequestBuilder) -> Resp {
-        let resp = rb.send().await.expect("request sent");
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Resp { status, body }
-    }
-
-    pub fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(&self.token)
-    }
-
-    pub async fn get(&self, path: &str) -> Resp {
-        self.send(self.req(reqwest::Method::GET, path)).await
-    }
-
-    pub async fn post(&self, path: &str, body: Value) -> Resp {
-        self.send(self.req(reqwest::Method::POST, path).json(&body))
-            .await
-    }
-
-    pub async fn patch(&self, path: &str, body: Value) -> Resp {
-        self.send(self.req(reqwest::Method::PATCH, path).json(&body))
-            .await
-    }
-
-    pub async fn delete(&self, path: &str) -> Resp {
-        self.send(self.req(reqwest::Method::DELETE, path)).await
     }
 
     /// Registers a real git repository named `name`.
