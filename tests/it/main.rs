@@ -7,6 +7,7 @@ mod afk_race;
 mod api_auth;
 mod api_errors;
 mod api_repos;
+mod api_scope;
 mod api_settings;
 mod browser;
 mod contract;

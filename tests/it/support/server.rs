@@ -165,6 +165,15 @@ impl TestServer {
         run
     }
 
+    /// The run's own token (`LAB_TOKEN` in its agent's environment).
+    pub async fn run_token(&self, id: i64) -> String {
+        super::agent::env(&self.record(id, "env").await)
+            .into_iter()
+            .find(|(k, _)| k == "LAB_TOKEN")
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("run {id}'s agent has no LAB_TOKEN"))
+    }
+
     /// A pid the fake agent of run `id` recorded (`pid` or `child`).
     pub async fn recorded_pid(&self, id: i64, file: &str) -> i64 {
         let text = String::from_utf8(self.record(id, file).await).unwrap();
