@@ -6,6 +6,7 @@ mod afk;
 mod afk_race;
 mod api_auth;
 mod api_errors;
+mod api_pulls;
 mod api_repos;
 mod api_scope;
 mod api_settings;
