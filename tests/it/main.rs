@@ -18,6 +18,7 @@ mod forges;
 mod labctl;
 mod layers;
 mod once;
+mod pages_input;
 mod readopt;
 mod real_cli;
 mod runs;

@@ -54,12 +54,20 @@ impl Resp {
 
 impl TestServer {
     pub async fn start(backend: Backend) -> TestServer {
+        Self::start_tweaked(backend, |_| {}).await
+    }
+
+    /// Starts a server on `backend` after `tweak` changed its configuration.
+    pub async fn start_tweaked(
+        backend: Backend,
+        tweak: impl FnOnce(&mut lab::server::ServeConfig),
+    ) -> TestServer {
         let dir = tempfile::Builder::new()
             .prefix("lab-it-")
             .tempdir()
             .unwrap();
         let database_url = backend.fresh_url().await;
-        Self::start_in(dir, database_url).await
+        Self::start_with(dir, database_url, tweak).await
     }
 
     pub async fn start_in(dir: TempDir, database_url: Option<String>) -> TestServer {
@@ -238,6 +246,23 @@ impl TestServer {
 
     pub async fn delete(&self, path: &str) -> Resp {
         self.send(self.req(reqwest::Method::DELETE, path)).await
+    }
+
+    /// Sends `head` (a request line and headers, no body) on a socket of its
+    /// own and returns the first bytes of the answer, which must come within
+    /// 5 s. (An HTTP client still writing a body the server refused sees a
+    /// broken pipe instead of the answer.)
+    pub async fn raw_head(&self, head: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.url.trim_start_matches("http://");
+        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+        sock.write_all(head.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 16 * 1024];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf))
+            .await
+            .expect("lab answers before the body arrives")
+            .unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 
     /// Registers a real git repository named `name`.
