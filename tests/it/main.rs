@@ -16,6 +16,7 @@ mod crash_launch;
 mod doctor;
 mod forges;
 mod labctl;
+mod labctl_limits;
 mod layers;
 mod once;
 mod pages_input;
