@@ -2,7 +2,11 @@
 //! dir, the database, and for each provider: its CLI, its version against
 //! the one lab was checked with, and whether it accepts lab's argv.
 
+use std::future::Future;
 use std::path::Path;
+use std::time::Duration;
+
+use tokio::time::{Instant, timeout_at};
 
 use serde::Serialize;
 
@@ -40,21 +44,54 @@ fn finding(area: &str, level: Level, message: impl Into<String>, fix: Option<Str
     }
 }
 
-/// Everything, in a stable order.
+/// The longest the doctor takes. Its checks run side by side and a CLI gets
+/// [`cli_check::TIMEOUT`] per check, so this is a backstop: whatever has not
+/// answered by then (tmux, git, the database, a CLI) is reported as such.
+pub const LIMIT: Duration = Duration::from_secs(cli_check::TIMEOUT.as_secs() + 5);
+
+/// Everything, in a stable order, within [`LIMIT`].
 pub async fn diagnose(runner: &Runner) -> Vec<Finding> {
-    let mut out = vec![tmux(runner).await, git().await];
-    out.extend(data_dir(&runner.cfg.data_dir));
-    out.push(database(runner).await);
-    let in_use: Vec<String> = runner
-        .store
-        .repos()
-        .await
-        .map(|rs| rs.into_iter().map(|r| r.provider).collect())
-        .unwrap_or_default();
-    for p in provider::all() {
-        out.extend(provider_findings(runner, *p, in_use.iter().any(|id| id == p.id())).await);
-    }
+    let deadline = Instant::now() + LIMIT;
+    let providers = async {
+        let in_use: Vec<String> = timeout_at(deadline, runner.store.repos())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|rs| rs.into_iter().map(|r| r.provider).collect())
+            .unwrap_or_default();
+        let each = provider::all()
+            .iter()
+            .map(|p| provider_findings(runner, *p, in_use.iter().any(|id| id == p.id()), deadline));
+        futures_util::future::join_all(each).await.concat()
+    };
+    let (tmux, git, database, providers) = tokio::join!(
+        within(deadline, "tmux", "tmux", async { vec![tmux(runner).await] }),
+        within(deadline, "git", "git", async { vec![git().await] }),
+        within(deadline, "database", "the database", async {
+            vec![database(runner).await]
+        }),
+        providers,
+    );
+    let mut out = [tmux, git, data_dir(&runner.cfg.data_dir), database].concat();
+    out.extend(providers);
     out
+}
+
+/// `check`'s findings, or one error saying `what` did not answer in time.
+async fn within(
+    deadline: Instant,
+    area: &str,
+    what: &str,
+    check: impl Future<Output = Vec<Finding>>,
+) -> Vec<Finding> {
+    timeout_at(deadline, check).await.unwrap_or_else(|_| {
+        vec![finding(
+            area,
+            Level::Error,
+            format!("{what} did not answer within {} s", LIMIT.as_secs()),
+            None,
+        )]
+    })
 }
 
 /// The worst level found.
@@ -191,7 +228,12 @@ async fn database(runner: &Runner) -> Finding {
     }
 }
 
-async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> Vec<Finding> {
+async fn provider_findings(
+    runner: &Runner,
+    p: &dyn Provider,
+    in_use: bool,
+    deadline: Instant,
+) -> Vec<Finding> {
     let area = p.id();
     let bin = match runner.binary_for(p) {
         Ok(b) => b,
@@ -208,15 +250,29 @@ async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> V
             return vec![finding(area, level, e, Some(fix))];
         }
     };
-    let mut out = Vec::new();
-    match cli_check::version(p, &bin).await {
-        Ok(v) if v == p.checked_version() => out.push(finding(
+    let cli = format!("{} at {}", p.binary(), bin.display());
+    let (version, argv) = tokio::join!(
+        within(deadline, area, &cli, version_finding(p, &bin)),
+        within(deadline, area, &cli, argv_finding(runner, p, &bin)),
+    );
+    [version, argv].concat()
+}
+
+/// The CLI's version against the one lab was checked with.
+async fn version_finding(p: &dyn Provider, bin: &Path) -> Vec<Finding> {
+    let area = p.id();
+    vec![match cli_check::version(p, bin).await {
+        Ok(v) if v == p.checked_version() => finding(
             area,
             Level::Ok,
-            format!("{} {v} at {} (the version lab was checked with)", p.binary(), bin.display()),
+            format!(
+                "{} {v} at {} (the version lab was checked with)",
+                p.binary(),
+                bin.display()
+            ),
             None,
-        )),
-        Ok(v) => out.push(finding(
+        ),
+        Ok(v) => finding(
             area,
             Level::Warn,
             format!(
@@ -225,11 +281,19 @@ async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> V
                 bin.display(),
                 p.checked_version()
             ),
-            Some(format!("install {} {} to match", p.binary(), p.checked_version())),
-        )),
-        Err(e) => out.push(finding(area, Level::Error, e, None)),
-    }
-    // Would the CLI take what lab gives it? An AFK run with every default.
+            Some(format!(
+                "install {} {} to match",
+                p.binary(),
+                p.checked_version()
+            )),
+        ),
+        Err(e) => finding(area, Level::Error, e, None),
+    }]
+}
+
+/// Would the CLI take what lab gives it? An AFK run with every default.
+async fn argv_finding(runner: &Runner, p: &dyn Provider, bin: &Path) -> Vec<Finding> {
+    let area = p.id();
     let r = resolve(
         p,
         RunKind::Afk,
@@ -246,8 +310,8 @@ async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> V
         working_dir: runner.cfg.data_dir.clone(),
         sandboxed: true,
     };
-    let verdict = cli_check::check(p, &bin, &p.command_line(&spec)).await;
-    out.push(match verdict {
+    let verdict = cli_check::check(p, bin, &p.command_line(&spec)).await;
+    vec![match verdict {
         Verdict::Accepted => finding(area, Level::Ok, "accepts lab's command line", None),
         Verdict::Warning(w) => finding(
             area,
@@ -270,8 +334,7 @@ async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> V
             format!("could not tell whether it accepts lab's command line: {why}"),
             None,
         ),
-    });
-    out
+    }]
 }
 
 /// Prints findings for a terminal; returns the worst level.

@@ -179,6 +179,13 @@ fn make_private(dir: &Path, depth: usize) {
 
 /// Opens everything and starts listening. Returns once the socket is bound.
 pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
+    let public_origin = match cfg.public_url.as_deref() {
+        Some(u) => Some(
+            crate::validate::web_origin(u)
+                .with_context(|| format!("--public-url {u:?} is not an http:// or https:// URL"))?,
+        ),
+        None => None,
+    };
     let data_dir = cfg.data_dir();
     prepare_data_dir(&data_dir)?;
     let lock = crate::lock::take(&data_dir, cfg.database_url.as_deref())?;
@@ -253,6 +260,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         runner: runner.clone(),
         sessions: Arc::new(crate::auth::browser::SessionCache::default()),
         scheduler: scheduler.clone(),
+        public_origin,
     };
     let app = app::router(state);
     let (tx, rx) = oneshot::channel::<()>();

@@ -301,6 +301,24 @@ pub fn repo_url(field: &str, value: &str) -> Result<String, FieldError> {
     Ok(value.to_owned())
 }
 
+/// The web origin of an http(s) URL (`scheme://host[:port]`, the host in
+/// lower case, a default port left out): what a browser sends as `Origin`.
+pub fn web_origin(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    matches!(u.scheme(), "http" | "https")
+        .then(|| u.origin().ascii_serialization())
+        .filter(|o| o != "null")
+}
+
+/// A redirect target on this site: a path that starts with one `/`, with no
+/// `\`, whitespace, control or non-ASCII character (which a browser may
+/// drop or read otherwise, or a header cannot carry).
+pub fn local_path(value: &str) -> bool {
+    value.starts_with('/')
+        && !value.starts_with("//")
+        && value.chars().all(|c| c.is_ascii_graphic() && c != '\\')
+}
+
 /// A branch name git accepts (the rules of `git check-ref-format --branch`).
 pub fn branch(field: &str, value: &str) -> Result<String, FieldError> {
     let bad = value.is_empty()

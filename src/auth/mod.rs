@@ -16,11 +16,11 @@ use sha2::{Digest, Sha256};
 pub enum Principal {
     Admin,
     /// A live run's own token: it may read its repo's issues, read its run,
-    /// and open its run's pull request; nothing else.
+    /// and open its run's pull request; nothing else. Its repo is its id
+    /// (none once the repo is removed): a name can pass to another repo.
     Run {
         run_id: i64,
         repo_id: Option<i64>,
-        repo: String,
     },
 }
 

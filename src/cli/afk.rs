@@ -7,7 +7,7 @@
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::client::{CliError, CliResult, Client, Exit, seg};
+use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT, seg};
 use super::output::{self, s, table};
 
 #[derive(Subcommand)]
@@ -114,6 +114,7 @@ pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
     match cmd {
         AfkCommand::Start { repo, json } => {
             let r = client
+                .patient(LAUNCH_WAIT)
                 .post(
                     &format!("/api/v1/repos/{}/afk/start", seg(&repo)),
                     &Value::Null,
@@ -359,7 +360,9 @@ pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
             "--run is required outside a run (LAB_RUN_ID is not set)",
         ));
     };
+    // Opening it may push the run's branch to a forge.
     let v = client
+        .patient(LAUNCH_WAIT)
         .post(
             &format!("/api/v1/runs/{run}/pull"),
             &json!({"title": title, "body": body}),

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -59,11 +60,19 @@ impl CliError {
 pub type CliResult<T> = Result<T, CliError>;
 
 /// How labctl reaches lab.
+#[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
     base: String,
     token: Option<String>,
+    /// How long a request may take, answer included (`LAB_TIMEOUT`); `None`
+    /// waits as long as lab takes.
+    timeout: Option<Duration>,
 }
+
+/// How long a call that launches a run may take: the first start of a repo
+/// given by URL clones it (lab gives a clone 5 minutes).
+pub const LAUNCH_WAIT: Duration = Duration::from_secs(6 * 60);
 
 /// The data dir labctl reads the admin token from, when `LAB_TOKEN` is unset.
 fn data_dir() -> PathBuf {
@@ -73,7 +82,7 @@ fn data_dir() -> PathBuf {
 }
 
 impl Client {
-    pub fn new(url: &str, token: Option<String>) -> CliResult<Client> {
+    pub fn new(url: &str, token: Option<String>, timeout: Option<Duration>) -> CliResult<Client> {
         crate::init_tls();
         let token = token.filter(|t| !t.is_empty()).or_else(|| {
             std::fs::read_to_string(data_dir().join("token"))
@@ -88,7 +97,45 @@ impl Client {
             http,
             base: url.trim_end_matches('/').to_owned(),
             token,
+            timeout,
         })
+    }
+
+    /// This client, waiting at least `at_least` for an answer (unless it
+    /// waits without limit already).
+    pub fn patient(&self, at_least: Duration) -> Client {
+        let mut c = self.clone();
+        c.timeout = c.timeout.map(|t| t.max(at_least));
+        c
+    }
+
+    /// This client, waiting without limit: for following a run's output,
+    /// which lasts as long as the run.
+    pub fn unbounded(&self) -> Client {
+        let mut c = self.clone();
+        c.timeout = None;
+        c
+    }
+
+    /// The error of a request that got no answer in time.
+    fn timed_out(&self) -> CliError {
+        let secs = self.timeout.map_or(0, |t| t.as_secs());
+        CliError::new(
+            Exit::Unreachable,
+            format!(
+                "lab at {} did not answer within {secs} s; what was asked may still be under way \
+                 (LAB_TIMEOUT or --timeout sets the limit in seconds, 0 for none)",
+                self.base
+            ),
+        )
+    }
+
+    /// A failure while reading an answer's body.
+    pub fn reading(&self, e: &reqwest::Error, what: &str) -> CliError {
+        if e.is_timeout() {
+            return self.timed_out();
+        }
+        CliError::failure(format!("{what}: {e}"))
     }
 
     pub fn base(&self) -> &str {
@@ -96,7 +143,10 @@ impl Client {
     }
 
     fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        let rb = self.http.request(method, format!("{}{path}", self.base));
+        let mut rb = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = self.timeout {
+            rb = rb.timeout(t);
+        }
         match &self.token {
             Some(t) => rb.bearer_auth(t),
             None => rb,
@@ -116,7 +166,7 @@ impl Client {
         let resp = self.raw(self.request(Method::GET, path)).await?;
         resp.text()
             .await
-            .map_err(|e| CliError::failure(format!("reading the response: {e}")))
+            .map_err(|e| self.reading(&e, "reading the response"))
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> CliResult<Value> {
@@ -135,6 +185,9 @@ impl Client {
     /// Sends and checks the status; the body of a success.
     pub async fn raw(&self, rb: reqwest::RequestBuilder) -> CliResult<reqwest::Response> {
         let resp = rb.send().await.map_err(|e| {
+            if e.is_timeout() {
+                return self.timed_out();
+            }
             CliError::new(
                 Exit::Unreachable,
                 format!(
@@ -159,7 +212,7 @@ impl Client {
         }
         resp.json()
             .await
-            .map_err(|e| CliError::failure(format!("lab sent a response labctl cannot read: {e}")))
+            .map_err(|e| self.reading(&e, "lab sent a response labctl cannot read"))
     }
 }
 

@@ -40,6 +40,17 @@ pub struct Cli {
     /// default data dir).
     #[arg(long, env = "LAB_TOKEN", hide_env_values = true, global = true)]
     token: Option<String>,
+    /// Seconds to wait for lab's answer; 0 waits without limit. Starting a
+    /// run waits at least 6 minutes (a first start clones the repo), and
+    /// `logs --follow` as long as the run lasts.
+    #[arg(
+        long,
+        env = "LAB_TIMEOUT",
+        default_value_t = 30,
+        global = true,
+        value_name = "SECONDS"
+    )]
+    timeout: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -135,7 +146,8 @@ async fn run(cli: Cli) -> CliResult<()> {
         clap_complete::generate(shell, &mut Cli::command(), "labctl", &mut std::io::stdout());
         return Ok(());
     }
-    let client = Client::new(&cli.lab_url, cli.token)?;
+    let timeout = (cli.timeout > 0).then(|| std::time::Duration::from_secs(cli.timeout));
+    let client = Client::new(&cli.lab_url, cli.token, timeout)?;
     match cli.command {
         Command::Providers { json } => {
             let v = client.get("/api/v1/providers").await?;

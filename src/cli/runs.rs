@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::client::{CliError, CliResult, Client, Exit};
+use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT};
 use super::output::{self, s};
 use crate::domain::RunState;
 
@@ -74,16 +74,27 @@ fn run_path(run: &str) -> CliResult<String> {
     Ok(format!("/api/v1/runs/{id}"))
 }
 
+/// The prompt, checked here against lab's own rule (its size above all), so
+/// that a prompt too large is named as such, not as a request body too
+/// large, and is not sent.
 fn read_prompt(a: &StartArgs) -> CliResult<String> {
-    match (&a.prompt, a.prompt_file.as_deref()) {
-        (Some(p), _) => Ok(p.clone()),
-        (None, Some("-")) => std::io::read_to_string(std::io::stdin())
-            .map_err(|e| CliError::failure(format!("reading the prompt from standard input: {e}"))),
-        (None, Some(f)) => {
-            std::fs::read_to_string(f).map_err(|e| CliError::failure(format!("reading {f}: {e}")))
-        }
-        (None, None) => Ok(String::new()),
-    }
+    let (prompt, from) = match (&a.prompt, a.prompt_file.as_deref()) {
+        (Some(p), _) => (p.clone(), "--prompt".to_owned()),
+        (None, Some("-")) => (
+            std::io::read_to_string(std::io::stdin()).map_err(|e| {
+                CliError::failure(format!("reading the prompt from standard input: {e}"))
+            })?,
+            "the prompt from standard input".to_owned(),
+        ),
+        (None, Some(f)) => (
+            std::fs::read_to_string(f)
+                .map_err(|e| CliError::failure(format!("reading {f}: {e}")))?,
+            format!("the prompt in {f}"),
+        ),
+        (None, None) => return Ok(String::new()),
+    };
+    crate::validate::prompt("prompt", &prompt)
+        .map_err(|e| CliError::invalid(format!("{from} {}", e.message)))
 }
 
 /// A spinner on stderr while `fut` runs, when stderr is a terminal.
@@ -104,7 +115,7 @@ pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
     let body = json!({"repo": a.repo, "model": a.model, "effort": a.effort, "prompt": prompt});
     let run = with_spinner(
         format!("starting a run of {} (workspace, tmux session)…", a.repo),
-        client.post("/api/v1/runs", &body),
+        client.patient(LAUNCH_WAIT).post("/api/v1/runs", &body),
     )
     .await?;
     if a.json {
@@ -208,6 +219,8 @@ pub async fn rm(client: &Client, run: &str) -> CliResult<()> {
 }
 
 pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
+    let unbounded = client.unbounded();
+    let client = if a.follow { &unbounded } else { client };
     let base = format!("{}/output", run_path(&a.run)?);
     let format = if a.raw { "raw" } else { "text" };
     let mut offset: u64 = 0;
@@ -223,7 +236,7 @@ pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
         let bytes = resp
             .bytes()
             .await
-            .map_err(|e| CliError::failure(format!("reading the output: {e}")))?;
+            .map_err(|e| client.reading(&e, "reading the output"))?;
         out.write_all(&bytes)
             .and_then(|()| out.flush())
             .map_err(|e| CliError::failure(format!("writing the output: {e}")))?;

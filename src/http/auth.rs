@@ -2,25 +2,27 @@
 //! a live run's token (ADR 9); a run's token reaches only its own things.
 
 use axum::extract::{Request, State};
+use axum::http::Method;
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::error::ApiError;
+use super::error::{ApiError, ApiResult};
 use crate::auth::{Principal, digest};
 use crate::state::AppState;
+use crate::store::RepoKey;
+
+/// Where a path is, for a run's token: reachable, refused, or reachable if
+/// the repo it names is the run's own.
+enum Scope {
+    Allowed,
+    Refused,
+    OwnRepo(String),
+}
 
 /// What a run's token may reach: `GET /runs/<its id>`, `POST /runs/<its
 /// id>/pull`, `GET /repos/<its repo>/issues[/<n>]`.
-fn run_may(who: &Principal, method: &axum::http::Method, path: &str) -> bool {
-    let Principal::Run {
-        run_id,
-        repo_id,
-        repo,
-    } = who
-    else {
-        return true;
-    };
+fn scope(run_id: i64, method: &Method, path: &str) -> Scope {
     let segs: Vec<String> = path
         .trim_start_matches("/api/v1/")
         .split('/')
@@ -30,20 +32,44 @@ fn run_may(who: &Principal, method: &axum::http::Method, path: &str) -> bool {
                 .into_owned()
         })
         .collect();
-    let own_run = |s: &str| s.parse::<i64>().ok() == Some(*run_id);
-    let own_repo = |s: &str| s == repo || (repo_id.is_some() && s.parse::<i64>().ok() == *repo_id);
-    let get = method == axum::http::Method::GET;
+    let own_run = |s: &str| s.parse::<i64>().ok() == Some(run_id);
+    let get = method == Method::GET;
     match segs
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["runs", id] => get && own_run(id),
-        ["runs", id, "pull"] => method == axum::http::Method::POST && own_run(id),
-        ["repos", r, "issues"] => get && own_repo(r),
-        ["repos", r, "issues", n] => get && own_repo(r) && n.parse::<i64>().is_ok(),
-        _ => false,
+        ["runs", id] if get && own_run(id) => Scope::Allowed,
+        ["runs", id, "pull"] if method == Method::POST && own_run(id) => Scope::Allowed,
+        ["repos", r, "issues"] if get => Scope::OwnRepo((*r).to_owned()),
+        ["repos", r, "issues", n] if get && n.parse::<i64>().is_ok() => {
+            Scope::OwnRepo((*r).to_owned())
+        }
+        _ => Scope::Refused,
+    }
+}
+
+/// Whether `who` may make this request. A repo in the path is compared by
+/// id: a name is looked up the way the handler will look it up, so a renamed
+/// repo stays its runs' and a new repo that took the old name does not.
+async fn may(app: &AppState, who: &Principal, method: &Method, path: &str) -> ApiResult<bool> {
+    let Principal::Run { run_id, repo_id } = who else {
+        return Ok(true);
+    };
+    match scope(*run_id, method, path) {
+        Scope::Allowed => Ok(true),
+        Scope::Refused => Ok(false),
+        Scope::OwnRepo(named) => {
+            let Some(own) = repo_id else {
+                return Ok(false);
+            };
+            let named = match RepoKey::parse(&named) {
+                RepoKey::Id(id) => Some(id),
+                key => app.store.repo_id(&key).await.map_err(ApiError::internal)?,
+            };
+            Ok(named == Some(*own))
+        }
     }
 }
 
@@ -70,7 +96,6 @@ pub async fn require_token(
             Ok(Some(run)) => Principal::Run {
                 run_id: run.id,
                 repo_id: run.repo_id,
-                repo: run.repo_name,
             },
             Ok(None) => {
                 return Err(ApiError::unauthorized(
@@ -80,9 +105,7 @@ pub async fn require_token(
             Err(e) => return Err(ApiError::internal(e)),
         },
     };
-    if let Principal::Run { .. } = &who
-        && !run_may(&who, req.method(), req.uri().path())
-    {
+    if !may(&app, &who, req.method(), req.uri().path()).await? {
         return Err(ApiError::forbidden(
             "a run's token may only read its repo's issues, read its own run, and open its run's pull request",
         ));

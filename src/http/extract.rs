@@ -11,16 +11,38 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::error::ApiError;
 
-/// A JSON body; a malformed one is a 400 that says what was wrong.
+/// A JSON object body; a malformed one, or one that is not an object, is a
+/// 400 that says what was wrong.
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+        match axum::Json::<Object<T>>::from_request(req, state).await {
+            Ok(axum::Json(Object(v))) => Ok(ApiJson(v)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
+    }
+}
+
+/// A value read only from a JSON object. serde lets a struct be read from an
+/// array too (its fields in order), so `[]` would pass as an empty patch.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OnlyMaps<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for OnlyMaps<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(OnlyMaps(std::marker::PhantomData))
+            .map(Object)
     }
 }
 

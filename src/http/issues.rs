@@ -157,6 +157,19 @@ async fn list_pulls(
     Ok(Json(source.pulls().await.map_err(source_error)?))
 }
 
+/// One pull request (the `url` of one the built-in tracker opened). A run's
+/// token does not reach it.
+#[utoipa::path(get, path = "/repos/{id}/pulls/{number}", tag = "issues",
+    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
+    responses((status = 200, body = PullRequest), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn get_pull(
+    State(app): State<AppState>,
+    ApiPath((id, number)): ApiPath<(String, i64)>,
+) -> ApiResult<Json<PullRequest>> {
+    let (_, source) = repo_source(&app, &id).await?;
+    Ok(Json(source.pull(number).await.map_err(source_error)?))
+}
+
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PullBody {
@@ -200,5 +213,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_issue))
         .routes(routes!(close_issue))
         .routes(routes!(list_pulls))
+        .routes(routes!(get_pull))
         .routes(routes!(open_pull))
 }

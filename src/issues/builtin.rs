@@ -41,6 +41,7 @@ fn pull(p: PullRow) -> PullRequest {
     PullRequest {
         number: p.number,
         title: p.title,
+        body: p.body,
         url: p.url,
         head: p.head_branch,
         base: p.base_branch,
@@ -165,5 +166,15 @@ impl IssueSource for Builtin {
             .into_iter()
             .map(pull)
             .collect())
+    }
+
+    async fn pull(&self, number: i64) -> Result<PullRequest> {
+        let row = self.store.pull(self.repo_id, number).await.map_err(|e| {
+            not_found(
+                e,
+                format!("repo '{}' has no pull request {number}", self.repo_name),
+            )
+        })?;
+        Ok(pull(row))
     }
 }

@@ -71,6 +71,8 @@ struct Branch {
 struct ForgePull {
     number: i64,
     title: String,
+    #[serde(default)]
+    body: Option<String>,
     html_url: String,
     state: String,
     head: Branch,
@@ -96,6 +98,7 @@ impl From<ForgePull> for PullRequest {
         PullRequest {
             number: p.number,
             title: p.title,
+            body: p.body.unwrap_or_default(),
             url: p.html_url,
             head: p.head.name,
             base: p.base.name,
@@ -449,6 +452,13 @@ impl IssueSource for Forge {
             ))
             .await?;
         Ok(items.into_iter().map(PullRequest::from).collect())
+    }
+
+    async fn pull(&self, number: i64) -> Result<PullRequest> {
+        let pr: ForgePull = self
+            .json(self.req(Method::GET, &format!("{}/pulls/{number}", self.repo_api)))
+            .await?;
+        Ok(pr.into())
     }
 }
 

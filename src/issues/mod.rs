@@ -46,6 +46,7 @@ pub struct Comment {
 pub struct PullRequest {
     pub number: i64,
     pub title: String,
+    pub body: String,
     pub url: String,
     pub head: String,
     pub base: String,
@@ -102,6 +103,8 @@ pub trait IssueSource: Send + Sync {
     /// see it (the repo for the built-in tracker, pushed for a forge).
     async fn create_pull(&self, p: &NewPull) -> Result<PullRequest>;
     async fn pulls(&self) -> Result<Vec<PullRequest>>;
+    /// One pull request.
+    async fn pull(&self, number: i64) -> Result<PullRequest>;
 }
 
 /// The issue source of a repo.

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use crate::provider::{CheckOutcome, CommandLine, Provider, Verdict};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a CLI gets to answer one check.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Runs `bin` with the command line's arguments and environment, and reads
 /// the outcome.
@@ -47,7 +48,13 @@ pub async fn check(p: &dyn Provider, bin: &Path, cl: &CommandLine) -> Verdict {
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let out = match tokio::time::timeout(TIMEOUT, cmd.output()).await {
-        Err(_) => return Verdict::Unknown(format!("no answer within {} s", TIMEOUT.as_secs())),
+        Err(_) => {
+            return Verdict::Unknown(format!(
+                "{} did not answer within {} s",
+                bin.display(),
+                TIMEOUT.as_secs()
+            ));
+        }
         Ok(Err(e)) => return Verdict::Unknown(format!("cannot run {}: {e}", bin.display())),
         Ok(Ok(o)) => o,
     };
@@ -69,7 +76,14 @@ pub async fn version(p: &dyn Provider, bin: &Path) -> Result<String, String> {
             .output(),
     )
     .await
-    .map_err(|_| "no answer to --version".to_owned())?
+    .map_err(|_| {
+        format!(
+            "{} did not answer `{}` within {} s",
+            bin.display(),
+            p.version_args().join(" "),
+            TIMEOUT.as_secs()
+        )
+    })?
     .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
     // "2.1.332 (Claude Code)", "codex-cli 0.171.0": the first token with a digit.

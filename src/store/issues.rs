@@ -55,6 +55,9 @@ pub struct PullRow {
     pub created_at: i64,
 }
 
+const PULL_COLUMNS: &str =
+    "number, title, body, head_branch, base_branch, issue_number, run_id, url, state, created_at";
+
 /// A pull request about to be recorded.
 pub struct NewPullRow<'a> {
     pub title: &'a str,
@@ -348,14 +351,22 @@ impl Store {
     }
 
     pub async fn pulls(&self, repo_id: i64) -> Result<Vec<PullRow>> {
+        let sql = format!("SELECT {PULL_COLUMNS} FROM pulls WHERE repo_id = $1 ORDER BY number");
         Ok(on_db!(self.db(), pool => {
-            sqlx::query_as(
-                "SELECT number, title, body, head_branch, base_branch, issue_number, run_id, url, state, created_at \
-                 FROM pulls WHERE repo_id = $1 ORDER BY number",
-            )
-            .bind(repo_id)
-            .fetch_all(pool)
-            .await?
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(repo_id).fetch_all(pool).await?
         }))
+    }
+
+    /// One pull request of a repo; `NotFound` when it has no such number.
+    pub async fn pull(&self, repo_id: i64, number: i64) -> Result<PullRow> {
+        let sql = format!("SELECT {PULL_COLUMNS} FROM pulls WHERE repo_id = $1 AND number = $2");
+        let row: Option<PullRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(repo_id)
+                .bind(number)
+                .fetch_optional(pool)
+                .await?
+        });
+        row.ok_or(StoreError::NotFound)
     }
 }

@@ -161,6 +161,19 @@ impl Store {
         row.ok_or(StoreError::NotFound)?.try_into()
     }
 
+    /// The id of the repo a request names: from the cache when it has the
+    /// repo, else one small read. `None` when no repo has that name or id.
+    pub async fn repo_id(&self, key: &RepoKey) -> Result<Option<i64>> {
+        if let Some((repo, _)) = self.cache.repo(key) {
+            return Ok(Some(repo.id));
+        }
+        let sql = format!("SELECT r.id FROM repos r WHERE {}", where_key(key));
+        let row: Option<(i64,)> = on_read!(self, conn => {
+            bind_key!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), key).fetch_optional(conn).await
+        });
+        Ok(row.map(|(id,)| id))
+    }
+
     /// A repo and the global defaults of its provider: from the cache when it
     /// has them (ADR 11), else in one query.
     pub async fn repo_with_global(&self, key: &RepoKey) -> Result<(Repo, Defaults)> {

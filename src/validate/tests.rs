@@ -195,3 +195,41 @@ fn labels_and_ranges() {
         expect![[r#"n: must be a whole number from 1 to 10 None"#]],
     );
 }
+
+#[test]
+fn only_a_path_on_this_site_is_a_local_path() {
+    for ok in ["/", "/runs", "/runs/new?repo=r&x=%20", "/repos/a.b_c-d"] {
+        assert!(local_path(ok), "{ok}");
+    }
+    for bad in [
+        "",
+        "runs",
+        "//evil.example",
+        "/\\evil.example",
+        "/\t/evil.example",
+        "/\nfoo",
+        "/\r\nfoo",
+        "/\u{7f}",
+        "/ /evil.example",
+        "/\u{a0}",
+        "/é",
+        "https://evil.example/",
+    ] {
+        assert!(!local_path(bad), "{bad:?}");
+    }
+}
+
+#[test]
+fn web_origins_are_normalised() {
+    assert_eq!(
+        web_origin("https://LAB.example.com:443/some/path").as_deref(),
+        Some("https://lab.example.com")
+    );
+    assert_eq!(
+        web_origin("http://127.0.0.1:7878").as_deref(),
+        Some("http://127.0.0.1:7878")
+    );
+    for bad in ["null", "", "lab.example.com", "file:///x", "ftp://x"] {
+        assert_eq!(web_origin(bad), None, "{bad}");
+    }
+}

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::Page;
-use crate::validate::{FieldError, Invalid};
+use crate::validate::{FieldError, Invalid, shown};
 
 /// A posted form: names to values (an unchecked checkbox is absent).
 #[derive(Debug, Default, Clone)]
@@ -34,14 +34,53 @@ impl Form {
 impl<S: Send + Sync> FromRequest<S> for Form {
     type Rejection = Response;
     async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
-        match axum::Form::<Vec<(String, String)>>::from_request(req, state).await {
-            Ok(axum::Form(pairs)) => Ok(Form(pairs.into_iter().collect())),
-            Err(e) => Err(Page::error(
-                StatusCode::BAD_REQUEST,
-                &format!("The form could not be read: {}", e.body_text()),
-            )),
-        }
+        let body = match axum::extract::RawForm::from_request(req, state).await {
+            Ok(axum::extract::RawForm(body)) => body,
+            Err(e) => {
+                return Err(Page::error(
+                    e.status(),
+                    &format!("The form could not be read: {}", e.body_text()),
+                ));
+            }
+        };
+        decode_form(&body)
+            .map(Form)
+            .map_err(|m| Page::error(StatusCode::BAD_REQUEST, &m))
     }
+}
+
+/// A urlencoded form, strictly: a name or value that is not UTF-8 once
+/// decoded is refused, naming the field (a lenient decoder would turn it
+/// into U+FFFD and pass it on). A name given twice keeps its last value.
+fn decode_form(body: &[u8]) -> Result<HashMap<String, String>, String> {
+    let mut out = HashMap::new();
+    for pair in body.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
+        let (name, value) = match pair.iter().position(|b| *b == b'=') {
+            Some(i) => (&pair[..i], &pair[i + 1..]),
+            None => (pair, &[][..]),
+        };
+        let name = decode(name).ok_or("A field name in the form is not UTF-8 text.")?;
+        let value = decode(value).ok_or_else(|| {
+            format!(
+                "The field '{}' is not UTF-8 text; lab takes text only.",
+                shown(&name)
+            )
+        })?;
+        out.insert(name, value);
+    }
+    Ok(out)
+}
+
+/// One urlencoded name or value: `+` is a space, `%XX` a byte.
+fn decode(raw: &[u8]) -> Option<String> {
+    let spaced: Vec<u8> = raw
+        .iter()
+        .map(|b| if *b == b'+' { b' ' } else { *b })
+        .collect();
+    percent_encoding::percent_decode(&spaced)
+        .decode_utf8()
+        .ok()
+        .map(|s| s.into_owned())
 }
 
 /// FormErrors by field name, for showing each next to its field.
@@ -174,4 +213,22 @@ pub struct Section {
     pub title: String,
     pub intro: String,
     pub fields: Vec<FormField>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_form;
+
+    #[test]
+    fn forms_decode_strictly() {
+        let f = decode_form(b"a=1+2&b=%C3%A9&c&d=&a=3").unwrap();
+        assert_eq!(f["a"], "3");
+        assert_eq!(f["b"], "é");
+        assert_eq!(f["c"], "");
+        assert_eq!(f["d"], "");
+        let e = decode_form(b"csrf=x&prompt=%FF%FE").unwrap_err();
+        assert!(e.contains("'prompt'") && e.contains("UTF-8"), "{e}");
+        assert!(decode_form(b"%FF=1").is_err());
+        assert!(decode_form(b"").unwrap().is_empty());
+    }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -17,11 +18,12 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::Page;
 use super::runs_page::{detail, row};
 use crate::auth::browser::BrowserSession;
 use crate::run::log;
 use crate::state::AppState;
-use crate::store::RunFilter;
+use crate::store::{RunFilter, StoreError};
 
 /// How long a viewer may leave its queue full before it is dropped.
 const STUCK: Duration = Duration::from_secs(10);
@@ -87,19 +89,24 @@ struct Offset {
     offset: Option<u64>,
 }
 
-/// A run's output from `offset` (as text), and its state, until it ends.
+/// A run's output from `offset` (as text), and its state, until it ends; a
+/// run that does not exist is a 404, not an empty stream.
 async fn run(
     State(app): State<AppState>,
     _s: BrowserSession,
     Path(id): Path<i64>,
     Query(q): Query<Offset>,
 ) -> Response {
+    let mut r = match app.store.run(id).await {
+        Ok(r) => r,
+        Err(StoreError::NotFound) => {
+            return Page::error(StatusCode::NOT_FOUND, &format!("There is no run {id}."));
+        }
+        Err(e) => return super::internal(e),
+    };
     let (tx, rx) = mpsc::channel(8);
     tokio::spawn(async move {
         let mut offset = q.offset.unwrap_or(0);
-        let Ok(mut r) = app.store.run(id).await else {
-            return;
-        };
         let mut last_state = String::new();
         let mut looked = tokio::time::Instant::now() - STATE_POLL;
         loop {

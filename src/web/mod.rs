@@ -33,6 +33,7 @@ use crate::auth::Principal;
 use crate::auth::browser::{self, BrowserSession};
 use crate::service::ServiceError;
 use crate::state::AppState;
+use crate::validate;
 pub use assets::asset;
 use forms::Form;
 
@@ -157,11 +158,12 @@ struct NextQuery {
     next: Option<String>,
 }
 
-/// Only a path on this site may be a redirect target.
+/// Only a path on this site may be a redirect target; anything else (a
+/// tab a browser drops, a line break a header cannot carry) goes to `/`.
 fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
-        _ => "/runs".to_owned(),
+        Some(n) if validate::local_path(n) => n.to_owned(),
+        _ => "/".to_owned(),
     }
 }
 
@@ -222,22 +224,30 @@ async fn logout(State(app): State<AppState>, session: BrowserSession, form: Form
 }
 
 /// Refuses a POST that comes from another site: `Sec-Fetch-Site` other than
-/// same-origin, or an `Origin` that is not this server.
-async fn same_origin(req: Request, next: Next) -> Response {
+/// same-origin, or an `Origin` that is not this server's: the origin of
+/// `--public-url` when it is set (behind a proxy `Host` is not what the
+/// browser saw, and a rebinding site controls it), else `Host`.
+async fn same_origin(State(app): State<AppState>, req: Request, next: Next) -> Response {
     if req.method() != axum::http::Method::POST {
         return next.run(req).await;
     }
     let h = req.headers();
     let fetch_site = h.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     let cross_site = matches!(fetch_site, Some(s) if s != "same-origin" && s != "none");
-    let host = h
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let foreign_origin = h
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|o| o.split_once("://").map(|(_, rest)| rest) != Some(host));
+    let foreign_origin = match h.get(header::ORIGIN).map(|v| v.to_str()) {
+        None => false,
+        Some(Err(_)) => true,
+        Some(Ok(origin)) => match &app.public_origin {
+            Some(public) => validate::web_origin(origin).as_ref() != Some(public),
+            None => {
+                let host = h
+                    .get(header::HOST)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                origin.split_once("://").map(|(_, rest)| rest) != Some(host)
+            }
+        },
+    };
     if cross_site || foreign_origin {
         return Page::error(
             StatusCode::FORBIDDEN,
@@ -248,7 +258,7 @@ async fn same_origin(req: Request, next: Next) -> Response {
 }
 
 /// The pages and their assets.
-pub fn router() -> Router<AppState> {
+pub fn router(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/", get(|| async { Redirect::to("/runs") }))
         .route("/login", get(login_form).post(login))
@@ -258,6 +268,27 @@ pub fn router() -> Router<AppState> {
         .merge(runs_page::router())
         .merge(live::router())
         .merge(afk_page::router())
-        .layer(middleware::from_fn(same_origin))
+        .layer(middleware::from_fn_with_state(state.clone(), same_origin))
         .merge(assets::router())
+        .layer(middleware::map_response(plain_errors_as_pages))
+}
+
+/// An error answered in plain text (an extractor's rejection: a path or
+/// query parameter that does not parse) becomes an error page: pages answer
+/// HTML.
+async fn plain_errors_as_pages(resp: Response) -> Response {
+    let status = resp.status();
+    let plain = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain"));
+    if !plain || !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let text = axum::body::to_bytes(resp.into_body(), 16 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    Page::error(status, &text)
 }

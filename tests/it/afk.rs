@@ -247,12 +247,7 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
     .await;
     let id = run["id"].as_i64().unwrap();
     let env = crate::support::agent::env(&s.record(id, "env").await);
-    let token = env
-        .iter()
-        .find(|(k, _)| k == "LAB_TOKEN")
-        .unwrap()
-        .1
-        .clone();
+    let token = s.run_token(id).await;
     assert_eq!(
         env.iter().find(|(k, _)| k == "LAB_ISSUE").unwrap().1,
         n.to_string()

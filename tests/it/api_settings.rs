@@ -181,9 +181,37 @@ async fn empty_afk_model_and_effort_mean_inherit(b: Backend) {
     s.stop().await;
 }
 
+/// A body that is not a JSON object (an array, a number) is a 400 that
+/// says so, never an empty patch; the other bodies take objects too.
+async fn a_body_that_is_not_an_object_is_refused(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let before = s.get("/api/v1/settings").await.ok();
+    for (method, path) in [
+        (reqwest::Method::PATCH, "/api/v1/settings"),
+        (reqwest::Method::PATCH, "/api/v1/repos/r"),
+        (reqwest::Method::POST, "/api/v1/repos/r/issues"),
+        (reqwest::Method::POST, "/api/v1/runs"),
+    ] {
+        for body in [json!([]), json!(["x"]), json!(7), json!("s")] {
+            let e = s
+                .send(s.req(method.clone(), path).json(&body))
+                .await
+                .expect(400);
+            assert_eq!(e["error"]["code"], "invalid", "{method} {path} {body}: {e}");
+            let msg = e["error"]["message"].as_str().unwrap();
+            assert!(msg.contains("JSON object"), "{method} {path} {body}: {msg}");
+        }
+    }
+    assert_eq!(s.get("/api/v1/settings").await.ok(), before);
+    assert_eq!(s.get("/api/v1/runs").await.ok(), json!([]));
+    s.stop().await;
+}
+
 on_both!(
     settings_start_empty_for_every_provider,
     patch_sets_canonical_values_and_merges_options,
     an_invalid_patch_writes_nothing,
     empty_afk_model_and_effort_mean_inherit,
+    a_body_that_is_not_an_object_is_refused,
 );

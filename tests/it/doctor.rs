@@ -116,7 +116,53 @@ async fn labctl_doctor_asks_the_server(b: Backend) {
     s.stop().await;
 }
 
+/// A CLI that never answers: the doctor still answers within its one
+/// limit (its checks run side by side), naming the CLI that did not answer.
+async fn the_doctor_answers_in_time_when_a_cli_hangs(b: Backend) {
+    let hang_dir = tempfile::tempdir().unwrap();
+    let hang = hang_dir.path().join("hanging-cli");
+    agent::write_script(&hang, "#!/bin/sh\nexec sleep 1000\n");
+    let s = TestServer::start_tweaked(b, |c| {
+        for p in ["claude-code", "codex"] {
+            c.provider_bins.insert(p.to_owned(), hang.clone());
+        }
+    })
+    .await;
+    let began = std::time::Instant::now();
+    let v = s.get("/api/v1/doctor").await.ok();
+    let took = began.elapsed();
+    assert!(
+        took <= lab::doctor::LIMIT + std::time::Duration::from_secs(3),
+        "the doctor took {took:?}"
+    );
+    for p in ["claude-code", "codex"] {
+        let f = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["area"] == p && f["level"] == "error")
+            .unwrap_or_else(|| panic!("no error for {p}: {v}"));
+        let msg = f["message"].as_str().unwrap();
+        assert!(
+            msg.contains("hanging-cli") && msg.contains("did not answer"),
+            "{msg}"
+        );
+    }
+    for a in ["tmux", "git", "database"] {
+        assert!(
+            v["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["area"] == a && f["level"] == "ok"),
+            "{a}: {v}"
+        );
+    }
+    s.stop().await;
+}
+
 on_both!(
     doctor_fails_on_a_cli_that_rejects_labs_argv,
-    labctl_doctor_asks_the_server
+    labctl_doctor_asks_the_server,
+    the_doctor_answers_in_time_when_a_cli_hangs,
 );

@@ -26,12 +26,7 @@ const DIALOGS: &[&str] = &[
 
 async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login: &str) {
     let bin = real::cli(provider);
-    let dir = tempfile::Builder::new()
-        .prefix("lab-it-")
-        .tempdir()
-        .unwrap();
-    let url = b.fresh_url().await;
-    let s = TestServer::start_with(dir, url, |cfg| {
+    let s = TestServer::start_tweaked(b, |cfg| {
         cfg.provider_bins.insert(provider.to_owned(), bin.clone());
     })
     .await;

@@ -164,13 +164,8 @@ async fn invalid_starts_start_nothing(b: Backend) {
 }
 
 async fn a_missing_cli_is_a_clear_conflict(b: Backend) {
-    let dir = tempfile::Builder::new()
-        .prefix("lab-it-")
-        .tempdir()
-        .unwrap();
-    let url = b.fresh_url().await;
     // Point codex at a path that does not exist.
-    let s = TestServer::start_with(dir, url, |cfg| {
+    let s = TestServer::start_tweaked(b, |cfg| {
         cfg.provider_bins
             .insert("codex".into(), "/nonexistent/codex".into());
     })

@@ -34,23 +34,26 @@ impl Drop for TestServer {
 
 impl TestServer {
     pub async fn start(backend: Backend) -> TestServer {
+        Self::start_tweaked(backend, |_| {}).await
+    }
+
+    /// Starts a server on `backend` after `tweak` changed its configuration.
+    pub async fn start_tweaked(
+        backend: Backend,
+        tweak: impl FnOnce(&mut lab::server::ServeConfig),
+    ) -> TestServer {
         let dir = tempfile::Builder::new()
             .prefix("lab-it-")
             .tempdir()
             .unwrap();
         let database_url = backend.fresh_url().await;
-        Self::start_in(dir, database_url).await
+        Self::start_with(dir, database_url, tweak).await
     }
 
     /// A server on a machine without a sandbox (its bubblewrap is missing):
     /// runs that ask a person still start, unsandboxed.
     pub async fn start_unsandboxed(backend: Backend) -> TestServer {
-        let dir = tempfile::Builder::new()
-            .prefix("lab-it-")
-            .tempdir()
-            .unwrap();
-        let database_url = backend.fresh_url().await;
-        Self::start_with(dir, database_url, |c| {
+        Self::start_tweaked(backend, |c| {
             c.bwrap = Some("/nonexistent/bwrap".into());
         })
         .await
@@ -164,7 +167,15 @@ impl TestServer {
         run
     }
 
-    /// A pid the fake agent of run `id` recorded (`pid` or `child`).
+    /// The run's own token (`LAB_TOKEN` in its agent's environment).
+    pub async fn run_token(&self, id: i64) -> String {
+        super::agent::env(&self.record(id, "env").await)
+            .into_iter()
+            .find(|(k, _)| k == "LAB_TOKEN")
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("run {id}'s agent has no LAB_TOKEN"))
+    }
+
     /// A pid the fake agent of run `id` recorded, as the host sees it: the
     /// agent runs in a sandbox with a process namespace of its own, so what
     /// it records is its pid in there.
@@ -184,6 +195,23 @@ impl TestServer {
     /// What the fake agent of run `id` recorded in `file` (argv, env, cwd, pid, child).
     pub async fn record(&self, id: i64, file: &str) -> Vec<u8> {
         super::agent::record(self.dir.path(), id, file).await
+    }
+
+    /// Sends `head` (a request line and headers, no body) on a socket of its
+    /// own and returns the first bytes of the answer, which must come within
+    /// 5 s. (An HTTP client still writing a body the server refused sees a
+    /// broken pipe instead of the answer.)
+    pub async fn raw_head(&self, head: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.url.trim_start_matches("http://");
+        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+        sock.write_all(head.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 16 * 1024];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf))
+            .await
+            .expect("lab answers before the body arrives")
+            .unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 
     /// Registers a real git repository named `name`.

@@ -1,0 +1,62 @@
+//! A built-in pull request's `url` is a route that answers it.
+
+use serde_json::json;
+
+use crate::on_both;
+use crate::support::{Backend, TestServer, id};
+
+async fn a_builtin_pull_request_is_at_its_url(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r1").await;
+    let run = s.working_run("r1").await;
+    let pr = s
+        .post(
+            &format!("/api/v1/runs/{}/pull", id(&run)),
+            json!({"title": "Fix it", "body": "what I did"}),
+        )
+        .await
+        .expect(201);
+    let url = pr["url"].as_str().unwrap();
+    assert_eq!(url, format!("{}/api/v1/repos/r1/pulls/1", s.url));
+    let path = url.strip_prefix(&s.url).unwrap();
+
+    let got = s.get(path).await.expect(200);
+    assert_eq!(got["number"], 1, "{got}");
+    assert_eq!(got["title"], "Fix it", "{got}");
+    assert_eq!(got["body"], "what I did", "{got}");
+    assert_eq!(got["head"], run["branch"], "{got}");
+    assert_eq!(got["base"], "main", "{got}");
+    assert_eq!(got["run_id"], id(&run), "{got}");
+    assert_eq!(got["state"], "open", "{got}");
+    assert_eq!(got["url"], url, "{got}");
+    // By the repo's id too; a number it does not have is a JSON 404.
+    let repo_id = id(&s.get("/api/v1/repos/r1").await.ok());
+    assert_eq!(
+        s.get(&format!("/api/v1/repos/{repo_id}/pulls/1"))
+            .await
+            .expect(200)["title"],
+        "Fix it"
+    );
+    let e = s.get("/api/v1/repos/r1/pulls/2").await.expect(404);
+    assert!(e["error"]["message"].as_str().unwrap().contains("2"), "{e}");
+    s.get("/api/v1/repos/r1/pulls/x").await.expect(400);
+    // In the OpenAPI document.
+    let doc = s.get("/api/v1/openapi.json").await.ok();
+    assert!(
+        doc["paths"]["/api/v1/repos/{id}/pulls/{number}"]["get"].is_object(),
+        "not documented"
+    );
+    // A run's token does not reach it.
+    let token = s.run_token(id(&run)).await;
+    let r = s
+        .send(
+            reqwest::Client::new()
+                .get(format!("{}{path}", s.url))
+                .bearer_auth(&token),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    s.stop().await;
+}
+
+on_both!(a_builtin_pull_request_is_at_its_url);
