@@ -72,7 +72,15 @@ async fn tick_reads(store: &Store, repos: &[lab::repo::Repo]) -> f64 {
     for r in repos {
         store.blocked_issues(r.id).await.unwrap();
         let taken = store
-            .claim_issue(r.id, &r.name, 0, "bench", 1_000_000, 1_000_000)
+            .claim_issue(
+                r.id,
+                &r.name,
+                0,
+                "bench",
+                1_000_000,
+                1_000_000,
+                lab::store::now_ms(),
+            )
             .await
             .unwrap();
         assert_eq!(taken, ClaimResult::IssueTaken);
@@ -92,7 +100,15 @@ async fn time_tick_reads(store: &Store, repos: &[lab::repo::Repo], rounds: usize
 /// marks the outcome as told on the issue (as the scheduler does).
 async fn claim(store: &Store, r: &lab::repo::Repo, n: i64, outcome: Option<&str>, told: bool) {
     let ClaimResult::Claimed(c) = store
-        .claim_issue(r.id, &r.name, n, "bench", 1_000_000, 1_000_000)
+        .claim_issue(
+            r.id,
+            &r.name,
+            n,
+            "bench",
+            1_000_000,
+            1_000_000,
+            lab::store::now_ms(),
+        )
         .await
         .unwrap()
     else {

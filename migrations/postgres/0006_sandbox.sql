@@ -4,3 +4,8 @@
 ALTER TABLE global_settings ADD COLUMN allow_unsandboxed BOOLEAN NOT NULL DEFAULT FALSE;
 ALTER TABLE repos ADD COLUMN allow_unsandboxed BOOLEAN;
 ALTER TABLE runs ADD COLUMN sandboxed BOOLEAN NOT NULL DEFAULT FALSE;
+
+-- When an outcome went on its issue: a node whose listing of ready issues
+-- began before that may hold a stale list, and must not claim the issue
+-- again from it.
+ALTER TABLE afk_claims ADD COLUMN relabelled_at BIGINT;

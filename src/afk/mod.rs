@@ -150,6 +150,7 @@ impl Scheduler {
         }
         // One listing of each repo's issues per tick (more pages only when
         // the source has them), several repos at a time; launches in order.
+        let listed_at = crate::store::now_ms();
         let lists = {
             let repos: Vec<&Repo> = with_room.iter().map(|(r, _)| r).collect();
             self.list_ready(&repos).await
@@ -160,7 +161,7 @@ impl Scheduler {
             }
             let started = match listed {
                 Ok(issues) => {
-                    self.launch_listed(&repo, issues, &settings, room as usize)
+                    self.launch_listed(&repo, issues, listed_at, &settings, room as usize)
                         .await
                 }
                 Err(e) => Err(e),
@@ -277,8 +278,10 @@ impl Scheduler {
         settings: &Settings,
         max: usize,
     ) -> Result<Vec<Run>, StartError> {
+        let listed_at = crate::store::now_ms();
         let issues = self.ready_issues(repo).await?;
-        self.launch_listed(repo, issues, settings, max).await
+        self.launch_listed(repo, issues, listed_at, settings, max)
+            .await
     }
 
     /// Starts AFK runs for up to `max` of `issues` (ready, in order).
@@ -286,6 +289,7 @@ impl Scheduler {
         &self,
         repo: &Repo,
         issues: Vec<Issue>,
+        listed_at: i64,
         settings: &Settings,
         max: usize,
     ) -> Result<Vec<Run>, StartError> {
@@ -303,6 +307,7 @@ impl Scheduler {
                     self.runner.node(),
                     repo.afk_max_concurrent,
                     settings.afk.max_concurrent,
+                    listed_at,
                 )
                 .await?
             {

@@ -43,9 +43,16 @@ pub enum ClaimResult {
     GlobalCap,
 }
 
+/// How far apart lab nodes' clocks may be for the stale-listing check.
+const CLOCK_SKEW_MS: i64 = 5_000;
+
 impl Store {
     /// Claims `issue` of a repo for an AFK run on `node`, when neither cap is
-    /// reached and the issue is free.
+    /// reached and the issue is free. `listed_at` is when the listing that
+    /// showed the issue ready began: an issue whose outcome went on it
+    /// since then (give or take the nodes' clock skew) may still be ready in
+    /// that stale list, and is not taken again from it.
+    #[allow(clippy::too_many_arguments)]
     pub async fn claim_issue(
         &self,
         repo_id: i64,
@@ -54,6 +61,7 @@ impl Store {
         node: &str,
         repo_cap: i64,
         global_cap: i64,
+        listed_at: i64,
     ) -> Result<ClaimResult> {
         let now = now_ms();
         let insert = format!(
@@ -68,10 +76,11 @@ impl Store {
                 .await?;
             let (taken,): (i64,) = sqlx::query_as(
                 "SELECT COUNT(*) FROM afk_claims WHERE repo_id = $1 AND issue_number = $2 \
-                 AND (active OR (outcome IS NOT NULL AND NOT relabelled))",
+                 AND (active OR (outcome IS NOT NULL AND NOT relabelled) OR relabelled_at >= $3)",
             )
             .bind(repo_id)
             .bind(issue)
+            .bind(listed_at - CLOCK_SKEW_MS)
             .fetch_one(&mut *tx)
             .await?;
             if global >= global_cap {
@@ -180,7 +189,11 @@ impl Store {
 
     pub async fn mark_relabelled(&self, claim: i64) -> Result<()> {
         on_db!(self.db(), pool => {
-            sqlx::query("UPDATE afk_claims SET relabelled = TRUE WHERE id = $1").bind(claim).execute(pool).await?;
+            sqlx::query("UPDATE afk_claims SET relabelled = TRUE, relabelled_at = $2 WHERE id = $1")
+                .bind(claim)
+                .bind(now_ms())
+                .execute(pool)
+                .await?;
         });
         Ok(())
     }

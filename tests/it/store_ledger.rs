@@ -19,7 +19,15 @@ async fn afk_run(
     how: Option<(&str, &str, u64, &str)>,
 ) {
     let ClaimResult::Claimed(c) = store
-        .claim_issue(repo.0, repo.1, issue, "node-a", 100, 100)
+        .claim_issue(
+            repo.0,
+            repo.1,
+            issue,
+            "node-a",
+            100,
+            100,
+            lab::store::now_ms(),
+        )
         .await
         .unwrap()
     else {
@@ -156,7 +164,37 @@ async fn an_empty_ledger_has_no_rows(b: Backend) {
     assert_eq!(store.live_claims().await.unwrap(), 0);
 }
 
+/// A listing of ready issues that began before an issue's outcome went on
+/// it may still show the issue ready: a claim from it is refused (two nodes
+/// once launched one issue twice that way); a listing made after is not.
+async fn a_stale_listing_cannot_take_a_told_issue_again(b: Backend) {
+    let (store, _dir) = open(&b).await;
+    let r = store.create_repo(&new_repo("r")).await.unwrap();
+    let stale = lab::store::now_ms();
+    let ClaimResult::Claimed(c) = store
+        .claim_issue(r.id, "r", 7, "node-a", 10, 10, stale)
+        .await
+        .unwrap()
+    else {
+        panic!("the first claim is refused");
+    };
+    assert!(store.finish_claim(c.id, "failed", "").await.unwrap());
+    store.mark_relabelled(c.id).await.unwrap();
+    let again = store
+        .claim_issue(r.id, "r", 7, "node-b", 10, 10, stale)
+        .await
+        .unwrap();
+    assert_eq!(again, ClaimResult::IssueTaken);
+    let fresh = lab::store::now_ms() + 10_000;
+    let later = store
+        .claim_issue(r.id, "r", 7, "node-b", 10, 10, fresh)
+        .await
+        .unwrap();
+    assert!(matches!(later, ClaimResult::Claimed(_)), "{later:?}");
+}
+
 on_both!(
+    a_stale_listing_cannot_take_a_told_issue_again,
     the_database_counts_the_ledger_as_memory_did,
     an_empty_ledger_has_no_rows
 );
