@@ -205,7 +205,7 @@ async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> V
                     format!("needed only by repos that use {}", p.name()),
                 )
             };
-            return vec![finding(area, level, e, Some(fix))];
+            return vec![finding(area, level, e.to_string(), Some(fix))];
         }
     };
     let mut out = Vec::new();
@@ -227,7 +227,7 @@ async fn provider_findings(runner: &Runner, p: &dyn Provider, in_use: bool) -> V
             ),
             Some(format!("install {} {} to match", p.binary(), p.checked_version())),
         )),
-        Err(e) => out.push(finding(area, Level::Error, e, None)),
+        Err(e) => out.push(finding(area, Level::Error, e.to_string(), None)),
     }
     // Would the CLI take what lab gives it? An AFK run with every default.
     let r = resolve(
