@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use lab::domain::Outcome;
 use lab::store::{ClaimResult, LedgerBy, Store};
 
 mod common;
@@ -98,7 +99,7 @@ async fn time_tick_reads(store: &Store, repos: &[lab::repo::Repo], rounds: usize
 
 /// Claims issue `n` of `r` with a run that ended with `outcome`; `told`
 /// marks the outcome as told on the issue (as the scheduler does).
-async fn claim(store: &Store, r: &lab::repo::Repo, n: i64, outcome: Option<&str>, told: bool) {
+async fn claim(store: &Store, r: &lab::repo::Repo, n: i64, outcome: Option<Outcome>, told: bool) {
     let ClaimResult::Claimed(c) = store
         .claim_issue(
             r.id,
@@ -156,13 +157,13 @@ async fn bench(label: &str, url: &str, claims: usize, rounds: usize) {
         let r = store.create_repo(&r).await.unwrap();
         // Each repo has a live AFK run (issue 0) and an outcome to tell (1).
         claim(&store, &r, 0, None, false).await;
-        claim(&store, &r, 1, Some("failed"), false).await;
+        claim(&store, &r, 1, Some(Outcome::Failed), false).await;
         repos.push(r);
     }
     let empty = time_tick_reads(&store, &repos, rounds).await;
     let t0 = Instant::now();
     for i in 0..claims {
-        let outcome = ["succeeded", "failed", "timed_out"][i % 3];
+        let outcome = Outcome::ALL[i % 3];
         claim(&store, &repos[i % REPOS], 2 + i as i64, Some(outcome), true).await;
     }
     eprintln!(

@@ -247,7 +247,7 @@ async fn provider_findings(
                     format!("needed only by repos that use {}", p.name()),
                 )
             };
-            return vec![finding(area, level, e, Some(fix))];
+            return vec![finding(area, level, e.to_string(), Some(fix))];
         }
     };
     let cli = format!("{} at {}", p.binary(), bin.display());
@@ -287,7 +287,7 @@ async fn version_finding(p: &dyn Provider, bin: &Path) -> Vec<Finding> {
                 p.checked_version()
             )),
         ),
-        Err(e) => finding(area, Level::Error, e, None),
+        Err(e) => finding(area, Level::Error, e.to_string(), None),
     }]
 }
 

@@ -91,6 +91,11 @@ impl Errors {
         }
     }
 
+    /// Keeps the value, or records every error and returns `None`.
+    pub fn check_all<T>(&mut self, r: Result<T, Invalid>) -> Option<T> {
+        r.map_err(|e| self.extend(e)).ok()
+    }
+
     pub fn push(&mut self, e: FieldError) {
         self.0.push(e);
     }
@@ -369,6 +374,105 @@ pub fn int_range(field: &str, value: i64, lo: i64, hi: i64) -> Result<i64, Field
         );
     }
     Ok(value)
+}
+
+/// The title of an issue or a pull request: one line of 1 to 256
+/// characters, trimmed.
+pub fn title(field: &str, value: &str) -> Result<String, FieldError> {
+    let t = value.trim();
+    if t.is_empty() || t.chars().count() > 256 || has_control(t) {
+        return Err(FieldError::new(
+            field,
+            "must be one line of 1 to 256 characters",
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+/// The body of an issue or a pull request: text (no NUL) of at most 64 KiB.
+pub fn body(field: &str, value: &str) -> Result<String, FieldError> {
+    if value.len() > 64 * 1024 || value.contains('\0') {
+        return Err(FieldError::new(field, "must be at most 64 KiB of text"));
+    }
+    Ok(value.to_owned())
+}
+
+/// An issue's or a pull request's `title` and `body`, both checked.
+pub fn title_and_body(t: &str, b: &str) -> Result<(String, String), Invalid> {
+    let mut errs = Errors::default();
+    let t = errs.check(title("title", t));
+    let b = errs.check(body("body", b));
+    errs.finish()?;
+    Ok(t.zip(b).expect("both checked"))
+}
+
+/// A forge's address: an http(s) URL without spaces.
+pub fn forge_url(field: &str, value: &str) -> Result<String, FieldError> {
+    let scheme = value.starts_with("https://") || value.starts_with("http://");
+    if !scheme || value.len() <= 8 || value.contains(char::is_whitespace) {
+        return Err(
+            FieldError::new(field, "must be an http(s) URL without spaces")
+                .with_value(shown(value)),
+        );
+    }
+    Ok(value.to_owned())
+}
+
+/// A repo on a forge: `owner/name`, each of letters, digits, '.', '_', '-'.
+pub fn forge_repo(field: &str, value: &str) -> Result<String, FieldError> {
+    let part = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
+    if !value
+        .split_once('/')
+        .is_some_and(|(o, n)| part(o) && part(n))
+    {
+        return Err(FieldError::new(field, "must be owner/name").with_value(shown(value)));
+    }
+    Ok(value.to_owned())
+}
+
+/// A forge token: one line of at most 512 characters. It is a secret: the
+/// error never echoes it.
+pub fn forge_token(field: &str, value: &str) -> Result<String, FieldError> {
+    if value.len() > 512 || value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(FieldError::new(
+            field,
+            "must be one line of at most 512 characters, without spaces",
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+/// A closed set of values lab spells one way each (an issue state, an
+/// output format; see `domain`): every value, and its spelling.
+pub trait Choice: Copy + 'static {
+    const ALL: &'static [Self];
+    fn as_str(self) -> &'static str;
+
+    /// The value spelled exactly `s`.
+    fn spelled(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+
+    /// Every spelling, in order.
+    fn spellings() -> Vec<&'static str> {
+        Self::ALL.iter().map(|c| c.as_str()).collect()
+    }
+}
+
+/// One of a closed set's values, spelled exactly: "must be open or closed".
+pub fn choice<T: Choice>(field: &str, value: &str) -> Result<T, FieldError> {
+    T::spelled(value).ok_or_else(|| {
+        let all = T::spellings();
+        let either = match all.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => all.join(""),
+        };
+        FieldError::new(field, format!("must be {either}")).with_value(shown(value))
+    })
 }
 
 fn has_control(s: &str) -> bool {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::domain::{Run, RunKind};
+use crate::domain::{IssueState, Run, RunKind};
 use crate::issues::{Issue, SourceError, source_for};
 use crate::repo::Repo;
 
@@ -250,7 +250,7 @@ impl Scheduler {
         let (listed, blocked) = tokio::try_join!(
             async {
                 source
-                    .list(Some(&repo.afk_label), Some("open"))
+                    .list(Some(&repo.afk_label), Some(IssueState::Open))
                     .await
                     .map_err(StartError::from)
             },

@@ -1,12 +1,13 @@
-//! How AFK runs end: `succeeded` (a pull request), `failed` (the exit and the
-//! last lines of output) or `timed_out` (the run time limit ended it). The
-//! issue is then relabelled, so it is not taken again until a person puts
-//! the ready label back, and commented.
+//! How AFK runs end: an [`Outcome`], `succeeded` (a pull request), `failed`
+//! (the exit and the last lines of output) or `timed_out` (the run time
+//! limit ended it). The issue is then relabelled with the outcome's label,
+//! so it is not taken again until a person puts the ready label back, and
+//! commented.
 
 use std::time::Instant;
 
 use super::{PR_GRACE, Scheduler, TickReport};
-use crate::domain::{Run, RunState};
+use crate::domain::{Outcome, Run, RunState};
 use crate::issues::source_for;
 use crate::run::log;
 
@@ -14,15 +15,6 @@ use crate::store::{Claim, RepoKey, StoreError, now_ms};
 
 /// The start of a run's state reason when the time limit ended it.
 pub const TIMED_OUT: &str = "timed out";
-
-/// The label an issue gets for an outcome.
-pub fn outcome_label(outcome: &str) -> &'static str {
-    match outcome {
-        "succeeded" => "lab:pr-opened",
-        "timed_out" => "lab:timed-out",
-        _ => "lab:failed",
-    }
-}
 
 /// The last lines of a run's output, as text.
 fn last_lines(run: &Run, n: usize) -> String {
@@ -60,7 +52,7 @@ impl Scheduler {
                 Ok(r) => r,
                 Err(StoreError::NotFound) => {
                     if store
-                        .finish_claim(claim.id, "failed", "its run was removed")
+                        .finish_claim(claim.id, Outcome::Failed, "its run was removed")
                         .await?
                     {
                         report.finished.push(run_id);
@@ -106,7 +98,7 @@ impl Scheduler {
                 tracing::info!(
                     run = run_id,
                     issue = claim.issue_number,
-                    outcome,
+                    outcome = outcome.as_str(),
                     "AFK run ended"
                 );
                 report.finished.push(run_id);
@@ -143,7 +135,7 @@ impl Scheduler {
                 return;
             }
         };
-        let outcome = claim.outcome.as_deref().unwrap_or("failed");
+        let outcome = claim.outcome.unwrap_or(Outcome::Failed);
         let run = claim
             .run_id
             .map(|r| format!("run {r}"))
@@ -154,18 +146,20 @@ impl Scheduler {
         };
         let detail = claim.detail.as_deref().unwrap_or("");
         let text = match outcome {
-            "succeeded" => {
+            Outcome::Succeeded => {
                 format!("lab's {run}{with} opened a pull request for this issue: {detail}")
             }
-            "timed_out" => format!(
+            Outcome::TimedOut => format!(
                 "lab's {run}{with} was stopped at the run time limit without a pull request.\n\n{detail}"
             ),
-            _ => format!("lab's {run}{with} ended without a pull request.\n\n{detail}"),
+            Outcome::Failed => {
+                format!("lab's {run}{with} ended without a pull request.\n\n{detail}")
+            }
         };
         let source = source_for(&repo, &self.runner);
         let told = async {
             source
-                .relabel(claim.issue_number, &repo.afk_label, outcome_label(outcome))
+                .relabel(claim.issue_number, &repo.afk_label, outcome.label())
                 .await?;
             source.comment(claim.issue_number, &text).await
         };
@@ -201,9 +195,9 @@ impl Scheduler {
 const TELL_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The outcome of an ended run, and what to say about it.
-fn judge(claim: &Claim, run: &Run) -> (&'static str, String) {
+fn judge(claim: &Claim, run: &Run) -> (Outcome, String) {
     if let Some(url) = &claim.pr_url {
-        return ("succeeded", url.clone());
+        return (Outcome::Succeeded, url.clone());
     }
     let reason = run.state_reason.clone().unwrap_or_default();
     let tail = last_lines(run, 20);
@@ -213,7 +207,7 @@ fn judge(claim: &Claim, run: &Run) -> (&'static str, String) {
         format!("\n\nLast lines of its output:\n\n```\n{tail}\n```")
     };
     if run.state == RunState::Stopped && reason.starts_with(TIMED_OUT) {
-        return ("timed_out", format!("{reason}.{tail}"));
+        return (Outcome::TimedOut, format!("{reason}.{tail}"));
     }
     let how = match (run.exit_status, run.exit_signal) {
         (Some(c), _) => format!("The agent exited with status {c}."),
@@ -221,5 +215,5 @@ fn judge(claim: &Claim, run: &Run) -> (&'static str, String) {
         _ if reason.is_empty() => "The run ended.".to_owned(),
         _ => format!("The run ended: {reason}."),
     };
-    ("failed", format!("{how}{tail}"))
+    (Outcome::Failed, format!("{how}{tail}"))
 }

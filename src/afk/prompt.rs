@@ -34,7 +34,7 @@ mod tests {
             number: 7,
             title: "Fix the login\nsecond line".into(),
             body: String::new(),
-            state: "open".into(),
+            state: crate::domain::IssueState::Open,
             labels: vec![],
             url: None,
             comments: vec![],

@@ -12,7 +12,7 @@ use crate::issues::{NewPull, PullRequest, SourceError, forge_token, source_for};
 use crate::repo::Repo;
 use crate::run::Runner;
 use crate::store::{RepoKey, StoreError};
-use crate::validate::{self, FieldError, Invalid};
+use crate::validate::{self, Invalid};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
@@ -26,22 +26,6 @@ pub enum PullError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-fn check(title: &str, body: &str) -> Result<(String, String), Invalid> {
-    let mut errs = validate::Errors::default();
-    let t = title.trim();
-    if t.is_empty() || t.chars().count() > 256 || t.chars().any(char::is_control) {
-        errs.push(FieldError::new(
-            "title",
-            "must be one line of 1 to 256 characters",
-        ));
-    }
-    if body.len() > 64 * 1024 || body.contains('\0') {
-        errs.push(FieldError::new("body", "must be at most 64 KiB of text"));
-    }
-    errs.finish()?;
-    Ok((t.to_owned(), body.to_owned()))
 }
 
 /// Where a forge repo's branches are pushed: the repo's clone URL, or the
@@ -82,7 +66,7 @@ pub async fn open(
     title: &str,
     body: &str,
 ) -> Result<PullRequest, PullError> {
-    let (title, body) = check(title, body)?;
+    let (title, body) = validate::title_and_body(title, body)?;
     let runner = runner.clone();
     let run = run.clone();
     crate::to_the_end(async move {

@@ -4,11 +4,13 @@
 //! commands then default to the run's repo, and `pr create` opens the run's
 //! pull request.
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT, seg};
 use super::output::{self, s, table};
+use crate::domain::IssueState;
 
 #[derive(Subcommand)]
 pub enum AfkCommand {
@@ -29,6 +31,12 @@ pub enum AfkCommand {
     Resume { repo: Option<String> },
 }
 
+/// `open` or `closed`, offered and checked by clap.
+fn issue_state() -> impl TypedValueParser<Value = IssueState> {
+    PossibleValuesParser::new(IssueState::ALL.iter().map(|s| s.as_str()))
+        .map(|s| s.parse::<IssueState>().expect("one of the possible values"))
+}
+
 #[derive(Subcommand)]
 pub enum IssueCommand {
     /// List issues (open ones, unless --state).
@@ -37,8 +45,8 @@ pub enum IssueCommand {
         repo: RepoArg,
         #[arg(long)]
         label: Option<String>,
-        #[arg(long, value_parser = ["open", "closed"])]
-        state: Option<String>,
+        #[arg(long, value_parser = issue_state())]
+        state: Option<IssueState>,
         #[arg(long)]
         json: bool,
     },
@@ -240,7 +248,7 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
             json,
         } => {
             let repo = repo_of(client, &repo).await?;
-            let mut q = vec![format!("state={}", state.as_deref().unwrap_or("open"))];
+            let mut q = vec![format!("state={}", state.unwrap_or(IssueState::Open))];
             if let Some(l) = label {
                 q.push(format!("label={}", seg(&l)));
             }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT};
 use super::output::{self, s};
-use crate::domain::RunState;
+use crate::domain::{OutputFormat, RunState};
 
 #[derive(Args)]
 pub struct StartArgs {
@@ -222,7 +222,11 @@ pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
     let unbounded = client.unbounded();
     let client = if a.follow { &unbounded } else { client };
     let base = format!("{}/output", run_path(&a.run)?);
-    let format = if a.raw { "raw" } else { "text" };
+    let format = if a.raw {
+        OutputFormat::Raw
+    } else {
+        OutputFormat::Text
+    };
     let mut offset: u64 = 0;
     let mut out = std::io::stdout();
     loop {

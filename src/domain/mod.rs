@@ -1,14 +1,22 @@
 //! The domain types every layer shares: runs and their states, one scope's
-//! defaults, a change to a field. Pure data with its own rules; no IO, and
-//! nothing here names a module above it.
+//! defaults, a change to a field, an AFK run's outcome, an issue's state.
+//! Pure data with its own rules; no IO, and nothing here names a module
+//! above it.
 
 mod change;
 mod defaults;
+mod issue;
+mod outcome;
+mod output;
 mod provenance;
 mod run;
+mod spelled;
 
 pub use change::Change;
 pub use defaults::Defaults;
+pub use issue::IssueState;
+pub use outcome::Outcome;
+pub use output::OutputFormat;
 pub use provenance::{Layer, Sourced};
 pub use run::{Run, RunKind, RunState};
 

@@ -100,17 +100,14 @@ impl fmt::Display for RunState {
 impl FromStr for RunState {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        RunState::ALL
-            .into_iter()
-            .find(|st| st.as_str() == s)
-            .ok_or_else(|| {
-                let all: Vec<&str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
-                format!(
-                    "unknown run state '{}'; allowed: {}",
-                    crate::validate::shown(s),
-                    all.join(", ")
-                )
-            })
+        super::spelled::parse(s, "run state")
+    }
+}
+
+impl crate::validate::Choice for RunState {
+    const ALL: &'static [Self] = &RunState::ALL;
+    fn as_str(self) -> &'static str {
+        RunState::as_str(self)
     }
 }
 

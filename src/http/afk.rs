@@ -14,7 +14,7 @@ use super::extract::ApiPath;
 use super::repos::RepoBody;
 use super::runs::RunBody;
 use crate::afk::StartError;
-use crate::domain::Change;
+use crate::domain::{Change, Outcome};
 use crate::repo::RepoPatch;
 use crate::service::runs::launch_error;
 use crate::state::AppState;
@@ -99,7 +99,7 @@ pub struct ClaimBody {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub pr_url: Option<String>,
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
     pub detail: Option<String>,
 }
 

@@ -12,11 +12,12 @@ use utoipa_axum::routes;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::afk::pull::{self, PullError};
+use crate::domain::IssueState;
 use crate::issues::{Issue, IssueSource, PullRequest, SourceError, source_for};
 use crate::repo::Repo;
 use crate::state::AppState;
 use crate::store::RepoKey;
-use crate::validate::{self, Errors, FieldError};
+use crate::validate::{self, Errors};
 
 pub fn source_error(e: SourceError) -> ApiError {
     match e {
@@ -61,16 +62,7 @@ async fn create_issue(
     ApiJson(b): ApiJson<NewIssueBody>,
 ) -> ApiResult<(StatusCode, Json<Issue>)> {
     let mut errs = Errors::default();
-    let title = b.title.trim().to_owned();
-    if title.is_empty() || title.chars().count() > 256 || title.chars().any(char::is_control) {
-        errs.push(FieldError::new(
-            "title",
-            "must be one line of 1 to 256 characters",
-        ));
-    }
-    if b.body.len() > 64 * 1024 || b.body.contains('\0') {
-        errs.push(FieldError::new("body", "must be at most 64 KiB of text"));
-    }
+    let text = errs.check_all(validate::title_and_body(&b.title, &b.body));
     let labels: Vec<String> = b
         .labels
         .iter()
@@ -78,9 +70,10 @@ async fn create_issue(
         .filter_map(|(i, l)| errs.check(validate::label(&format!("labels[{i}]"), l)))
         .collect();
     errs.finish()?;
+    let (title, body) = text.unwrap_or_default();
     let (_, source) = repo_source(&app, &id).await?;
     let issue = source
-        .create_issue(&title, &b.body, &labels)
+        .create_issue(&title, &body, &labels)
         .await
         .map_err(source_error)?;
     Ok((StatusCode::CREATED, Json(issue)))
@@ -104,17 +97,14 @@ async fn list_issues(
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<IssueQuery>,
 ) -> ApiResult<Json<Vec<Issue>>> {
-    if let Some(s) = q.state.as_deref()
-        && s != "open"
-        && s != "closed"
-    {
-        return Err(FieldError::new("state", "must be open or closed")
-            .with_value(validate::shown(s))
-            .into());
-    }
+    let state = q
+        .state
+        .as_deref()
+        .map(|s| validate::choice::<IssueState>("state", s))
+        .transpose()?;
     let (_, source) = repo_source(&app, &id).await?;
     let issues = source
-        .list(q.label.as_deref(), q.state.as_deref())
+        .list(q.label.as_deref(), state)
         .await
         .map_err(source_error)?;
     Ok(Json(issues))

@@ -16,7 +16,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::domain::rfc3339;
 use crate::state::AppState;
 
-use crate::domain::{Run, RunKind, RunState, Sourced};
+use crate::domain::{OutputFormat, Run, RunKind, RunState, Sourced};
 use crate::run::{Runner, log};
 use crate::service;
 use crate::store::{RepoKey, RunFilter};
@@ -274,15 +274,12 @@ async fn run_output(
     ApiQuery(q): ApiQuery<OutputQuery>,
 ) -> ApiResult<Response> {
     let id = run_id(&id)?;
-    let raw = match q.format.as_deref() {
-        None | Some("text") => false,
-        Some("raw") => true,
-        Some(other) => {
-            return Err(FieldError::new("format", "must be text or raw")
-                .with_value(validate::shown(other))
-                .into());
-        }
-    };
+    let format = q
+        .format
+        .as_deref()
+        .map(|f| validate::choice::<OutputFormat>("format", f))
+        .transpose()?
+        .unwrap_or_default();
     let run = app
         .store
         .run(id)
@@ -293,10 +290,9 @@ async fn run_output(
     };
     let (bytes, next) =
         log::read(path, q.offset.unwrap_or(0), OUTPUT_CHUNK).map_err(ApiError::internal)?;
-    let body = if raw {
-        bytes
-    } else {
-        strip_ansi_escapes::strip(&bytes)
+    let body = match format {
+        OutputFormat::Raw => bytes,
+        OutputFormat::Text => strip_ansi_escapes::strip(&bytes),
     };
     let mut resp = (
         [(

@@ -2,7 +2,7 @@
 //! request is a branch in the repo plus a record.
 
 use super::{Comment, Issue, IssueSource, NewPull, PullRequest, Result, SourceError};
-use crate::domain::rfc3339;
+use crate::domain::{IssueState, rfc3339};
 use crate::issues::config::SourceKind;
 use crate::repo::Repo;
 use crate::store::{IssueRow, NewPullRow, PullRow, Store, StoreError};
@@ -64,7 +64,7 @@ impl IssueSource for Builtin {
         SourceKind::Builtin
     }
 
-    async fn list(&self, label: Option<&str>, state: Option<&str>) -> Result<Vec<Issue>> {
+    async fn list(&self, label: Option<&str>, state: Option<IssueState>) -> Result<Vec<Issue>> {
         Ok(self
             .store
             .issues(self.repo_id, label, state)
@@ -103,7 +103,7 @@ impl IssueSource for Builtin {
 
     async fn close_issue(&self, number: i64) -> Result<()> {
         self.store
-            .set_issue_state(self.repo_id, number, "closed")
+            .set_issue_state(self.repo_id, number, IssueState::Closed)
             .await
             .map_err(|e| {
                 not_found(

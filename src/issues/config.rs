@@ -114,38 +114,14 @@ pub fn apply(cur: &IssueConfig, p: &IssueConfigPatch, errs: &mut Errors) -> Issu
     if source == SourceKind::Github && next.forge_url.is_none() {
         next.forge_url = Some(GITHUB_API.to_owned());
     }
-    if let Some(u) = &next.forge_url
-        && !((u.starts_with("https://") || u.starts_with("http://"))
-            && u.len() > 8
-            && !u.contains(char::is_whitespace))
-    {
-        errs.push(
-            FieldError::new("forge_url", "must be an http(s) URL without spaces")
-                .with_value(validate::shown(u)),
-        );
+    if let Some(u) = &next.forge_url {
+        errs.check(validate::forge_url("forge_url", u));
     }
     if let Some(r) = &next.forge_repo {
-        let ok = r.split_once('/').is_some_and(|(o, n)| {
-            let part = |s: &str| {
-                !s.is_empty()
-                    && s.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-            };
-            part(o) && part(n)
-        });
-        if !ok {
-            errs.push(
-                FieldError::new("forge_repo", "must be owner/name").with_value(validate::shown(r)),
-            );
-        }
+        errs.check(validate::forge_repo("forge_repo", r));
     }
-    if let Some(t) = &next.forge_token
-        && (t.len() > 512 || t.chars().any(|c| c.is_control() || c.is_whitespace()))
-    {
-        errs.push(FieldError::new(
-            "forge_token",
-            "must be one line of at most 512 characters, without spaces",
-        ));
+    if let Some(t) = &next.forge_token {
+        errs.check(validate::forge_token("forge_token", t));
     }
     if source != SourceKind::Builtin {
         if next.forge_url.is_none() {

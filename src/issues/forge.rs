@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::config::SourceKind;
 use super::{Comment, Issue, IssueSource, NewPull, PullRequest, Result, SourceError, forge_token};
+use crate::domain::IssueState;
 use crate::repo::Repo;
 
 pub struct Forge {
@@ -36,7 +37,7 @@ struct ForgeIssue {
     title: String,
     #[serde(default)]
     body: Option<String>,
-    state: String,
+    state: IssueState,
     #[serde(default)]
     labels: Vec<Label>,
     #[serde(default)]
@@ -282,12 +283,12 @@ impl IssueSource for Forge {
         self.kind
     }
 
-    async fn list(&self, label: Option<&str>, state: Option<&str>) -> Result<Vec<Issue>> {
+    async fn list(&self, label: Option<&str>, state: Option<IssueState>) -> Result<Vec<Issue>> {
         let mut url = match self.kind {
             SourceKind::Github => format!("{}/issues?per_page={PAGE}", self.repo_api),
             _ => format!("{}/issues?type=issues&limit={PAGE}", self.repo_api),
         };
-        url.push_str(&format!("&state={}", enc(state.unwrap_or("open"))));
+        url.push_str(&format!("&state={}", state.unwrap_or(IssueState::Open)));
         if let Some(l) = label {
             url.push_str(&format!("&labels={}", enc(l)));
         }
@@ -361,7 +362,7 @@ impl IssueSource for Forge {
     async fn close_issue(&self, number: i64) -> Result<()> {
         self.send(
             self.req(Method::PATCH, &format!("{}/issues/{number}", self.repo_api))
-                .json(&json!({"state": "closed"})),
+                .json(&json!({"state": IssueState::Closed})),
         )
         .await?;
         Ok(())

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::domain::IssueState;
 use crate::repo::Repo;
 use crate::run::Runner;
 pub use builtin::Builtin;
@@ -26,8 +27,7 @@ pub struct Issue {
     pub number: i64,
     pub title: String,
     pub body: String,
-    /// `open` or `closed`.
-    pub state: String,
+    pub state: IssueState,
     pub labels: Vec<String>,
     /// Where a person reads it (a forge's page), when there is one.
     pub url: Option<String>,
@@ -91,7 +91,7 @@ pub trait IssueSource: Send + Sync {
     fn kind(&self) -> SourceKind;
     /// Issues, optionally only open/closed ones with a label. A forge is
     /// asked once, and again only while there are more pages.
-    async fn list(&self, label: Option<&str>, state: Option<&str>) -> Result<Vec<Issue>>;
+    async fn list(&self, label: Option<&str>, state: Option<IssueState>) -> Result<Vec<Issue>>;
     /// One issue with its comments.
     async fn issue(&self, number: i64) -> Result<Issue>;
     async fn create_issue(&self, title: &str, body: &str, labels: &[String]) -> Result<Issue>;

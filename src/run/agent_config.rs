@@ -14,6 +14,43 @@ use serde_json::Value;
 use crate::provider::config::Format;
 use crate::provider::{ConfigEdit, ConfigEntry, ConfigFile, ConfigValue};
 
+/// Why an agent's config file was not changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not valid {format:?} ({source}); lab leaves it alone", path.display())]
+    Unparsable {
+        path: PathBuf,
+        format: Format,
+        source: EditError,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Why edits do not apply to a file's text.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Toml(#[from] toml_edit::TomlError),
+    #[error("empty path")]
+    EmptyPath,
+    #[error("not an object")]
+    NotAnObject,
+    /// A key on the path names something else than a table.
+    #[error("'{0}' is not a table")]
+    NotATable(String),
+}
+
 pub struct AgentConfig {
     home: PathBuf,
     /// One change at a time: edits of one file are read-modify-write.
@@ -38,7 +75,7 @@ impl AgentConfig {
     }
 
     /// Applies edits, file by file.
-    pub async fn apply(&self, edits: &[ConfigEdit]) -> Result<(), String> {
+    pub async fn apply(&self, edits: &[ConfigEdit]) -> Result<(), ConfigError> {
         let _one = self.lock.lock().await;
         let mut by_file: BTreeMap<PathBuf, (ConfigFile, Vec<&ConfigEdit>)> = BTreeMap::new();
         for e in edits {
@@ -52,22 +89,22 @@ impl AgentConfig {
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+                Err(source) => return Err(ConfigError::Read { path, source }),
             };
             let new = match file.format {
                 Format::Json => set_json(&text, &edits),
                 Format::Toml => set_toml(&text, &edits),
             }
-            .map_err(|e| {
-                format!(
-                    "{} is not valid {:?} ({e}); lab leaves it alone",
-                    path.display(),
-                    file.format
-                )
+            .map_err(|source| ConfigError::Unparsable {
+                path: path.clone(),
+                format: file.format,
+                source,
             })?;
             if new != text {
-                write_config(&path, &new)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                write_config(&path, &new).map_err(|source| ConfigError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
             }
         }
         Ok(())
@@ -94,17 +131,17 @@ impl AgentConfig {
     }
 }
 
-fn set_json(text: &str, edits: &[&ConfigEdit]) -> Result<String, String> {
+fn set_json(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
     let mut root: Value = if text.trim().is_empty() {
         Value::Object(Default::default())
     } else {
-        serde_json::from_str(text).map_err(|e| e.to_string())?
+        serde_json::from_str(text)?
     };
     for e in edits {
-        let (last, parents) = e.path.split_last().ok_or("empty path")?;
+        let (last, parents) = e.path.split_last().ok_or(EditError::EmptyPath)?;
         let mut cur = &mut root;
         for key in parents {
-            let obj = cur.as_object_mut().ok_or("not an object")?;
+            let obj = cur.as_object_mut().ok_or(EditError::NotAnObject)?;
             cur = obj
                 .entry(key.clone())
                 .or_insert_with(|| Value::Object(Default::default()));
@@ -114,12 +151,10 @@ fn set_json(text: &str, edits: &[&ConfigEdit]) -> Result<String, String> {
             ConfigValue::Str(s) => Value::String(s.clone()),
         };
         cur.as_object_mut()
-            .ok_or("not an object")?
+            .ok_or(EditError::NotAnObject)?
             .insert(last.clone(), value);
     }
-    serde_json::to_string_pretty(&root)
-        .map(|s| s + "\n")
-        .map_err(|e| e.to_string())
+    Ok(serde_json::to_string_pretty(&root)? + "\n")
 }
 
 fn remove_json(text: &str, path: &[String]) -> Option<String> {
@@ -133,12 +168,10 @@ fn remove_json(text: &str, path: &[String]) -> Option<String> {
     serde_json::to_string_pretty(&root).ok().map(|s| s + "\n")
 }
 
-fn set_toml(text: &str, edits: &[&ConfigEdit]) -> Result<String, String> {
-    let mut doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+fn set_toml(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
+    let mut doc: toml_edit::DocumentMut = text.parse()?;
     for e in edits {
-        let (key, tables) = e.path.split_last().ok_or("empty path")?;
+        let (key, tables) = e.path.split_last().ok_or(EditError::EmptyPath)?;
         let mut cur = doc.as_table_mut();
         for t in tables {
             let item = cur.entry(t).or_insert_with(|| {
@@ -148,7 +181,7 @@ fn set_toml(text: &str, edits: &[&ConfigEdit]) -> Result<String, String> {
             });
             cur = item
                 .as_table_mut()
-                .ok_or_else(|| format!("'{t}' is not a table"))?;
+                .ok_or_else(|| EditError::NotATable(t.clone()))?;
         }
         cur[key.as_str()] = match &e.value {
             ConfigValue::Bool(b) => toml_edit::value(*b),
@@ -303,7 +336,41 @@ mod tests {
             )
             .await
             .unwrap_err();
-        assert!(e.contains("leaves it alone"), "{e}");
+        assert!(e.to_string().contains("leaves it alone"), "{e}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
+    }
+
+    #[test]
+    fn errors_say_what_they_always_said() {
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let path = PathBuf::from("/h/.codex/config.toml");
+        for (e, want) in [
+            (
+                ConfigError::Read {
+                    path: path.clone(),
+                    source: io(),
+                },
+                "cannot read /h/.codex/config.toml: permission denied",
+            ),
+            (
+                ConfigError::Write {
+                    path: path.clone(),
+                    source: io(),
+                },
+                "cannot write /h/.codex/config.toml: permission denied",
+            ),
+            (
+                ConfigError::Unparsable {
+                    path,
+                    format: Format::Toml,
+                    source: EditError::NotATable("projects".into()),
+                },
+                "/h/.codex/config.toml is not valid Toml ('projects' is not a table); lab leaves it alone",
+            ),
+        ] {
+            assert_eq!(e.to_string(), want);
+        }
+        assert_eq!(EditError::EmptyPath.to_string(), "empty path");
+        assert_eq!(EditError::NotAnObject.to_string(), "not an object");
     }
 }

@@ -3,7 +3,7 @@
 //! and by the contract tests; the provider reads the outcome
 //! ([`crate::provider::Provider::check_verdict`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -65,8 +65,26 @@ pub async fn check(p: &dyn Provider, bin: &Path, cl: &CommandLine) -> Verdict {
     })
 }
 
+/// Why a CLI's version is not known.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionError {
+    #[error("{} did not answer `{args}` within {secs} s", bin.display())]
+    NoAnswer {
+        bin: PathBuf,
+        args: String,
+        secs: u64,
+    },
+    #[error("cannot run {}: {source}", bin.display())]
+    Run {
+        bin: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("unexpected version output {output:?}")]
+    Unexpected { output: String },
+}
+
 /// The CLI's version, as it prints it (`claude --version`).
-pub async fn version(p: &dyn Provider, bin: &Path) -> Result<String, String> {
+pub async fn version(p: &dyn Provider, bin: &Path) -> Result<String, VersionError> {
     let out = tokio::time::timeout(
         TIMEOUT,
         tokio::process::Command::new(bin)
@@ -76,19 +94,51 @@ pub async fn version(p: &dyn Provider, bin: &Path) -> Result<String, String> {
             .output(),
     )
     .await
-    .map_err(|_| {
-        format!(
-            "{} did not answer `{}` within {} s",
-            bin.display(),
-            p.version_args().join(" "),
-            TIMEOUT.as_secs()
-        )
+    .map_err(|_| VersionError::NoAnswer {
+        bin: bin.to_owned(),
+        args: p.version_args().join(" "),
+        secs: TIMEOUT.as_secs(),
     })?
-    .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    .map_err(|source| VersionError::Run {
+        bin: bin.to_owned(),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&out.stdout);
     // "2.1.332 (Claude Code)", "codex-cli 0.171.0": the first token with a digit.
     text.split_whitespace()
         .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
         .map(str::to_owned)
-        .ok_or_else(|| format!("unexpected version output {:?}", text.trim()))
+        .ok_or_else(|| VersionError::Unexpected {
+            output: text.trim().to_owned(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_errors_say_what_they_always_said() {
+        let run = VersionError::Run {
+            bin: "/bin/claude".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let odd = VersionError::Unexpected {
+            output: "v\"x\"".into(),
+        };
+        for (e, want) in [
+            (
+                VersionError::NoAnswer {
+                    bin: "/bin/claude".into(),
+                    args: "--version".into(),
+                    secs: 20,
+                },
+                "/bin/claude did not answer `--version` within 20 s",
+            ),
+            (run, "cannot run /bin/claude: entity not found"),
+            (odd, r#"unexpected version output "v\"x\"""#),
+        ] {
+            assert_eq!(e.to_string(), want);
+        }
+    }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::agent_config::ConfigError;
 use super::exec::{Launch, PaneLog};
 use super::runner::Runner;
 use super::sandbox;
@@ -26,13 +27,43 @@ pub enum LaunchError {
     #[error(transparent)]
     Invalid(#[from] Invalid),
     /// The provider's CLI cannot be started on this node.
-    #[error("{0}")]
-    Unavailable(String),
+    #[error(transparent)]
+    Unavailable(#[from] BinaryError),
     /// The run would act unattended and cannot be sandboxed here.
     #[error("{0}")]
     Unsandboxed(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Why a provider's CLI cannot be started on this node.
+#[derive(Debug, thiserror::Error)]
+pub enum BinaryError {
+    #[error("{var} is set to {}, which is not an executable file", path.display())]
+    NotExecutable { var: String, path: PathBuf },
+    #[error(
+        "the {name} CLI ('{binary}') is not on lab's PATH; install it or set {var} to its path"
+    )]
+    NotOnPath {
+        name: &'static str,
+        binary: &'static str,
+        var: String,
+    },
+}
+
+/// Why a run's own files or its agent's config could not be made.
+#[derive(Debug, thiserror::Error)]
+enum PrepareError {
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not prepare {agent}'s config for an unattended start: {source}")]
+    Config {
+        agent: &'static str,
+        source: ConfigError,
+    },
 }
 
 /// Where a launch spent its time (for the `Server-Timing` header and the
@@ -131,25 +162,21 @@ impl Drop for InFlight<'_> {
 impl Runner {
     /// The binary of a provider: `LAB_<ID>_BIN` when set, else the CLI's
     /// name on `PATH`.
-    pub fn binary_for(&self, p: &dyn Provider) -> Result<PathBuf, String> {
+    pub fn binary_for(&self, p: &dyn Provider) -> Result<PathBuf, BinaryError> {
         if let Some(b) = self.cfg.bins.get(p.id()) {
             return if is_executable(b) {
                 Ok(b.clone())
             } else {
-                Err(format!(
-                    "{} is set to {}, which is not an executable file",
-                    p.binary_env_var(),
-                    b.display()
-                ))
+                Err(BinaryError::NotExecutable {
+                    var: p.binary_env_var(),
+                    path: b.clone(),
+                })
             };
         }
-        find_on_path(p.binary()).ok_or_else(|| {
-            format!(
-                "the {} CLI ('{}') is not on lab's PATH; install it or set {} to its path",
-                p.name(),
-                p.binary(),
-                p.binary_env_var()
-            )
+        find_on_path(p.binary()).ok_or_else(|| BinaryError::NotOnPath {
+            name: p.name(),
+            binary: p.binary(),
+            var: p.binary_env_var(),
         })
     }
 
@@ -206,7 +233,7 @@ impl Runner {
         )?;
         let prompt = validate::prompt("prompt", &req.prompt).map_err(Invalid::from)?;
         let p = req.repo.provider().map_err(Invalid::from)?;
-        let program = self.binary_for(p).map_err(LaunchError::Unavailable)?;
+        let program = self.binary_for(p)?;
         let sandboxed = self.may_run(p, &resolved, &req).await?;
         let token = new_token();
         let token_hash = hex::encode(digest(&token));
@@ -296,19 +323,21 @@ impl Runner {
         run_id: i64,
         p: &dyn Provider,
         spec: &SpawnSpec,
-    ) -> Result<(PathBuf, PathBuf), String> {
+    ) -> Result<(PathBuf, PathBuf), PrepareError> {
         let dir = self.run_dir(run_id);
-        create_private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let cannot = |path: &Path, source| PrepareError::Create {
+            path: path.to_owned(),
+            source,
+        };
+        create_private_dir(&dir).map_err(|e| cannot(&dir, e))?;
         let log = dir.join("output.log");
-        std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        std::fs::File::create(&log).map_err(|e| cannot(&log, e))?;
         self.agent_config
             .apply(&p.prepare(spec))
             .await
-            .map_err(|e| {
-                format!(
-                    "could not prepare {}'s config for an unattended start: {e}",
-                    p.name()
-                )
+            .map_err(|source| PrepareError::Config {
+                agent: p.name(),
+                source,
             })?;
         Ok((dir, log))
     }
@@ -352,7 +381,7 @@ impl Runner {
         let ((ws, ws_took), (prepared, prepare_took)) = tokio::join!(workspace, prepare);
         timings.workspace = ws_took;
         let ws = ws.map_err(|e| format!("could not create the workspace: {e}"))?;
-        let (dir, log) = prepared?;
+        let (dir, log) = prepared.map_err(|e| e.to_string())?;
         let t = std::time::Instant::now();
         let cl = p.command_line(&spec);
         let mut env =
@@ -496,4 +525,39 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(name))
         .find(|p| is_executable(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_cli_is_named_as_it_always_was() {
+        let set = BinaryError::NotExecutable {
+            var: "LAB_CODEX_BIN".into(),
+            path: "/opt/codex".into(),
+        };
+        let missing = BinaryError::NotOnPath {
+            name: "Claude Code",
+            binary: "claude",
+            var: "LAB_CLAUDE_CODE_BIN".into(),
+        };
+        assert_eq!(
+            set.to_string(),
+            "LAB_CODEX_BIN is set to /opt/codex, which is not an executable file"
+        );
+        assert_eq!(
+            missing.to_string(),
+            "the Claude Code CLI ('claude') is not on lab's PATH; install it or set \
+             LAB_CLAUDE_CODE_BIN to its path"
+        );
+        let prepare = PrepareError::Create {
+            path: "/d/runs/1".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(
+            prepare.to_string(),
+            "cannot create /d/runs/1: permission denied"
+        );
+    }
 }

@@ -13,7 +13,7 @@ use super::{ServiceError, ServiceResult};
 pub fn launch_error(e: LaunchError) -> ServiceError {
     match e {
         LaunchError::Invalid(i) => ServiceError::Invalid(i),
-        LaunchError::Unavailable(m) => ServiceError::Unavailable(m),
+        LaunchError::Unavailable(m) => ServiceError::Unavailable(m.to_string()),
         LaunchError::Unsandboxed(m) => ServiceError::Unsandboxed(m),
         LaunchError::Store(s) => ServiceError::from_store(s, || "run".into()),
     }

@@ -7,6 +7,7 @@
 use sqlx::FromRow;
 
 use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
+use crate::domain::Outcome;
 
 const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
      detail, relabelled, claimed_at, started_at, ended_at";
@@ -23,8 +24,8 @@ pub struct Claim {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub pr_url: Option<String>,
-    /// `succeeded`, `failed` or `timed_out`, once the run ended.
-    pub outcome: Option<String>,
+    /// How the run ended, once it did.
+    pub outcome: Option<Outcome>,
     pub detail: Option<String>,
     /// Whether the issue was relabelled (and commented) after the outcome.
     pub relabelled: bool,
@@ -171,7 +172,7 @@ impl Store {
     }
 
     /// Records how an active claim's run ended; false when it had already.
-    pub async fn finish_claim(&self, claim: i64, outcome: &str, detail: &str) -> Result<bool> {
+    pub async fn finish_claim(&self, claim: i64, outcome: Outcome, detail: &str) -> Result<bool> {
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE afk_claims SET active = FALSE, outcome = $1, detail = $2, ended_at = $3 WHERE id = $4 AND active",

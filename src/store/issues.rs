@@ -3,6 +3,7 @@
 use sqlx::FromRow;
 
 use super::{Db, Result, Store, StoreError, now_ms, on_db};
+use crate::domain::IssueState;
 
 /// An issue as the built-in tracker stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,7 +11,7 @@ pub struct IssueRow {
     pub number: i64,
     pub title: String,
     pub body: String,
-    pub state: String,
+    pub state: IssueState,
     pub labels: Vec<String>,
     pub created_at: i64,
 }
@@ -20,7 +21,7 @@ struct Row {
     number: i64,
     title: String,
     body: String,
-    state: String,
+    state: IssueState,
     created_at: i64,
 }
 
@@ -29,7 +30,7 @@ struct ListedRow {
     number: i64,
     title: String,
     body: String,
-    state: String,
+    state: IssueState,
     created_at: i64,
     labels: String,
 }
@@ -86,12 +87,13 @@ impl Store {
             let inserted: std::result::Result<(i64, i64), sqlx::Error> = on_db!(self.db(), pool => {
                 sqlx::query_as(
                     "INSERT INTO issues (repo_id, number, title, body, state, created_at, updated_at) \
-                     SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, 'open', $4, $4 FROM issues WHERE repo_id = $1 \
+                     SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, $4, $5, $5 FROM issues WHERE repo_id = $1 \
                      RETURNING id, number",
                 )
                 .bind(repo_id)
                 .bind(title)
                 .bind(body)
+                .bind(IssueState::Open)
                 .bind(now)
                 .fetch_one(pool)
                 .await
@@ -111,7 +113,7 @@ impl Store {
                         number,
                         title: title.to_owned(),
                         body: body.to_owned(),
-                        state: "open".into(),
+                        state: IssueState::Open,
                         labels: labels.to_vec(),
                         created_at: now,
                     });
@@ -130,7 +132,7 @@ impl Store {
         &self,
         repo_id: i64,
         label: Option<&str>,
-        state: Option<&str>,
+        state: Option<IssueState>,
     ) -> Result<Vec<IssueRow>> {
         let mut cond = String::from("i.repo_id = $1");
         if label.is_some() {
@@ -272,7 +274,12 @@ impl Store {
         Ok(())
     }
 
-    pub async fn set_issue_state(&self, repo_id: i64, number: i64, state: &str) -> Result<()> {
+    pub async fn set_issue_state(
+        &self,
+        repo_id: i64,
+        number: i64,
+        state: IssueState,
+    ) -> Result<()> {
         let id = self.issue_id(repo_id, number).await?;
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE issues SET state = $1, updated_at = $2 WHERE id = $3")

@@ -10,6 +10,7 @@
 use sqlx::FromRow;
 
 use super::{Result, Store, on_db};
+use crate::domain::Outcome;
 
 /// One group of the ledger.
 #[derive(Debug, Clone, PartialEq, FromRow)]
@@ -47,12 +48,14 @@ impl Store {
     /// run count; a run that has not ended counts in `runs` only.
     pub async fn afk_ledger(&self, by: LedgerBy) -> Result<Vec<LedgerCount>> {
         let (k, s) = by.columns();
+        // The outcomes as stored (SQL literals: the spellings are lab's own).
+        let (ok, late) = (Outcome::Succeeded.as_str(), Outcome::TimedOut.as_str());
         let sql = format!(
             "SELECT name, sub, COUNT(*) AS runs, \
-               SUM(CASE WHEN outcome = 'succeeded' THEN 1 ELSE 0 END) AS succeeded, \
-               SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ('succeeded', 'timed_out') \
+               SUM(CASE WHEN outcome = '{ok}' THEN 1 ELSE 0 END) AS succeeded, \
+               SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ('{ok}', '{late}') \
                    THEN 1 ELSE 0 END) AS failed, \
-               SUM(CASE WHEN outcome = 'timed_out' THEN 1 ELSE 0 END) AS timed_out, \
+               SUM(CASE WHEN outcome = '{late}' THEN 1 ELSE 0 END) AS timed_out, \
                CAST(AVG(CASE WHEN rn * 2 BETWEEN n AND n + 2 THEN d END) AS DOUBLE PRECISION) AS median_ms \
              FROM (SELECT {k} AS name, {s} AS sub, outcome, ended_at - started_at AS d, \
                      ROW_NUMBER() OVER w AS rn, \
@@ -73,5 +76,60 @@ impl Store {
             sqlx::query_as("SELECT COUNT(*) FROM afk_claims WHERE active").fetch_one(pool).await?
         });
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Change;
+    use crate::repo::{self, RepoPatch};
+    use crate::store::ClaimResult;
+
+    /// lab writes only [`Outcome`]s; a spelling it does not know (a hand
+    /// edit) is counted as failed by the ledger, as it always was, and
+    /// refused when the claim is read.
+    #[tokio::test]
+    async fn an_unknown_stored_outcome_counts_as_failed_and_is_not_read_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite_file(&dir.path().join("lab.db"))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let r = repo::create(&RepoPatch {
+            name: Change::Set("a".into()),
+            path: Change::Set("/srv/a".into()),
+            ..RepoPatch::default()
+        })
+        .unwrap();
+        let r = store.create_repo(&r).await.unwrap();
+        for (issue, outcome) in [
+            (1, Outcome::Succeeded),
+            (2, Outcome::TimedOut),
+            (3, Outcome::Failed),
+        ] {
+            let ClaimResult::Claimed(c) = store
+                .claim_issue(r.id, "a", issue, "n", 9, 9, crate::store::now_ms())
+                .await
+                .unwrap()
+            else {
+                panic!("issue {issue} not claimed");
+            };
+            store.attach_run(c.id, issue, "m", "e").await.unwrap();
+            assert!(store.finish_claim(c.id, outcome, "").await.unwrap());
+        }
+        on_db!(store.db(), pool => {
+            sqlx::query("UPDATE afk_claims SET outcome = 'cancelled' WHERE issue_number = 3")
+                .execute(pool)
+                .await
+                .unwrap();
+        });
+        let l = store.afk_ledger(LedgerBy::Repo).await.unwrap();
+        let counts: Vec<_> = l
+            .iter()
+            .map(|c| (c.runs, c.succeeded, c.failed, c.timed_out))
+            .collect();
+        assert_eq!(counts, [(3, 1, 1, 1)]);
+        assert!(store.claims(10).await.is_err());
     }
 }

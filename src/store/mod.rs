@@ -10,6 +10,7 @@
 
 mod afk;
 mod cache;
+mod column;
 mod issues;
 mod ledger;
 mod notify;

@@ -233,3 +233,164 @@ fn web_origins_are_normalised() {
         assert_eq!(web_origin(bad), None, "{bad}");
     }
 }
+
+/// Each case: the value, and the error (`field: message value`) or `None`.
+fn table(check: impl Fn(&str) -> Result<String, FieldError>, cases: &[(&str, Option<&str>)]) {
+    for (value, want) in cases {
+        let got = check(value).err().map(|e| {
+            format!("{}: {} {}", e.field, e.message, e.value.unwrap_or_default())
+                .trim_end()
+                .to_owned()
+        });
+        assert_eq!(got.as_deref(), *want, "{value:?}");
+    }
+}
+
+#[test]
+fn titles_and_bodies_of_issues_and_pull_requests() {
+    const TITLE: &str = "title: must be one line of 1 to 256 characters";
+    let long = "é".repeat(257);
+    table(
+        |v| title("title", v),
+        &[
+            ("Fix the login", None),
+            ("  padded  ", None),
+            (&"é".repeat(256), None),
+            ("", Some(TITLE)),
+            ("   ", Some(TITLE)),
+            ("two\nlines", Some(TITLE)),
+            ("nul\0", Some(TITLE)),
+            (&long, Some(TITLE)),
+        ],
+    );
+    assert_eq!(title("title", "  padded  ").unwrap(), "padded");
+    const BODY: &str = "body: must be at most 64 KiB of text";
+    let big = "x".repeat(64 * 1024 + 1);
+    table(
+        |v| body("body", v),
+        &[
+            ("", None),
+            ("lines\nand\ttabs", None),
+            (&"x".repeat(64 * 1024), None),
+            (&big, Some(BODY)),
+            ("nul\0", Some(BODY)),
+        ],
+    );
+    assert_eq!(
+        title_and_body(" T ", "b\n").unwrap(),
+        ("T".to_owned(), "b\n".to_owned())
+    );
+    let both = title_and_body("", "\0").unwrap_err();
+    assert_eq!(
+        both.to_string(),
+        "title: must be one line of 1 to 256 characters; body: must be at most 64 KiB of text"
+    );
+}
+
+#[test]
+fn forge_settings() {
+    table(
+        |v| forge_url("forge_url", v),
+        &[
+            ("https://git.example.com", None),
+            ("http://localhost:3000", None),
+            ("https://a", None),
+            (
+                "https://",
+                Some("forge_url: must be an http(s) URL without spaces https://"),
+            ),
+            (
+                "ftp://git.example.com",
+                Some("forge_url: must be an http(s) URL without spaces ftp://git.example.com"),
+            ),
+            (
+                "https://a b",
+                Some("forge_url: must be an http(s) URL without spaces https://a b"),
+            ),
+            (
+                "https://a\n",
+                Some("forge_url: must be an http(s) URL without spaces https://a\\n"),
+            ),
+        ],
+    );
+    table(
+        |v| forge_repo("forge_repo", v),
+        &[
+            ("team/web", None),
+            ("o.r-g_1/n.a-m_e", None),
+            ("team", Some("forge_repo: must be owner/name team")),
+            ("/web", Some("forge_repo: must be owner/name /web")),
+            ("team/", Some("forge_repo: must be owner/name team/")),
+            ("a/b/c", Some("forge_repo: must be owner/name a/b/c")),
+            ("a b/c", Some("forge_repo: must be owner/name a b/c")),
+            ("é/x", Some("forge_repo: must be owner/name é/x")),
+        ],
+    );
+    const TOKEN: &str = "forge_token: must be one line of at most 512 characters, without spaces";
+    let long = "t".repeat(513);
+    table(
+        |v| forge_token("forge_token", v),
+        &[
+            ("ghp_abc123", None),
+            (&"t".repeat(512), None),
+            (&long, Some(TOKEN)),
+            ("two words", Some(TOKEN)),
+            ("line\n", Some(TOKEN)),
+        ],
+    );
+    // The token is a secret: its error does not carry it.
+    assert_eq!(forge_token("forge_token", "a b").unwrap_err().value, None);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Count {
+    One,
+    Two,
+    Three,
+}
+
+impl Choice for Count {
+    const ALL: &'static [Self] = &[Count::One, Count::Two, Count::Three];
+    fn as_str(self) -> &'static str {
+        match self {
+            Count::One => "one",
+            Count::Two => "two",
+            Count::Three => "three",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Alone;
+
+impl Choice for Alone {
+    const ALL: &'static [Self] = &[Alone];
+    fn as_str(self) -> &'static str {
+        "alone"
+    }
+}
+
+#[test]
+fn choices_are_spelled_exactly_and_name_what_is_allowed() {
+    for (value, want) in [
+        ("one", Ok(Count::One)),
+        ("three", Ok(Count::Three)),
+        ("One", Err("must be one, two or three")),
+        ("", Err("must be one, two or three")),
+        (" two", Err("must be one, two or three")),
+    ] {
+        let got = choice::<Count>("n", value).map_err(|e| {
+            assert_eq!((e.field.as_str(), e.value.as_deref()), ("n", Some(value)));
+            e.message
+        });
+        assert_eq!(got, want.map_err(str::to_owned), "{value:?}");
+    }
+    check(
+        err(choice::<Alone>("a", "x\ny")),
+        expect![[r#"a: must be alone None"#]],
+    );
+    assert_eq!(
+        choice::<Alone>("a", "x\ny").unwrap_err().value.as_deref(),
+        Some("x\\ny")
+    );
+}

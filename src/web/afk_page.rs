@@ -10,6 +10,7 @@ use axum::routing::{get, post};
 use super::forms::Form;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
+use crate::domain::Outcome;
 use crate::http::afk::{LedgerRow, ledger};
 use crate::state::AppState;
 use crate::store::Claim;
@@ -33,6 +34,11 @@ pub fn duration(secs: &Option<f64>) -> String {
         Some(s) if *s < 120.0 => format!("{s:.0} s"),
         Some(s) => format!("{:.1} min", s / 60.0),
     }
+}
+
+/// An ended claim's outcome as it is stored, or "".
+pub fn outcome(o: &Option<Outcome>) -> &'static str {
+    o.map_or("", Outcome::as_str)
 }
 
 async fn show(State(app): State<AppState>, session: BrowserSession) -> Response {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use lab::domain::Outcome;
 use lab::store::{Claim, ClaimResult, LedgerBy, LedgerCount, Store};
 
 use crate::on_both;
@@ -42,6 +43,7 @@ async fn afk_run(
         .unwrap();
     tokio::time::sleep(Duration::from_millis(ms)).await;
     if !outcome.is_empty() {
+        let outcome = outcome.parse().unwrap();
         assert!(store.finish_claim(c.id, outcome, "").await.unwrap());
     }
 }
@@ -84,7 +86,7 @@ fn by_hand(claims: &[Claim], by: LedgerBy) -> Ledger {
         .map(|(k, (cs, d))| {
             let count = |f: &dyn Fn(&str) -> bool| {
                 cs.iter()
-                    .filter(|c| c.outcome.as_deref().is_some_and(f))
+                    .filter(|c| c.outcome.map(Outcome::as_str).is_some_and(f))
                     .count() as i64
             };
             let v = (
@@ -124,7 +126,7 @@ async fn the_database_counts_the_ledger_as_memory_did(b: Backend) {
     afk_run(&store, bb, 1, Some(("opus", "low", 10, "succeeded"))).await;
     afk_run(&store, bb, 2, Some(("opus", "low", 45, "succeeded"))).await;
     afk_run(&store, bb, 3, Some(("sonnet", "high", 20, "failed"))).await;
-    afk_run(&store, bb, 4, Some(("opus", "max", 15, "cancelled"))).await;
+    afk_run(&store, bb, 4, Some(("opus", "max", 15, "failed"))).await;
     afk_run(&store, bb, 5, Some(("opus", "low", 0, ""))).await;
     afk_run(&store, bb, 6, None).await;
 
@@ -178,7 +180,12 @@ async fn a_stale_listing_cannot_take_a_told_issue_again(b: Backend) {
     else {
         panic!("the first claim is refused");
     };
-    assert!(store.finish_claim(c.id, "failed", "").await.unwrap());
+    assert!(
+        store
+            .finish_claim(c.id, lab::domain::Outcome::Failed, "")
+            .await
+            .unwrap()
+    );
     store.mark_relabelled(c.id).await.unwrap();
     let again = store
         .claim_issue(r.id, "r", 7, "node-b", 10, 10, stale)
