@@ -330,10 +330,13 @@ pub fn branch(field: &str, value: &str) -> Result<String, FieldError> {
     Ok(value.to_owned())
 }
 
+/// The most bytes of a label, once trimmed.
+pub const MAX_LABEL: usize = 100;
+
 /// An issue label.
 pub fn label(field: &str, value: &str) -> Result<String, FieldError> {
     let v = value.trim();
-    if v.is_empty() || v.len() > 100 || has_control(v) || v.contains(',') {
+    if v.is_empty() || v.len() > MAX_LABEL || has_control(v) || v.contains(',') {
         return Err(
             FieldError::new(field, "must be 1-100 printable characters without commas")
                 .with_value(shown(value)),
@@ -341,6 +344,31 @@ pub fn label(field: &str, value: &str) -> Result<String, FieldError> {
     }
     Ok(v.to_owned())
 }
+
+/// A title of an issue or pull request: one line of 1 to [`MAX_TITLE`]
+/// characters, trimmed.
+pub fn title(field: &str, value: &str) -> Result<String, FieldError> {
+    let t = value.trim();
+    if t.is_empty() || t.chars().count() > MAX_TITLE || has_control(t) {
+        return Err(FieldError::new(
+            field,
+            format!("must be one line of 1 to {MAX_TITLE} characters"),
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+pub const MAX_TITLE: usize = 256;
+
+/// The body of an issue or pull request: at most [`MAX_TEXT`] bytes, no NUL.
+pub fn text(field: &str, value: &str) -> Result<String, FieldError> {
+    if value.len() > MAX_TEXT || value.contains('\0') {
+        return Err(FieldError::new(field, "must be at most 64 KiB of text"));
+    }
+    Ok(value.to_owned())
+}
+
+pub const MAX_TEXT: usize = 64 * 1024;
 
 /// A whole number in `lo..=hi`.
 pub fn int_range(field: &str, value: i64, lo: i64, hi: i64) -> Result<i64, FieldError> {

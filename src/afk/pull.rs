@@ -12,7 +12,7 @@ use crate::issues::{NewPull, PullRequest, SourceError, forge_token, source_for};
 use crate::repo::Repo;
 use crate::run::Runner;
 use crate::store::{RepoKey, StoreError};
-use crate::validate::{self, FieldError, Invalid};
+use crate::validate::{self, Invalid};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
@@ -30,18 +30,10 @@ pub enum PullError {
 
 fn check(title: &str, body: &str) -> Result<(String, String), Invalid> {
     let mut errs = validate::Errors::default();
-    let t = title.trim();
-    if t.is_empty() || t.chars().count() > 256 || t.chars().any(char::is_control) {
-        errs.push(FieldError::new(
-            "title",
-            "must be one line of 1 to 256 characters",
-        ));
-    }
-    if body.len() > 64 * 1024 || body.contains('\0') {
-        errs.push(FieldError::new("body", "must be at most 64 KiB of text"));
-    }
+    let title = errs.check(validate::title("title", title));
+    let body = errs.check(validate::text("body", body));
     errs.finish()?;
-    Ok((t.to_owned(), body.to_owned()))
+    Ok((title.unwrap_or_default(), body.unwrap_or_default()))
 }
 
 /// Where a forge repo's branches are pushed: the repo's clone URL, or the

@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::schema;
 use crate::afk::pull::{self, PullError};
 use crate::issues::{Issue, IssueSource, PullRequest, SourceError, source_for};
 use crate::repo::Repo;
@@ -30,6 +31,19 @@ pub fn source_error(e: SourceError) -> ApiError {
     }
 }
 
+/// What a forge issue source may answer besides the operation's own
+/// statuses (never the built-in tracker).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // only describes responses in the document
+pub enum ForgeErrors {
+    /// The forge's rate limit: lab leaves the repo alone until its reset.
+    #[response(status = 429)]
+    RateLimited(ErrorBody),
+    /// The forge failed or could not be reached.
+    #[response(status = 502)]
+    Forge(ErrorBody),
+}
+
 async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn IssueSource>)> {
     let key = RepoKey::parse(id);
     let repo = app
@@ -44,33 +58,29 @@ async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn Issue
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewIssueBody {
+    #[schema(schema_with = schema::title)]
     pub title: String,
     #[serde(default)]
+    #[schema(schema_with = schema::text)]
     pub body: String,
+    /// Labels: each 1-100 printable characters without commas.
     #[serde(default)]
+    #[schema(schema_with = schema::labels)]
     pub labels: Vec<String>,
 }
 
 /// Opens an issue.
 #[utoipa::path(post, path = "/repos/{id}/issues", tag = "issues", request_body = NewIssueBody,
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 201, body = Issue), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 201, body = Issue), ForgeErrors))]
 async fn create_issue(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(b): ApiJson<NewIssueBody>,
 ) -> ApiResult<(StatusCode, Json<Issue>)> {
     let mut errs = Errors::default();
-    let title = b.title.trim().to_owned();
-    if title.is_empty() || title.chars().count() > 256 || title.chars().any(char::is_control) {
-        errs.push(FieldError::new(
-            "title",
-            "must be one line of 1 to 256 characters",
-        ));
-    }
-    if b.body.len() > 64 * 1024 || b.body.contains('\0') {
-        errs.push(FieldError::new("body", "must be at most 64 KiB of text"));
-    }
+    let title = errs.check(validate::title("title", &b.title));
+    let body = errs.check(validate::text("body", &b.body));
     let labels: Vec<String> = b
         .labels
         .iter()
@@ -78,9 +88,10 @@ async fn create_issue(
         .filter_map(|(i, l)| errs.check(validate::label(&format!("labels[{i}]"), l)))
         .collect();
     errs.finish()?;
+    let (title, body) = (title.unwrap_or_default(), body.unwrap_or_default());
     let (_, source) = repo_source(&app, &id).await?;
     let issue = source
-        .create_issue(&title, &b.body, &labels)
+        .create_issue(&title, &body, &labels)
         .await
         .map_err(source_error)?;
     Ok((StatusCode::CREATED, Json(issue)))
@@ -88,17 +99,20 @@ async fn create_issue(
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct IssueQuery {
     /// Only issues with this label.
+    #[param(value_type = String, required = false)]
     pub label: Option<String>,
-    /// `open` or `closed`.
+    /// `open` (the default) or `closed`.
+    #[param(required = false, schema_with = schema::issue_state)]
     pub state: Option<String>,
 }
 
 /// A repo's issues (a run's token may read its own repo's).
 #[utoipa::path(get, path = "/repos/{id}/issues", tag = "issues",
     params(("id" = String, Path, description = "repo id or name"), IssueQuery),
-    responses((status = 200, body = Vec<Issue>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Vec<Issue>), ForgeErrors))]
 async fn list_issues(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -123,7 +137,7 @@ async fn list_issues(
 /// One issue, with its comments.
 #[utoipa::path(get, path = "/repos/{id}/issues/{number}", tag = "issues",
     params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
-    responses((status = 200, body = Issue), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Issue), ForgeErrors))]
 async fn get_issue(
     State(app): State<AppState>,
     ApiPath((id, number)): ApiPath<(String, i64)>,
@@ -135,7 +149,7 @@ async fn get_issue(
 /// Closes an issue.
 #[utoipa::path(post, path = "/repos/{id}/issues/{number}/close", tag = "issues",
     params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
-    responses((status = 200, body = Issue), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Issue), ForgeErrors))]
 async fn close_issue(
     State(app): State<AppState>,
     ApiPath((id, number)): ApiPath<(String, i64)>,
@@ -148,7 +162,7 @@ async fn close_issue(
 /// A repo's pull requests.
 #[utoipa::path(get, path = "/repos/{id}/pulls", tag = "issues",
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 200, body = Vec<PullRequest>), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Vec<PullRequest>), ForgeErrors))]
 async fn list_pulls(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -160,8 +174,10 @@ async fn list_pulls(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PullBody {
+    #[schema(schema_with = schema::title)]
     pub title: String,
     #[serde(default)]
+    #[schema(schema_with = schema::text)]
     pub body: String,
 }
 
@@ -169,8 +185,9 @@ pub struct PullBody {
 /// forge with its own credentials). A run's token may do this for its run.
 #[utoipa::path(post, path = "/runs/{id}/pull", tag = "issues", request_body = PullBody,
     params(("id" = i64, Path)),
-    responses((status = 201, body = PullRequest), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 201, body = PullRequest),
+              (status = 409, description = "The run already opened one, is opening one, has no branch, or lost its repo", body = ErrorBody),
+              ForgeErrors))]
 async fn open_pull(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,

@@ -96,6 +96,17 @@ fn text(cur: &Option<String>, c: &Change<String>) -> Option<String> {
     }
 }
 
+/// A forge address lab can build its API requests on: `http(s)://host[/path]`.
+fn forge_url_ok(u: &str) -> bool {
+    (u.starts_with("https://") || u.starts_with("http://"))
+        && !u.contains(char::is_whitespace)
+        && reqwest::Url::parse(u).is_ok_and(|url| {
+            url.host_str().is_some_and(|h| !h.is_empty())
+                && url.query().is_none()
+                && url.fragment().is_none()
+        })
+}
+
 /// Applies a change; the result must be complete for its kind.
 pub fn apply(cur: &IssueConfig, p: &IssueConfigPatch, errs: &mut Errors) -> IssueConfig {
     let source = match &p.source {
@@ -115,13 +126,14 @@ pub fn apply(cur: &IssueConfig, p: &IssueConfigPatch, errs: &mut Errors) -> Issu
         next.forge_url = Some(GITHUB_API.to_owned());
     }
     if let Some(u) = &next.forge_url
-        && !((u.starts_with("https://") || u.starts_with("http://"))
-            && u.len() > 8
-            && !u.contains(char::is_whitespace))
+        && !forge_url_ok(u)
     {
         errs.push(
-            FieldError::new("forge_url", "must be an http(s) URL without spaces")
-                .with_value(validate::shown(u)),
+            FieldError::new(
+                "forge_url",
+                "must be an http(s) URL with a host, without spaces, a query or a fragment",
+            )
+            .with_value(validate::shown(u)),
         );
     }
     if let Some(r) = &next.forge_repo {
@@ -139,12 +151,13 @@ pub fn apply(cur: &IssueConfig, p: &IssueConfigPatch, errs: &mut Errors) -> Issu
             );
         }
     }
+    // It travels in an HTTP header: printable ASCII only.
     if let Some(t) = &next.forge_token
-        && (t.len() > 512 || t.chars().any(|c| c.is_control() || c.is_whitespace()))
+        && (t.len() > 512 || !t.bytes().all(|b| b.is_ascii_graphic()))
     {
         errs.push(FieldError::new(
             "forge_token",
-            "must be one line of at most 512 characters, without spaces",
+            "must be at most 512 printable ASCII characters, without spaces",
         ));
     }
     if source != SourceKind::Builtin {

@@ -16,6 +16,7 @@ mod forges;
 mod labctl;
 mod layers;
 mod once;
+mod openapi_doc;
 mod readopt;
 mod real_cli;
 mod runs;
