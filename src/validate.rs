@@ -353,10 +353,13 @@ pub fn branch(field: &str, value: &str) -> Result<String, FieldError> {
     Ok(value.to_owned())
 }
 
+/// The most bytes of a label, once trimmed.
+pub const MAX_LABEL: usize = 100;
+
 /// An issue label.
 pub fn label(field: &str, value: &str) -> Result<String, FieldError> {
     let v = value.trim();
-    if v.is_empty() || v.len() > 100 || has_control(v) || v.contains(',') {
+    if v.is_empty() || v.len() > MAX_LABEL || has_control(v) || v.contains(',') {
         return Err(
             FieldError::new(field, "must be 1-100 printable characters without commas")
                 .with_value(shown(value)),
@@ -364,6 +367,31 @@ pub fn label(field: &str, value: &str) -> Result<String, FieldError> {
     }
     Ok(v.to_owned())
 }
+
+/// A title of an issue or pull request: one line of 1 to [`MAX_TITLE`]
+/// characters, trimmed.
+pub fn title(field: &str, value: &str) -> Result<String, FieldError> {
+    let t = value.trim();
+    if t.is_empty() || t.chars().count() > MAX_TITLE || has_control(t) {
+        return Err(FieldError::new(
+            field,
+            format!("must be one line of 1 to {MAX_TITLE} characters"),
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+pub const MAX_TITLE: usize = 256;
+
+/// The body of an issue or pull request: at most [`MAX_TEXT`] bytes, no NUL.
+pub fn text(field: &str, value: &str) -> Result<String, FieldError> {
+    if value.len() > MAX_TEXT || value.contains('\0') {
+        return Err(FieldError::new(field, "must be at most 64 KiB of text"));
+    }
+    Ok(value.to_owned())
+}
+
+pub const MAX_TEXT: usize = 64 * 1024;
 
 /// A whole number in `lo..=hi`.
 pub fn int_range(field: &str, value: i64, lo: i64, hi: i64) -> Result<i64, FieldError> {
@@ -376,44 +404,31 @@ pub fn int_range(field: &str, value: i64, lo: i64, hi: i64) -> Result<i64, Field
     Ok(value)
 }
 
-/// The title of an issue or a pull request: one line of 1 to 256
-/// characters, trimmed.
-pub fn title(field: &str, value: &str) -> Result<String, FieldError> {
-    let t = value.trim();
-    if t.is_empty() || t.chars().count() > 256 || has_control(t) {
-        return Err(FieldError::new(
-            field,
-            "must be one line of 1 to 256 characters",
-        ));
-    }
-    Ok(t.to_owned())
-}
-
-/// The body of an issue or a pull request: text (no NUL) of at most 64 KiB.
-pub fn body(field: &str, value: &str) -> Result<String, FieldError> {
-    if value.len() > 64 * 1024 || value.contains('\0') {
-        return Err(FieldError::new(field, "must be at most 64 KiB of text"));
-    }
-    Ok(value.to_owned())
-}
-
 /// An issue's or a pull request's `title` and `body`, both checked.
 pub fn title_and_body(t: &str, b: &str) -> Result<(String, String), Invalid> {
     let mut errs = Errors::default();
     let t = errs.check(title("title", t));
-    let b = errs.check(body("body", b));
+    let b = errs.check(text("body", b));
     errs.finish()?;
     Ok(t.zip(b).expect("both checked"))
 }
 
-/// A forge's address: an http(s) URL without spaces.
+/// A forge's address: an http(s) URL with a host, without spaces, a query
+/// or a fragment (lab appends API paths to it).
 pub fn forge_url(field: &str, value: &str) -> Result<String, FieldError> {
-    let scheme = value.starts_with("https://") || value.starts_with("http://");
-    if !scheme || value.len() <= 8 || value.contains(char::is_whitespace) {
-        return Err(
-            FieldError::new(field, "must be an http(s) URL without spaces")
-                .with_value(shown(value)),
-        );
+    let ok = (value.starts_with("https://") || value.starts_with("http://"))
+        && !value.contains(char::is_whitespace)
+        && reqwest::Url::parse(value).is_ok_and(|url| {
+            url.host_str().is_some_and(|h| !h.is_empty())
+                && url.query().is_none()
+                && url.fragment().is_none()
+        });
+    if !ok {
+        return Err(FieldError::new(
+            field,
+            "must be an http(s) URL with a host, without spaces, a query or a fragment",
+        )
+        .with_value(shown(value)));
     }
     Ok(value.to_owned())
 }
@@ -437,10 +452,11 @@ pub fn forge_repo(field: &str, value: &str) -> Result<String, FieldError> {
 /// A forge token: one line of at most 512 characters. It is a secret: the
 /// error never echoes it.
 pub fn forge_token(field: &str, value: &str) -> Result<String, FieldError> {
-    if value.len() > 512 || value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+    // It travels in an HTTP header: printable ASCII only.
+    if value.len() > 512 || !value.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(FieldError::new(
             field,
-            "must be one line of at most 512 characters, without spaces",
+            "must be at most 512 printable ASCII characters, without spaces",
         ));
     }
     Ok(value.to_owned())

@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::ApiPath;
+use super::issues::ForgeErrors;
 use super::repos::RepoBody;
 use super::runs::RunBody;
 use crate::afk::StartError;
@@ -38,7 +39,9 @@ fn start_error(e: StartError) -> ApiError {
 /// (409: no ready issue, a cap reached, paused).
 #[utoipa::path(post, path = "/repos/{id}/afk/start", tag = "afk",
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 201, body = RunBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 201, description = "The run: started, or `failed` with the reason", body = RunBody),
+              (status = 409, description = "No ready issue, a cap reached, paused, or the provider's CLI unavailable", body = ErrorBody),
+              ForgeErrors))]
 async fn start(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -72,7 +75,8 @@ async fn set_repo_paused(app: &AppState, id: &str, paused: bool) -> ApiResult<Js
 
 /// Pauses AFK runs of one repo (live runs go on).
 #[utoipa::path(post, path = "/repos/{id}/afk/pause", tag = "afk",
-    params(("id" = String, Path, description = "repo id or name")), responses((status = 200, body = RepoBody)))]
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 200, body = RepoBody)))]
 async fn pause_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -81,7 +85,8 @@ async fn pause_repo(
 }
 
 #[utoipa::path(post, path = "/repos/{id}/afk/resume", tag = "afk",
-    params(("id" = String, Path, description = "repo id or name")), responses((status = 200, body = RepoBody)))]
+    params(("id" = String, Path, description = "repo id or name")),
+    responses((status = 200, body = RepoBody)))]
 async fn resume_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,

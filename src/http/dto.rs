@@ -41,18 +41,13 @@ impl From<Defaults> for DefaultsBody {
 /// A change to one scope's defaults: fields present are set; `null` or `""`
 /// clears (inherit). `afk_options` is merged key by key; a key set to `null`
 /// or `""` is cleared. Option values are strings or booleans.
-#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DefaultsPatchBody {
-    #[schema(value_type = Option<String>)]
     pub model_default: Field<String>,
-    #[schema(value_type = Option<String>)]
     pub effort_default: Field<String>,
-    #[schema(value_type = Option<String>)]
     pub afk_model_default: Field<String>,
-    #[schema(value_type = Option<String>)]
     pub afk_effort_default: Field<String>,
-    #[schema(value_type = Option<BTreeMap<String, String>>)]
     pub afk_options: Field<BTreeMap<String, serde_json::Value>>,
 }
 

@@ -6,8 +6,8 @@ use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::de::{DeserializeOwned, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use super::error::ApiError;
 
@@ -22,27 +22,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             Ok(axum::Json(Object(v))) => Ok(ApiJson(v)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
-    }
-}
-
-/// A value read only from a JSON object. serde lets a struct be read from an
-/// array too (its fields in order), so `[]` would pass as an empty patch.
-struct Object<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct OnlyMaps<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for OnlyMaps<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(OnlyMaps(std::marker::PhantomData))
-            .map(Object)
     }
 }
 
@@ -67,6 +46,106 @@ fn json_rejection(r: JsonRejection) -> ApiError {
         _ => format!("request body: {}", r.body_text()),
     };
     ApiError::new(status, code, message)
+}
+
+/// A struct read from a JSON object and nothing else: serde also reads a
+/// struct from an array of its fields (`[]` would be an empty settings
+/// change), which no request body of the API is.
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(ObjectOnly(d)).map(Object)
+    }
+}
+
+/// For `#[serde(deserialize_with)]`: a nested struct, from an object only.
+pub fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    Object::deserialize(d).map(|Object(v)| v)
+}
+
+/// For `#[serde(deserialize_with)]`: a map of structs, each from an object.
+pub fn objects<'de, D, T>(d: D) -> Result<std::collections::BTreeMap<String, T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let map = std::collections::BTreeMap::<String, Object<T>>::deserialize(d)?;
+    Ok(map.into_iter().map(|(k, Object(v))| (k, v)).collect())
+}
+
+/// Reads a struct as a map: an array is refused like any other non-object.
+struct ObjectOnly<D>(D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(v)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(MapsOnly(v))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// A struct's visitor that takes a map only, and says it expected a JSON
+/// object when it got anything else.
+struct MapsOnly<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for MapsOnly<V> {
+    type Value = V::Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.0.visit_map(map)
+    }
+}
+
+/// For `#[serde(deserialize_with)]` on a `Field<i64>`: a whole number,
+/// written `5` or `5.0` (JSON Schema's `integer` is both), never `5.5`.
+pub fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<Field<i64>, D::Error> {
+    struct Whole;
+    impl Visitor<'_> for Whole {
+        type Value = Field<i64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a whole number or null")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Field<i64>, E> {
+            Ok(Field::Null)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Field<i64>, E> {
+            Ok(Field::Value(v))
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Field<i64>, E> {
+            i64::try_from(v)
+                .map(Field::Value)
+                .map_err(|_| E::custom(format!("{v} is too large")))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Field<i64>, E> {
+            // i64::MAX is not an f64: the bounds are -2^63 and 2^63.
+            if v.fract() == 0.0
+                && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v)
+            {
+                Ok(Field::Value(v as i64))
+            } else {
+                Err(E::custom(format!("{v} is not a whole number in range")))
+            }
+        }
+    }
+    d.deserialize_any(Whole)
 }
 
 /// Query parameters; unknown or malformed ones are a 400.
@@ -111,16 +190,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
             None => Field::Null,
             Some(v) => Field::Value(v),
         })
-    }
-}
-
-// The OpenAPI generator serialises `Default` values of request bodies.
-impl<T: Serialize> Serialize for Field<T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Field::Absent | Field::Null => s.serialize_none(),
-            Field::Value(v) => s.serialize_some(v),
-        }
     }
 }
 

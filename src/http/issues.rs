@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::schema;
 use crate::afk::pull::{self, PullError};
 use crate::domain::IssueState;
 use crate::issues::{Issue, IssueSource, PullRequest, SourceError, source_for};
@@ -31,6 +32,19 @@ pub fn source_error(e: SourceError) -> ApiError {
     }
 }
 
+/// What a forge issue source may answer besides the operation's own
+/// statuses (never the built-in tracker).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // only describes responses in the document
+pub enum ForgeErrors {
+    /// The forge's rate limit: lab leaves the repo alone until its reset.
+    #[response(status = 429)]
+    RateLimited(ErrorBody),
+    /// The forge failed or could not be reached.
+    #[response(status = 502)]
+    Forge(ErrorBody),
+}
+
 async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn IssueSource>)> {
     let key = RepoKey::parse(id);
     let repo = app
@@ -45,17 +59,21 @@ async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn Issue
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewIssueBody {
+    #[schema(schema_with = schema::title)]
     pub title: String,
     #[serde(default)]
+    #[schema(schema_with = schema::text)]
     pub body: String,
+    /// Labels: each 1-100 printable characters without commas.
     #[serde(default)]
+    #[schema(schema_with = schema::labels)]
     pub labels: Vec<String>,
 }
 
 /// Opens an issue.
 #[utoipa::path(post, path = "/repos/{id}/issues", tag = "issues", request_body = NewIssueBody,
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 201, body = Issue), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 201, body = Issue), ForgeErrors))]
 async fn create_issue(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -81,17 +99,20 @@ async fn create_issue(
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct IssueQuery {
     /// Only issues with this label.
+    #[param(value_type = String, required = false)]
     pub label: Option<String>,
-    /// `open` or `closed`.
+    /// `open` (the default) or `closed`.
+    #[param(required = false, schema_with = schema::issue_state)]
     pub state: Option<String>,
 }
 
 /// A repo's issues (a run's token may read its own repo's).
 #[utoipa::path(get, path = "/repos/{id}/issues", tag = "issues",
     params(("id" = String, Path, description = "repo id or name"), IssueQuery),
-    responses((status = 200, body = Vec<Issue>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Vec<Issue>), ForgeErrors))]
 async fn list_issues(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -113,7 +134,7 @@ async fn list_issues(
 /// One issue, with its comments.
 #[utoipa::path(get, path = "/repos/{id}/issues/{number}", tag = "issues",
     params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
-    responses((status = 200, body = Issue), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Issue), ForgeErrors))]
 async fn get_issue(
     State(app): State<AppState>,
     ApiPath((id, number)): ApiPath<(String, i64)>,
@@ -125,7 +146,7 @@ async fn get_issue(
 /// Closes an issue.
 #[utoipa::path(post, path = "/repos/{id}/issues/{number}/close", tag = "issues",
     params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
-    responses((status = 200, body = Issue), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Issue), ForgeErrors))]
 async fn close_issue(
     State(app): State<AppState>,
     ApiPath((id, number)): ApiPath<(String, i64)>,
@@ -138,7 +159,7 @@ async fn close_issue(
 /// A repo's pull requests.
 #[utoipa::path(get, path = "/repos/{id}/pulls", tag = "issues",
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 200, body = Vec<PullRequest>), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Vec<PullRequest>), ForgeErrors))]
 async fn list_pulls(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -163,8 +184,10 @@ async fn get_pull(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PullBody {
+    #[schema(schema_with = schema::title)]
     pub title: String,
     #[serde(default)]
+    #[schema(schema_with = schema::text)]
     pub body: String,
 }
 
@@ -172,8 +195,9 @@ pub struct PullBody {
 /// forge with its own credentials). A run's token may do this for its run.
 #[utoipa::path(post, path = "/runs/{id}/pull", tag = "issues", request_body = PullBody,
     params(("id" = i64, Path)),
-    responses((status = 201, body = PullRequest), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 201, body = PullRequest),
+              (status = 409, description = "The run already opened one, is opening one, has no branch, or lost its repo", body = ErrorBody),
+              ForgeErrors))]
 async fn open_pull(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,

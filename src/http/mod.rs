@@ -10,9 +10,11 @@ pub mod dto;
 pub mod error;
 pub mod extract;
 pub mod issues;
+mod openapi;
 mod providers;
 pub mod repos;
 pub mod runs;
+mod schema;
 pub mod settings;
 mod status;
 
@@ -20,35 +22,14 @@ use std::sync::Arc;
 
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
 
-#[derive(OpenApi)]
-#[openapi(
-    info(title = "lab", description = "Runs coding-agent CLIs in tmux for the repositories it manages."),
-    modifiers(&BearerAuth),
-    security(("bearer" = []))
-)]
-struct ApiDoc;
-
-struct BearerAuth;
-
-impl Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
-        );
-    }
-}
-
 /// The API routes (each requiring a token) and their OpenAPI document.
 pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest(
             "/api/v1",
             OpenApiRouter::new()
@@ -60,7 +41,9 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(afk::router())
                 .merge(status::router()),
         )
-        .split_for_parts()
+        .split_for_parts();
+    openapi::add_shared_responses(&mut doc);
+    (router, doc)
 }
 
 /// The API under `/api/v1` with its OpenAPI document, every route behind the

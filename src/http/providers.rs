@@ -11,6 +11,7 @@ use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
 pub struct ProviderBody {
+    #[schema(schema_with = super::schema::provider_id)]
     pub id: &'static str,
     pub name: &'static str,
     pub models: Vec<&'static str>,
@@ -26,6 +27,7 @@ pub struct OptionBody {
     pub label: &'static str,
     /// `bool` or `enum`.
     #[serde(rename = "type")]
+    #[schema(schema_with = super::schema::option_type)]
     pub ty: &'static str,
     pub values: Vec<&'static str>,
     pub default: &'static str,

@@ -12,7 +12,8 @@ use utoipa_axum::routes;
 
 use super::dto::DefaultsPatchBody;
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiJson, ApiPath, ApiQuery, Field};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Field, whole_number};
+use super::schema;
 use crate::domain::rfc3339;
 use crate::domain::{RunKind, Sourced};
 use crate::repo::{Repo, RepoPatch};
@@ -32,6 +33,7 @@ pub struct RepoBody {
     /// A clone URL; `null` when the repo has a `path`.
     pub url: Option<String>,
     pub default_branch: String,
+    #[schema(schema_with = schema::provider_id)]
     pub provider: String,
     pub model_default: Option<String>,
     pub effort_default: Option<String>,
@@ -46,7 +48,7 @@ pub struct RepoBody {
     /// Whether runs that ask nobody may start unsandboxed on a machine
     /// where lab cannot sandbox; `null` inherits the global setting.
     pub allow_unsandboxed: Option<bool>,
-    /// `builtin`, `gitea` or `github`.
+    #[schema(schema_with = schema::source_kind)]
     pub issue_source: String,
     pub forge_url: Option<String>,
     pub forge_repo: Option<String>,
@@ -85,57 +87,102 @@ impl From<Repo> for RepoBody {
     }
 }
 
-/// A new repo, or a change to one: fields present are set; `null` or `""`
-/// clears (inherit, or the built-in default for fields that cannot inherit).
-#[derive(Serialize, Deserialize, ToSchema, Default)]
-#[serde(default, deny_unknown_fields)]
+/// A change to a repo: fields present are set; `null` or `""` clears
+/// (inherit, or the built-in default for fields that cannot inherit). A
+/// change that would leave the repo invalid is refused whole (a 400): the
+/// path must hold a git repository on the lab server, `path` and `url`
+/// exclude each other, a model, effort or option must fit the repo's
+/// provider, and a forge issue source needs `forge_url` and `forge_repo`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RepoPatchBody {
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::repo_name)]
+    #[serde(default)]
     pub name: Field<String>,
-    /// Absolute path of a local repository (give this or `url`).
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::repo_path)]
+    #[serde(default)]
     pub path: Field<String>,
-    /// Clone URL (give this or `path`); lab keeps a mirror.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::repo_url)]
+    #[serde(default)]
     pub url: Field<String>,
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::branch)]
+    #[serde(default)]
     pub default_branch: Field<String>,
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::provider_id_patch)]
+    #[serde(default)]
     pub provider: Field<String>,
+    /// A model of the repo's provider's catalog (`GET /providers`), in any case.
     #[schema(value_type = Option<String>)]
+    #[serde(default)]
     pub model_default: Field<String>,
+    /// An effort of the repo's provider's catalog, in any case.
     #[schema(value_type = Option<String>)]
+    #[serde(default)]
     pub effort_default: Field<String>,
     #[schema(value_type = Option<String>)]
+    #[serde(default)]
     pub afk_model_default: Field<String>,
     #[schema(value_type = Option<String>)]
+    #[serde(default)]
     pub afk_effort_default: Field<String>,
-    /// Merged key by key; a key set to `null` or `""` inherits again.
-    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    #[schema(schema_with = schema::afk_options_patch)]
+    #[serde(default)]
     pub afk_options: Field<BTreeMap<String, serde_json::Value>>,
     #[schema(value_type = Option<bool>)]
+    #[serde(default)]
     pub afk_enabled: Field<bool>,
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::afk_label_patch)]
+    #[serde(default)]
     pub afk_label: Field<String>,
-    #[schema(value_type = Option<i64>)]
+    #[schema(schema_with = schema::afk_max_concurrent_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub afk_max_concurrent: Field<i64>,
+    /// The AFK scheduler leaves a paused repo alone.
     #[schema(value_type = Option<bool>)]
+    #[serde(default)]
     pub afk_paused: Field<bool>,
     /// `null` inherits the global `runs.allow_unsandboxed`.
     #[schema(value_type = Option<bool>)]
+    #[serde(default)]
     pub allow_unsandboxed: Field<bool>,
-    /// `builtin` (lab's own tracker, the default), `gitea` (also Forgejo) or `github`.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::source_kind_patch)]
+    #[serde(default)]
     pub issue_source: Field<String>,
-    /// The forge's address; GitHub's API by default.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::forge_url)]
+    #[serde(default)]
     pub forge_url: Field<String>,
-    /// `owner/name` on the forge.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::forge_repo)]
+    #[serde(default)]
     pub forge_repo: Field<String>,
-    /// A token lab uses on the forge (never shown back, never given to runs).
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = schema::forge_token)]
+    #[serde(default)]
     pub forge_token: Field<String>,
+}
+
+/// The body of `POST /repos`, as the document describes it: a
+/// [`RepoPatchBody`] with a name and one of `path` and `url`.
+pub struct NewRepoBody;
+
+impl utoipa::PartialSchema for NewRepoBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        schema::new_repo(utoipa::openapi::Ref::from_schema_name(RepoPatchBody::name()).into())
+            .into()
+    }
+}
+
+impl ToSchema for NewRepoBody {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        schemas.push((
+            RepoPatchBody::name().into(),
+            <RepoPatchBody as utoipa::PartialSchema>::schema(),
+        ));
+        <RepoPatchBody as ToSchema>::schemas(schemas);
+    }
 }
 
 impl RepoPatchBody {
@@ -177,8 +224,10 @@ fn not_found(key: &RepoKey) -> impl FnOnce() -> String + '_ {
 }
 
 /// Registers a repo.
-#[utoipa::path(post, path = "/repos", tag = "repos", request_body = RepoPatchBody,
-    responses((status = 201, body = RepoBody), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/repos", tag = "repos", request_body = NewRepoBody,
+    responses((status = 201, body = RepoBody),
+              (status = 400, description = "A value is invalid, or the path holds no git repository", body = ErrorBody),
+              (status = 409, description = "A repo of that name exists", body = ErrorBody)))]
 async fn create_repo(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<RepoPatchBody>,
@@ -197,7 +246,7 @@ async fn list_repos(State(app): State<AppState>) -> ApiResult<Json<Vec<RepoBody>
 /// One repo, by id or name.
 #[utoipa::path(get, path = "/repos/{id}", tag = "repos",
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 200, body = RepoBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = RepoBody)))]
 async fn get_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -215,8 +264,9 @@ async fn get_repo(
 /// the provider reports stored values that do not fit the new one.
 #[utoipa::path(patch, path = "/repos/{id}", tag = "repos", request_body = RepoPatchBody,
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 200, body = RepoBody), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = RepoBody),
+              (status = 400, description = "A value is invalid, or the change would leave the repo invalid", body = ErrorBody),
+              (status = 409, description = "Another repo has that name", body = ErrorBody)))]
 async fn patch_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -231,7 +281,7 @@ async fn patch_repo(
 /// listed; a repo with live runs cannot be removed.
 #[utoipa::path(delete, path = "/repos/{id}", tag = "repos",
     params(("id" = String, Path, description = "repo id or name")),
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 204), (status = 409, description = "The repo has live runs", body = ErrorBody)))]
 async fn delete_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -242,18 +292,23 @@ async fn delete_repo(
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ResolveQuery {
-    /// `manual` or `afk`.
+    /// `manual` (the default) or `afk`.
+    #[param(value_type = RunKind, required = false)]
     pub kind: Option<String>,
-    /// Manual only: the model asked for.
+    /// Manual only: the model asked for, of the repo's provider's catalog.
+    #[param(value_type = String, required = false)]
     pub model: Option<String>,
-    /// Manual only: the effort asked for.
+    /// Manual only: the effort asked for, of the repo's provider's catalog.
+    #[param(value_type = String, required = false)]
     pub effort: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct ResolvedBody {
     pub kind: RunKind,
+    #[schema(schema_with = schema::provider_id)]
     pub provider: String,
     pub model: Sourced,
     pub effort: Sourced,
@@ -275,7 +330,8 @@ impl From<Resolved> for ResolvedBody {
 /// What a run of this repo would get, and where each value comes from.
 #[utoipa::path(get, path = "/repos/{id}/resolve", tag = "repos",
     params(("id" = String, Path, description = "repo id or name"), ResolveQuery),
-    responses((status = 200, body = ResolvedBody), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = ResolvedBody),
+              (status = 400, description = "A value is invalid (a model or effort outside the repo's provider's catalog included)", body = ErrorBody)))]
 async fn resolve_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,

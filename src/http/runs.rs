@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::schema;
 use crate::domain::rfc3339;
 use crate::state::AppState;
 
@@ -28,6 +29,7 @@ pub struct RunBody {
     pub kind: RunKind,
     pub repo: String,
     pub repo_id: Option<i64>,
+    #[schema(schema_with = schema::provider_id)]
     pub provider: String,
     pub model: Sourced,
     pub effort: Sourced,
@@ -96,12 +98,16 @@ impl RunBody {
 pub struct StartRunBody {
     /// Repo name or id.
     pub repo: String,
+    /// A model of the repo's provider's catalog (`GET /providers`), in any
+    /// case; the repo's default when absent.
     #[serde(default)]
     pub model: Option<String>,
+    /// An effort of the repo's provider's catalog, in any case; the repo's
+    /// default when absent.
     #[serde(default)]
     pub effort: Option<String>,
-    /// The first message to the agent.
     #[serde(default)]
+    #[schema(schema_with = schema::prompt)]
     pub prompt: Option<String>,
 }
 
@@ -109,8 +115,10 @@ pub struct StartRunBody {
 /// starts. A run that fails after it was recorded comes back with state
 /// `failed` and the reason.
 #[utoipa::path(post, path = "/runs", tag = "runs", request_body = StartRunBody,
-    responses((status = 201, body = RunBody), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 201, description = "The run: started, or `failed` with the reason", body = RunBody),
+              (status = 400, description = "A value is invalid (a model or effort outside the repo's provider's catalog included)", body = ErrorBody),
+              (status = 404, description = "No such repo", body = ErrorBody),
+              (status = 409, description = "The provider's CLI is unavailable, or the repo's state forbids it", body = ErrorBody)))]
 async fn start_run(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<StartRunBody>,
@@ -144,16 +152,22 @@ async fn start_run(
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Repo name or id.
+    #[param(value_type = String, required = false)]
     pub repo: Option<String>,
-    /// starting, running, waiting, exited, failed, stopped.
+    #[param(value_type = RunState, required = false)]
     pub state: Option<String>,
-    /// manual or afk.
+    #[param(value_type = RunKind, required = false)]
     pub kind: Option<String>,
     /// At most this many, newest first (default 1000).
+    #[param(required = false, schema_with = schema::run_limit)]
     pub limit: Option<i64>,
 }
+
+/// The most runs one list returns.
+pub const MAX_LIST: i64 = 10_000;
 
 impl ListQuery {
     pub fn filter(self) -> Result<RunFilter, ApiError> {
@@ -172,7 +186,7 @@ impl ListQuery {
         });
         let limit = self
             .limit
-            .and_then(|l| errs.check(validate::int_range("limit", l, 1, 10_000)));
+            .and_then(|l| errs.check(validate::int_range("limit", l, 1, MAX_LIST)));
         errs.finish()?;
         Ok(RunFilter {
             repo: self.repo.as_deref().map(RepoKey::parse),
@@ -185,7 +199,7 @@ impl ListQuery {
 
 /// Runs, newest first, optionally filtered.
 #[utoipa::path(get, path = "/runs", tag = "runs", params(ListQuery),
-    responses((status = 200, body = Vec<RunBody>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = Vec<RunBody>)))]
 async fn list_runs(
     State(app): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
@@ -213,7 +227,7 @@ pub fn run_id(s: &str) -> Result<i64, ApiError> {
 }
 
 #[utoipa::path(get, path = "/runs/{id}", tag = "runs", params(("id" = i64, Path)),
-    responses((status = 200, body = RunBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = RunBody)))]
 async fn get_run(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -229,7 +243,8 @@ async fn get_run(
 
 /// Stops a live run: its whole process tree, then its session.
 #[utoipa::path(post, path = "/runs/{id}/stop", tag = "runs", params(("id" = i64, Path)),
-    responses((status = 200, body = RunBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = RunBody),
+              (status = 409, description = "The run is not live, or is being stopped", body = ErrorBody)))]
 async fn stop_run(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -241,7 +256,8 @@ async fn stop_run(
 
 /// Removes an ended run, its workspace and its log. Its branch stays.
 #[utoipa::path(delete, path = "/runs/{id}", tag = "runs", params(("id" = i64, Path)),
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 204),
+              (status = 409, description = "The run is live, or is being stopped", body = ErrorBody)))]
 async fn delete_run(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
@@ -253,11 +269,14 @@ async fn delete_run(
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct OutputQuery {
     /// Byte offset in the log to start from (the `X-Lab-Log-Offset` of the
     /// previous response).
+    #[param(required = false, schema_with = schema::log_offset)]
     pub offset: Option<u64>,
     /// `text` (terminal control sequences removed, the default) or `raw`.
+    #[param(required = false, schema_with = schema::output_format)]
     pub format: Option<String>,
 }
 
@@ -267,7 +286,9 @@ const OUTPUT_CHUNK: u64 = 4 * 1024 * 1024;
 /// The run's terminal output so far, as text. Headers: `X-Lab-Log-Offset`
 /// (where to continue), `X-Lab-Run-State`.
 #[utoipa::path(get, path = "/runs/{id}/output", tag = "runs", params(("id" = i64, Path), OutputQuery),
-    responses((status = 200, content_type = "text/plain", body = String), (status = 404, body = ErrorBody)))]
+    responses((status = 200, content_type = "text/plain", body = String, headers(
+        ("x-lab-log-offset" = u64, description = "The offset to ask for next"),
+        ("x-lab-run-state" = RunState, description = "The run's state")))))]
 async fn run_output(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,

@@ -10,8 +10,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::dto::{DefaultsBody, DefaultsPatchBody};
-use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiJson, Field};
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, Field, object, objects, whole_number};
+use super::schema;
 use crate::settings::{self, AfkPatch, RunsPatch, Settings, SettingsPatch};
 use crate::state::AppState;
 use crate::validate::Errors;
@@ -65,19 +66,24 @@ impl From<&Settings> for SettingsBody {
 }
 
 /// A settings change: fields present are set, `null` or `""` clears.
-#[derive(Serialize, Deserialize, ToSchema, Default)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SettingsPatchBody {
+    #[schema(schema_with = schema::providers_patch)]
+    #[serde(default, deserialize_with = "objects")]
     pub providers: BTreeMap<String, DefaultsPatchBody>,
+    #[serde(default, deserialize_with = "object")]
     pub afk: AfkPatchBody,
+    #[serde(default, deserialize_with = "object")]
     pub runs: RunsPatchBody,
 }
 
 /// `null` keeps workspaces until their run is removed.
-#[derive(Serialize, Deserialize, ToSchema, Default)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
 pub struct RunsPatchBody {
-    #[schema(value_type = Option<i64>)]
+    #[schema(schema_with = schema::workspace_retention_hours_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub workspace_retention_hours: Field<i64>,
     /// `null` resets it to `false`.
     #[schema(value_type = Option<bool>)]
@@ -85,14 +91,17 @@ pub struct RunsPatchBody {
 }
 
 /// `null` resets a limit to its built-in default.
-#[derive(Serialize, Deserialize, ToSchema, Default)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
 pub struct AfkPatchBody {
-    #[schema(value_type = Option<i64>)]
+    #[schema(schema_with = schema::max_concurrent_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub max_concurrent: Field<i64>,
-    #[schema(value_type = Option<i64>)]
+    #[schema(schema_with = schema::tick_seconds_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub tick_seconds: Field<i64>,
-    #[schema(value_type = Option<i64>)]
+    #[schema(schema_with = schema::run_timeout_minutes_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub run_timeout_minutes: Field<i64>,
 }
 
@@ -133,7 +142,7 @@ async fn get_settings(State(app): State<AppState>) -> ApiResult<Json<SettingsBod
 
 /// Changes global settings. A request with any invalid field writes nothing.
 #[utoipa::path(patch, path = "/settings", tag = "settings", request_body = SettingsPatchBody,
-    responses((status = 200, body = SettingsBody), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = SettingsBody)))]
 async fn patch_settings(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<SettingsPatchBody>,

@@ -96,6 +96,7 @@ fn text(cur: &Option<String>, c: &Change<String>) -> Option<String> {
     }
 }
 
+/// A forge address lab can build its API requests on: `http(s)://host[/path]`.
 /// Applies a change; the result must be complete for its kind.
 pub fn apply(cur: &IssueConfig, p: &IssueConfigPatch, errs: &mut Errors) -> IssueConfig {
     let source = match &p.source {

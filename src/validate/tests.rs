@@ -267,7 +267,7 @@ fn titles_and_bodies_of_issues_and_pull_requests() {
     const BODY: &str = "body: must be at most 64 KiB of text";
     let big = "x".repeat(64 * 1024 + 1);
     table(
-        |v| body("body", v),
+        |v| text("body", v),
         &[
             ("", None),
             ("lines\nand\ttabs", None),
@@ -297,19 +297,27 @@ fn forge_settings() {
             ("https://a", None),
             (
                 "https://",
-                Some("forge_url: must be an http(s) URL without spaces https://"),
+                Some(
+                    "forge_url: must be an http(s) URL with a host, without spaces, a query or a fragment https://",
+                ),
             ),
             (
                 "ftp://git.example.com",
-                Some("forge_url: must be an http(s) URL without spaces ftp://git.example.com"),
+                Some(
+                    "forge_url: must be an http(s) URL with a host, without spaces, a query or a fragment ftp://git.example.com",
+                ),
             ),
             (
                 "https://a b",
-                Some("forge_url: must be an http(s) URL without spaces https://a b"),
+                Some(
+                    "forge_url: must be an http(s) URL with a host, without spaces, a query or a fragment https://a b",
+                ),
             ),
             (
                 "https://a\n",
-                Some("forge_url: must be an http(s) URL without spaces https://a\\n"),
+                Some(
+                    "forge_url: must be an http(s) URL with a host, without spaces, a query or a fragment https://a\\n",
+                ),
             ),
         ],
     );
@@ -326,7 +334,8 @@ fn forge_settings() {
             ("é/x", Some("forge_repo: must be owner/name é/x")),
         ],
     );
-    const TOKEN: &str = "forge_token: must be one line of at most 512 characters, without spaces";
+    const TOKEN: &str =
+        "forge_token: must be at most 512 printable ASCII characters, without spaces";
     let long = "t".repeat(513);
     table(
         |v| forge_token("forge_token", v),

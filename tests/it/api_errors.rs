@@ -141,8 +141,83 @@ async fn providers_list_their_schema(b: Backend) {
     s.stop().await;
 }
 
+/// What schemathesis found: serde reads a struct from an array of its
+/// fields, so `[]` was an (empty) settings change; JSON Schema's `integer`
+/// includes `5.0`, which lab refused.
+async fn bodies_are_objects_and_whole_numbers_may_end_in_point_zero(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    for body in [
+        json!([]),
+        json!([{}, {}, {}]),
+        json!({"afk": [5]}),
+        json!({"providers": {"codex": []}}),
+    ] {
+        let e = s.patch("/api/v1/settings", body.clone()).await.expect(400);
+        assert_eq!(e["error"]["code"], "invalid", "{body}: {e}");
+    }
+    s.post("/api/v1/runs", json!(["r"])).await.expect(400);
+    let v = s
+        .patch(
+            "/api/v1/settings",
+            json!({"afk": {"max_concurrent": 5.0}, "runs": {"workspace_retention_hours": 0.0}}),
+        )
+        .await
+        .ok();
+    assert_eq!(v["afk"]["max_concurrent"], 5);
+    assert_eq!(v["runs"]["workspace_retention_hours"], 0);
+    assert_eq!(
+        s.patch("/api/v1/repos/r", json!({"afk_max_concurrent": 3.0}))
+            .await
+            .ok()["afk_max_concurrent"],
+        3
+    );
+    for n in [json!(5.5), json!(1e300), json!(-0.5)] {
+        let body = json!({"afk": {"tick_seconds": n}});
+        let e = s.patch("/api/v1/settings", body).await.expect(400);
+        assert!(e.to_string().contains("tick_seconds"), "{n}: {e}");
+    }
+    assert_eq!(
+        s.get("/api/v1/settings").await.ok()["afk"]["tick_seconds"],
+        30
+    );
+    s.stop().await;
+}
+
+/// A forge address that is no URL, or a token that cannot travel in an
+/// HTTP header, was stored and made every forge call a 502.
+async fn forge_addresses_and_tokens_are_usable_or_refused(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let forge = |url: &str, token: &str| json!({"issue_source": "gitea", "forge_url": url, "forge_repo": "o/r", "forge_token": token});
+    for (url, token, field) in [
+        ("http://[nope", "t0ken", "forge_url"),
+        ("https://forge.example/?q=1", "t0ken", "forge_url"),
+        ("https://forge.example", "t\u{f6}ken", "forge_token"),
+        ("https://forge.example", "tok\u{7f}en", "forge_token"),
+    ] {
+        let e = s
+            .patch("/api/v1/repos/r", forge(url, token))
+            .await
+            .expect(400);
+        assert_eq!(e["error"]["field"], field, "{url} {token}: {e}");
+    }
+    assert_eq!(
+        s.get("/api/v1/repos/r").await.ok()["issue_source"],
+        "builtin"
+    );
+    let r = s
+        .patch("/api/v1/repos/r", forge("http://forge", "t0ken"))
+        .await
+        .ok();
+    assert_eq!(r["forge_url"], "http://forge");
+    s.stop().await;
+}
+
 on_both!(
     an_oversized_body_is_refused_with_413,
+    bodies_are_objects_and_whole_numbers_may_end_in_point_zero,
+    forge_addresses_and_tokens_are_usable_or_refused,
     malformed_requests_get_clear_4xx_json_errors,
     the_openapi_document_describes_the_routes,
     providers_list_their_schema
