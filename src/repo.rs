@@ -5,8 +5,10 @@
 //! by the caller, through the workspace module).
 
 use crate::domain::{Change, Defaults};
-use crate::issues::config::{IssueConfig, IssueConfigPatch};
+pub mod issue_source;
+
 use crate::provider::{self, Provider};
+use issue_source::{IssueConfig, IssueConfigPatch};
 
 use crate::settings::{self, DefaultsPatch};
 use crate::validate::{self, Errors, FieldError, Invalid};
@@ -238,7 +240,7 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
         Change::Clear => next.afk_paused = false,
         Change::Set(v) => next.afk_paused = *v,
     }
-    next.issues = crate::issues::config::apply(&current.issues, &patch.issues, &mut errs);
+    next.issues = crate::repo::issue_source::apply(&current.issues, &patch.issues, &mut errs);
     errs.finish()?;
     Ok(next)
 }

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::domain::{IssueState, Run, RunKind};
-use crate::issues::{Issue, SourceError, source_for};
+use crate::issues::{Issue, SourceError, Sources};
 use crate::repo::Repo;
+use crate::run::busy::RunSet;
 
 use crate::run::{LaunchError, LaunchRequest, Runner};
 use crate::settings::Settings;
@@ -56,6 +57,10 @@ pub struct TickReport {
 
 pub struct Scheduler {
     pub runner: Arc<Runner>,
+    /// Where each repo's issues come from.
+    pub sources: Sources,
+    /// Runs whose pull request is being opened (one at a time per run).
+    pub opening_pull: RunSet,
     /// Repos whose forge asked lab to wait, until when.
     backoff: Mutex<HashMap<i64, Instant>>,
     /// When this node saw a claim's pull request (the run gets a grace
@@ -79,6 +84,8 @@ pub const PR_GRACE: Duration = Duration::from_secs(60);
 impl Scheduler {
     pub fn new(runner: Arc<Runner>) -> Scheduler {
         Scheduler {
+            sources: Sources::new(runner.store.clone(), runner.cfg.lab_url.clone()),
+            opening_pull: RunSet::default(),
             runner,
             backoff: Mutex::new(HashMap::new()),
             pr_seen: Mutex::new(HashMap::new()),
@@ -246,7 +253,7 @@ impl Scheduler {
     /// source (more pages only when it has them).
     pub async fn ready_issues(&self, repo: &Repo) -> Result<Vec<Issue>, StartError> {
         let store = &self.runner.store;
-        let source = source_for(repo, &self.runner);
+        let source = self.sources.of(repo);
         let (listed, blocked) = tokio::try_join!(
             async {
                 source

@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use super::{PR_GRACE, Scheduler, TickReport};
 use crate::domain::{Outcome, Run, RunState};
-use crate::issues::source_for;
 use crate::run::log;
 
 use crate::store::{Claim, RepoKey, StoreError, now_ms};
@@ -156,7 +155,7 @@ impl Scheduler {
                 format!("lab's {run}{with} ended without a pull request.\n\n{detail}")
             }
         };
-        let source = source_for(&repo, &self.runner);
+        let source = self.sources.of(&repo);
         let told = async {
             source
                 .relabel(claim.issue_number, &repo.afk_label, outcome.label())

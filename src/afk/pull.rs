@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use base64::Engine;
 
+use super::Scheduler;
 use crate::domain::Run;
-use crate::issues::config::{GITHUB_API, SourceKind};
-use crate::issues::{NewPull, PullRequest, SourceError, forge_token, source_for};
+use crate::issues::{NewPull, PullRequest, SourceError, forge_token};
 use crate::repo::Repo;
-use crate::run::Runner;
+use crate::repo::issue_source::{GITHUB_API, SourceKind};
 use crate::store::{RepoKey, StoreError};
 use crate::validate::{self, Invalid};
 
@@ -61,32 +61,33 @@ fn auth_header(repo: &Repo) -> Option<String> {
 /// right now, is told so. The work runs as a task of its own, so a caller
 /// that goes away cannot leave a pull request opened but not noted.
 pub async fn open(
-    runner: &Arc<Runner>,
+    afk: &Arc<Scheduler>,
     run: &Run,
     title: &str,
     body: &str,
 ) -> Result<PullRequest, PullError> {
     let (title, body) = validate::title_and_body(title, body)?;
-    let runner = runner.clone();
+    let afk = afk.clone();
     let run = run.clone();
     crate::to_the_end(async move {
-        let Some(_opening) = runner.opening_pull.enter(run.id) else {
+        let Some(_opening) = afk.opening_pull.enter(run.id) else {
             return Err(PullError::Conflict(format!(
                 "run {} is already opening a pull request",
                 run.id
             )));
         };
-        open_now(&runner, &run, title, body).await
+        open_now(&afk, &run, title, body).await
     })
     .await
 }
 
 async fn open_now(
-    runner: &Runner,
+    afk: &Scheduler,
     run: &Run,
     title: String,
     body: String,
 ) -> Result<PullRequest, PullError> {
+    let runner = &afk.runner;
     let store = &runner.store;
     let repo_id = run.repo_id.ok_or_else(|| {
         PullError::Conflict(format!("run {}'s repo was removed from lab", run.id))
@@ -116,7 +117,7 @@ async fn open_now(
             .await
             .map_err(|e| PullError::Push(format!("could not take {branch} from the run: {e}")))?;
     }
-    let source = source_for(&repo, runner);
+    let source = afk.sources.of(&repo);
     if source.kind() != SourceKind::Builtin {
         let remote = push_url(&repo)
             .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;

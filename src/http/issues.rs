@@ -14,7 +14,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::schema;
 use crate::afk::pull::{self, PullError};
 use crate::domain::IssueState;
-use crate::issues::{Issue, IssueSource, PullRequest, SourceError, source_for};
+use crate::issues::{Issue, IssueSource, PullRequest, SourceError};
 use crate::repo::Repo;
 use crate::state::AppState;
 use crate::store::RepoKey;
@@ -52,7 +52,7 @@ async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn Issue
         .repo(&key)
         .await
         .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
-    let source = source_for(&repo, &app.runner);
+    let source = app.scheduler.sources.of(&repo);
     Ok((repo, source))
 }
 
@@ -209,7 +209,7 @@ async fn open_pull(
         .run(id)
         .await
         .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
-    let pr = pull::open(&app.runner, &run, &b.title, &b.body)
+    let pr = pull::open(&app.scheduler, &run, &b.title, &b.body)
         .await
         .map_err(|e| match e {
             PullError::Invalid(i) => ApiError::invalid(i),

@@ -209,7 +209,7 @@ impl RepoPatchBody {
             afk_max_concurrent: self.afk_max_concurrent.change(),
             afk_paused: self.afk_paused.change(),
             allow_unsandboxed: self.allow_unsandboxed.change(),
-            issues: crate::issues::config::IssueConfigPatch {
+            issues: crate::repo::issue_source::IssueConfigPatch {
                 source: self.issue_source.change(),
                 forge_url: self.forge_url.change(),
                 forge_repo: self.forge_repo.change(),

@@ -13,9 +13,9 @@ use utoipa::openapi::schema::{
     SchemaType, Type,
 };
 
-use crate::issues::config::SOURCE_KINDS;
 use crate::provider::{self, OptionType, Provider};
 use crate::repo::AFK_MAX_CONCURRENT;
+use crate::repo::issue_source::SOURCE_KINDS;
 use crate::settings::{
     MAX_CONCURRENT, RUN_TIMEOUT_MINUTES, TICK_SECONDS, WORKSPACE_RETENTION_HOURS,
 };

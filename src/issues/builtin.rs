@@ -3,8 +3,8 @@
 
 use super::{Comment, Issue, IssueSource, NewPull, PullRequest, Result, SourceError};
 use crate::domain::{IssueState, rfc3339};
-use crate::issues::config::SourceKind;
 use crate::repo::Repo;
+use crate::repo::issue_source::SourceKind;
 use crate::store::{IssueRow, NewPullRow, PullRow, Store, StoreError};
 
 pub struct Builtin {

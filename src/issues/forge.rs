@@ -9,10 +9,10 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::config::SourceKind;
 use super::{Comment, Issue, IssueSource, NewPull, PullRequest, Result, SourceError, forge_token};
 use crate::domain::IssueState;
 use crate::repo::Repo;
+use crate::repo::issue_source::SourceKind;
 
 pub struct Forge {
     kind: SourceKind,

@@ -5,7 +5,6 @@
 //! reach a run's environment, workspace or log.
 
 mod builtin;
-pub mod config;
 mod forge;
 
 use std::time::Duration;
@@ -15,9 +14,9 @@ use utoipa::ToSchema;
 
 use crate::domain::IssueState;
 use crate::repo::Repo;
-use crate::run::Runner;
+use crate::repo::issue_source::SourceKind;
+use crate::store::Store;
 pub use builtin::Builtin;
-use config::SourceKind;
 pub use forge::Forge;
 pub use forge::http_client as forge_http_client;
 
@@ -107,15 +106,31 @@ pub trait IssueSource: Send + Sync {
     async fn pull(&self, number: i64) -> Result<PullRequest>;
 }
 
-/// The issue source of a repo.
-pub fn source_for(repo: &Repo, runner: &Runner) -> Box<dyn IssueSource> {
-    match repo.issues.source {
-        SourceKind::Builtin => Box::new(Builtin::new(
-            runner.store.clone(),
-            repo,
-            &runner.cfg.lab_url,
-        )),
-        kind => Box::new(Forge::new(kind, repo, runner.forge_http.clone())),
+/// What a repo's issue source is made from: lab's store (the built-in
+/// tracker), the URL runs and links reach lab at, and the one HTTP client
+/// every forge call goes through.
+#[derive(Clone)]
+pub struct Sources {
+    store: Store,
+    lab_url: String,
+    http: reqwest::Client,
+}
+
+impl Sources {
+    pub fn new(store: Store, lab_url: String) -> Sources {
+        Sources {
+            store,
+            lab_url,
+            http: forge_http_client(),
+        }
+    }
+
+    /// The issue source of a repo.
+    pub fn of(&self, repo: &Repo) -> Box<dyn IssueSource> {
+        match repo.issues.source {
+            SourceKind::Builtin => Box::new(Builtin::new(self.store.clone(), repo, &self.lab_url)),
+            kind => Box::new(Forge::new(kind, repo, self.http.clone())),
+        }
     }
 }
 

@@ -77,8 +77,6 @@ pub struct Runner {
     pub(super) pending: AtomicUsize,
     /// Runs being stopped: the stop, not reconcile, records how they ended.
     pub(super) ending: RunSet,
-    /// Runs whose pull request is being opened.
-    pub opening_pull: RunSet,
     /// Sessions on lab's socket that no run owns, as of the last pass.
     pub(super) strays: Mutex<Vec<String>>,
     pub(super) passes: AtomicUsize,
@@ -89,8 +87,6 @@ pub struct Runner {
     pub(super) log_seen: Mutex<HashMap<i64, u64>>,
     /// Dead panes whose exit status tmux has not reported yet, since when.
     pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
-    /// The client every forge call goes through.
-    pub forge_http: reqwest::Client,
 }
 
 impl Runner {
@@ -116,14 +112,12 @@ impl Runner {
             launching: Mutex::new(HashSet::new()),
             pending: AtomicUsize::new(0),
             ending: RunSet::default(),
-            opening_pull: RunSet::default(),
             strays: Mutex::new(Vec::new()),
             passes: AtomicUsize::new(0),
             pass_lock: tokio::sync::Mutex::new(()),
             last_pass: Mutex::new(None),
             exit_wait: Mutex::new(HashMap::new()),
             log_seen: Mutex::new(HashMap::new()),
-            forge_http: crate::issues::forge_http_client(),
         })
     }
 

@@ -1,8 +1,9 @@
-//! The writes the API and the pages share: register, change and remove a
-//! repo; start, stop and remove a run. Each returns a [`ServiceError`], a
+//! What the API and the pages share beyond the store: register, change and
+//! remove a repo; start, stop and remove a run; the AFK ledger. Each returns a [`ServiceError`], a
 //! domain error that `http` turns into a status and `web` into a page, so
 //! neither front end depends on the other.
 
+pub mod afk;
 pub mod repos;
 pub mod runs;
 

@@ -8,7 +8,7 @@ use super::{
     parse_options,
 };
 use crate::domain::Defaults;
-use crate::issues::config::{IssueConfig, SourceKind};
+use crate::repo::issue_source::{IssueConfig, SourceKind};
 use crate::repo::{Repo, RepoSource};
 
 use crate::validate::Invalid;

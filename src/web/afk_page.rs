@@ -11,7 +11,7 @@ use super::forms::Form;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::Outcome;
-use crate::http::afk::{LedgerRow, ledger};
+use crate::service::afk::{LedgerRow, ledger};
 use crate::state::AppState;
 use crate::store::Claim;
 

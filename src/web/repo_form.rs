@@ -225,7 +225,7 @@ pub(super) fn sections(
                     "Issue source",
                     select(
                         None,
-                        crate::issues::config::SOURCE_KINDS,
+                        crate::repo::issue_source::SOURCE_KINDS,
                         &v("issue_source", Some(repo.issues.source.as_str())),
                     ),
                 )
@@ -338,7 +338,7 @@ pub(super) fn patch_from(
             None => Change::Clear,
         };
         patch.afk_max_concurrent = number(form, "afk_max_concurrent", &mut errs);
-        patch.issues = crate::issues::config::IssueConfigPatch {
+        patch.issues = crate::repo::issue_source::IssueConfigPatch {
             source: change(form, "issue_source"),
             forge_url: change(form, "forge_url"),
             forge_repo: change(form, "forge_repo"),
