@@ -9,3 +9,7 @@ ALTER TABLE runs ADD COLUMN sandboxed BOOLEAN NOT NULL DEFAULT FALSE;
 -- began before that may hold a stale list, and must not claim the issue
 -- again from it.
 ALTER TABLE afk_claims ADD COLUMN relabelled_at BIGINT;
+
+-- Why lab stopped a run (operator, time_limit, pull_request), so how it
+-- ended is read from a field, not from the words of its reason.
+ALTER TABLE runs ADD COLUMN stop_cause TEXT;

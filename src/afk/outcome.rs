@@ -7,13 +7,10 @@
 use std::time::Instant;
 
 use super::{PR_GRACE, Scheduler, TickReport};
-use crate::domain::{Outcome, Run, RunState};
+use crate::domain::{Outcome, Run, StopCause};
 use crate::run::log;
 
 use crate::store::{Claim, RepoKey, StoreError, now_ms};
-
-/// The start of a run's state reason when the time limit ended it.
-pub const TIMED_OUT: &str = "timed out";
 
 /// The last lines of a run's output, as text.
 fn last_lines(run: &Run, n: usize) -> String {
@@ -63,9 +60,12 @@ impl Scheduler {
             if run.state.is_active() {
                 let started = run.started_at.unwrap_or(run.created_at);
                 let why = if now_ms() - started > limit_ms {
-                    Some(format!(
-                        "{TIMED_OUT}: the run took longer than {} minute(s)",
-                        settings.afk.run_timeout_minutes
+                    Some((
+                        StopCause::TimeLimit,
+                        format!(
+                            "timed out: the run took longer than {} minute(s)",
+                            settings.afk.run_timeout_minutes
+                        ),
                     ))
                 } else if claim.pr_url.is_some() {
                     let seen = *self
@@ -74,13 +74,17 @@ impl Scheduler {
                         .expect("poisoned")
                         .entry(claim.id)
                         .or_insert_with(Instant::now);
-                    (seen.elapsed() >= PR_GRACE)
-                        .then(|| "its pull request is open; lab ended the run".to_owned())
+                    (seen.elapsed() >= PR_GRACE).then(|| {
+                        (
+                            StopCause::PullRequest,
+                            "its pull request is open; lab ended the run".to_owned(),
+                        )
+                    })
                 } else {
                     None
                 };
-                let Some(why) = why else { continue };
-                match self.runner.stop(run_id, &why).await {
+                let Some((cause, why)) = why else { continue };
+                match self.runner.stop(run_id, cause, &why).await {
                     Ok(r) => run = r,
                     Err(e) => {
                         tracing::warn!(run = run_id, error = %e, "could not end an AFK run");
@@ -205,7 +209,7 @@ fn judge(claim: &Claim, run: &Run) -> (Outcome, String) {
     } else {
         format!("\n\nLast lines of its output:\n\n```\n{tail}\n```")
     };
-    if run.state == RunState::Stopped && reason.starts_with(TIMED_OUT) {
+    if run.stop_cause == Some(StopCause::TimeLimit) {
         return (Outcome::TimedOut, format!("{reason}.{tail}"));
     }
     let how = match (run.exit_status, run.exit_signal) {

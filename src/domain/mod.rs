@@ -11,6 +11,7 @@ mod output;
 mod provenance;
 mod run;
 mod spelled;
+mod stop;
 
 pub use change::Change;
 pub use defaults::Defaults;
@@ -19,6 +20,7 @@ pub use outcome::Outcome;
 pub use output::OutputFormat;
 pub use provenance::{Layer, Sourced};
 pub use run::{Run, RunKind, RunState};
+pub use stop::StopCause;
 
 /// A time lab stored (milliseconds since the epoch) as RFC 3339: UTC, with
 /// milliseconds, the way every API body and page shows times.

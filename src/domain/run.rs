@@ -144,6 +144,8 @@ pub struct Run {
     pub workspace_removed_at: Option<i64>,
     /// Whether its agent ran in lab's sandbox (ADR 12).
     pub sandboxed: bool,
+    /// Why lab stopped it, when it did.
+    pub stop_cause: Option<super::StopCause>,
 }
 
 #[cfg(test)]

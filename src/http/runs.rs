@@ -17,7 +17,7 @@ use super::schema;
 use crate::domain::rfc3339;
 use crate::state::AppState;
 
-use crate::domain::{OutputFormat, Run, RunKind, RunState, Sourced};
+use crate::domain::{OutputFormat, Run, RunKind, RunState, Sourced, StopCause};
 use crate::run::{Runner, log};
 use crate::service;
 use crate::store::{RepoKey, RunFilter};
@@ -53,6 +53,9 @@ pub struct RunBody {
     /// Whether the agent runs in lab's sandbox; `false` only where the
     /// machine has none and the operator allowed runs without it.
     pub sandboxed: bool,
+    /// Why lab stopped the run (`operator`, `time_limit`, `pull_request`);
+    /// `null` when it did not.
+    pub stop_cause: Option<StopCause>,
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
@@ -84,6 +87,7 @@ impl RunBody {
             exit_status: r.exit_status,
             exit_signal: r.exit_signal,
             sandboxed: r.sandboxed,
+            stop_cause: r.stop_cause,
             created_at: rfc3339(r.created_at),
             started_at: r.started_at.map(rfc3339),
             ended_at: r.ended_at.map(rfc3339),

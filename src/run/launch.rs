@@ -307,6 +307,7 @@ impl Runner {
                         exit_status: None,
                         exit_signal: None,
                         from: None,
+                        stop_cause: None,
                     },
                 )
                 .await?;

@@ -123,6 +123,7 @@ impl Runner {
                                 exit_status: None,
                                 exit_signal: None,
                                 from: Some(run.state),
+                                stop_cause: None,
                             },
                         )
                         .await?;
@@ -325,6 +326,7 @@ impl Runner {
                     exit_status: end.code,
                     exit_signal: end.signal,
                     from: None,
+                    stop_cause: None,
                 },
             )
             .await?;

@@ -12,7 +12,7 @@ use super::busy::RunSet;
 use super::proctree;
 use super::tmux::Tmux;
 use super::workspace::Workspaces;
-use crate::domain::Run;
+use crate::domain::{Run, StopCause};
 use crate::provider::{self, SpawnSpec};
 use crate::store::{Ending, Store, StoreError};
 
@@ -137,13 +137,18 @@ impl Runner {
     /// Stops a live run: its whole process tree, then its session. The stop
     /// runs as a task of its own, so a caller that goes away (a client that
     /// hung up) cannot cut it short: it finishes and records the run.
-    pub async fn stop(self: &Arc<Self>, id: i64, why: &str) -> Result<Run, RunError> {
+    pub async fn stop(
+        self: &Arc<Self>,
+        id: i64,
+        cause: StopCause,
+        why: &str,
+    ) -> Result<Run, RunError> {
         let me = self.clone();
         let why = why.to_owned();
-        crate::to_the_end(async move { me.stop_here(id, &why).await }).await
+        crate::to_the_end(async move { me.stop_here(id, cause, &why).await }).await
     }
 
-    async fn stop_here(&self, id: i64, why: &str) -> Result<Run, RunError> {
+    async fn stop_here(&self, id: i64, cause: StopCause, why: &str) -> Result<Run, RunError> {
         let run = self.store.run(id).await?;
         if !run.state.is_active() {
             return Err(RunError::Conflict(format!(
@@ -167,11 +172,11 @@ impl Runner {
                 "run {id} is already being stopped"
             )));
         };
-        self.end_tree(&run, why).await?;
+        self.end_tree(&run, cause, why).await?;
         Ok(self.store.run(id).await?)
     }
 
-    async fn end_tree(&self, run: &Run, why: &str) -> Result<(), RunError> {
+    async fn end_tree(&self, run: &Run, cause: StopCause, why: &str) -> Result<(), RunError> {
         let killed = proctree::kill_run(&proctree::RunMark::of(run), self.cfg.stop_grace).await;
         self.tmux
             .kill_sessions(std::slice::from_ref(&run.session))
@@ -183,6 +188,7 @@ impl Runner {
                 &Ending {
                     state: crate::domain::RunState::Stopped,
                     reason: Some(why.to_owned()),
+                    stop_cause: Some(cause),
                     exit_status: None,
                     exit_signal: None,
                     from: None,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::domain::{Run, RunKind};
+use crate::domain::{Run, RunKind, StopCause};
 use crate::run::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner};
 use crate::store::{RepoKey, Store};
 
@@ -65,7 +65,10 @@ pub async fn start_manual(
 
 /// Stops a live run: its whole process tree, then its session.
 pub async fn stop(runner: &Arc<Runner>, id: i64, why: &str) -> ServiceResult<Run> {
-    runner.stop(id, why).await.map_err(run_error(id))
+    runner
+        .stop(id, StopCause::Operator, why)
+        .await
+        .map_err(run_error(id))
 }
 
 /// Removes an ended run, its workspace and its log. Its branch stays.

@@ -5,7 +5,7 @@
 use sqlx::FromRow;
 
 use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
-use crate::domain::{Layer, Run, RunKind, RunState, Sourced};
+use crate::domain::{Layer, Run, RunKind, RunState, Sourced, StopCause};
 use crate::resolve::Resolved;
 
 /// The SQL list of live states, for `state IN (…)`: the states
@@ -14,7 +14,7 @@ pub(crate) const ACTIVE_STATES_SQL: &str = "('starting', 'running', 'waiting')";
 
 const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
-     exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed";
+     exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause";
 
 #[derive(FromRow)]
 struct RunRow {
@@ -45,6 +45,7 @@ struct RunRow {
     ended_at: Option<i64>,
     workspace_removed_at: Option<i64>,
     sandboxed: bool,
+    stop_cause: Option<StopCause>,
 }
 
 fn layer(s: &str) -> Result<Layer> {
@@ -90,6 +91,7 @@ impl TryFrom<RunRow> for Run {
             ended_at: r.ended_at,
             workspace_removed_at: r.workspace_removed_at,
             sandboxed: r.sandboxed,
+            stop_cause: r.stop_cause,
         })
     }
 }
@@ -134,6 +136,8 @@ pub struct Ending {
     /// End the run only if it is still in this state (the state a decision
     /// was based on); `None`: in any live state.
     pub from: Option<RunState>,
+    /// Why lab stopped the run, when it did.
+    pub stop_cause: Option<StopCause>,
 }
 
 impl Store {
@@ -297,7 +301,7 @@ impl Store {
         };
         let sql = format!(
             "UPDATE runs SET state = $1, state_reason = $2, exit_status = $3, exit_signal = $4, ended_at = $5, \
-             token_hash = NULL WHERE id = $6 AND state {from}"
+             token_hash = NULL, stop_cause = $7 WHERE id = $6 AND state {from}"
         );
         let n = on_db!(self.db(), pool => {
             sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -307,6 +311,7 @@ impl Store {
                 .bind(e.exit_signal)
                 .bind(now)
                 .bind(id)
+                .bind(e.stop_cause)
                 .execute(pool)
                 .await?
                 .rows_affected()

@@ -1,0 +1,15 @@
+//! Why lab stopped a run.
+
+use super::spelled::spelled;
+
+spelled! {
+    /// Who or what stopped a run (a run that ended on its own has none).
+    pub enum StopCause ("stop cause") {
+        /// An operator stopped it (API, page, labctl).
+        Operator = "operator",
+        /// It ran past the AFK run time limit.
+        TimeLimit = "time_limit",
+        /// Its pull request was open and its grace period over.
+        PullRequest = "pull_request",
+    }
+}
