@@ -72,9 +72,41 @@ pub async fn diagnose(runner: &Runner) -> Vec<Finding> {
         }),
         providers,
     );
-    let mut out = [tmux, git, data_dir(&runner.cfg.data_dir), database].concat();
+    let mut out = [
+        tmux,
+        git,
+        vec![sandbox(&runner.cfg.sandbox)],
+        data_dir(&runner.cfg.data_dir),
+        database,
+    ]
+    .concat();
     out.extend(providers);
     out
+}
+
+/// Whether runs are sandboxed here (probed when lab started).
+fn sandbox(a: &crate::run::sandbox::Availability) -> Finding {
+    use crate::run::sandbox::Availability;
+    match a {
+        Availability::Ready(bwrap) => finding(
+            "sandbox",
+            Level::Ok,
+            format!(
+                "runs start in a bubblewrap sandbox ({}): lab's data dir, tmux server and other runs are out of their reach",
+                bwrap.display()
+            ),
+            None,
+        ),
+        Availability::Missing { why, fix } => finding(
+            "sandbox",
+            Level::Error,
+            format!(
+                "runs cannot be sandboxed: {why}; a run that would ask nobody (an AFK run, \
+                 Claude's bypassPermissions or dontAsk, Codex's never) is refused"
+            ),
+            Some(fix.clone()),
+        ),
+    }
 }
 
 /// `check`'s findings, or one error saying `what` did not answer in time.

@@ -161,8 +161,33 @@ async fn the_doctor_answers_in_time_when_a_cli_hangs(b: Backend) {
     s.stop().await;
 }
 
+/// The doctor says whether runs are sandboxed here, and without a sandbox
+/// names what is refused and the fix.
+async fn the_doctor_reports_the_sandbox(b: Backend) {
+    let sandbox = |v: &serde_json::Value| {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["area"] == "sandbox")
+            .cloned()
+            .unwrap_or_else(|| panic!("no sandbox finding: {v}"))
+    };
+    let s = TestServer::start(b.clone()).await;
+    let f = sandbox(&s.get("/api/v1/doctor").await.ok());
+    assert_eq!(f["level"], "ok", "{f}");
+    s.stop().await;
+    let s = TestServer::start_unsandboxed(b).await;
+    let f = sandbox(&s.get("/api/v1/doctor").await.ok());
+    assert_eq!(f["level"], "error", "{f}");
+    assert!(f["message"].as_str().unwrap().contains("refused"), "{f}");
+    assert!(f["fix"].as_str().unwrap().contains("bubblewrap"), "{f}");
+    s.stop().await;
+}
+
 on_both!(
     doctor_fails_on_a_cli_that_rejects_labs_argv,
     labctl_doctor_asks_the_server,
     the_doctor_answers_in_time_when_a_cli_hangs,
+    the_doctor_reports_the_sandbox,
 );
