@@ -282,9 +282,11 @@ pub fn repo_path(field: &str, value: &str) -> Result<String, FieldError> {
 /// A clone URL git understands, which git cannot mistake for an option.
 pub fn repo_url(field: &str, value: &str) -> Result<String, FieldError> {
     let schemes = ["https://", "http://", "ssh://", "git://", "file://"];
+    // A URL with a scheme must also parse as one (`http://[` does not).
     let has_scheme = schemes
         .iter()
-        .any(|s| value.starts_with(s) && value.len() > s.len());
+        .any(|s| value.starts_with(s) && value.len() > s.len())
+        && reqwest::Url::parse(value).is_ok();
     let scp_like = {
         // user@host:path, the form ssh remotes often take
         let (head, rest) = value.split_once(':').unwrap_or(("", ""));

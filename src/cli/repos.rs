@@ -93,6 +93,10 @@ pub struct RepoFields {
     /// Most AFK runs of this repo at once.
     #[arg(long)]
     afk_max_concurrent: Option<i64>,
+    /// Where lab cannot sandbox runs, start this repo's runs that ask nobody
+    /// anyway: true, false, or "" to follow the global setting.
+    #[arg(long, value_parser = ["true", "false", ""])]
+    allow_unsandboxed: Option<String>,
     /// Where the repo's issues live.
     #[arg(long, value_parser = ["builtin", "gitea", "github"])]
     issue_source: Option<String>,
@@ -153,6 +157,13 @@ impl RepoFields {
         put(
             "afk_max_concurrent",
             self.afk_max_concurrent.map(Value::from),
+        );
+        put(
+            "allow_unsandboxed",
+            self.allow_unsandboxed.map(|v| match v.as_str() {
+                "" => Value::Null,
+                v => Value::Bool(v == "true"),
+            }),
         );
         put("issue_source", self.issue_source.map(Value::from));
         put("forge_url", self.forge_url.map(Value::from));

@@ -47,6 +47,10 @@ pub struct SetArgs {
     /// Minutes an AFK run may take.
     #[arg(long)]
     run_timeout_minutes: Option<i64>,
+    /// Where lab cannot sandbox runs (`labctl doctor`), start runs that ask
+    /// nobody anyway, unsandboxed.
+    #[arg(long)]
+    allow_unsandboxed: Option<bool>,
     #[arg(long)]
     json: bool,
 }
@@ -93,6 +97,12 @@ pub async fn run(client: &Client, cmd: SettingsCommand) -> CliResult<()> {
             }
             if !afk.is_empty() {
                 body.insert("afk".into(), Value::Object(afk));
+            }
+            if let Some(allow) = a.allow_unsandboxed {
+                body.insert(
+                    "runs".into(),
+                    serde_json::json!({ "allow_unsandboxed": allow }),
+                );
             }
             if body.is_empty() {
                 return Err(CliError::invalid(

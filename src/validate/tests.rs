@@ -158,6 +158,8 @@ fn repo_paths_and_urls() {
         "a b",
         "just-a-name",
         "--upload-pack=x",
+        "http://[",
+        "https://[::1",
     ] {
         assert!(repo_url("url", bad).is_err(), "{bad:?}");
     }
