@@ -342,7 +342,8 @@ async fn argv_finding(runner: &Runner, p: &dyn Provider, bin: &Path) -> Vec<Find
         working_dir: runner.cfg.data_dir.clone(),
         sandboxed: true,
     };
-    let verdict = cli_check::check(p, bin, &p.command_line(&spec)).await;
+    let verdict =
+        cli_check::check(p, bin, &p.command_line(&spec), runner.cfg.sandbox.bwrap()).await;
     vec![match verdict {
         Verdict::Accepted => finding(area, Level::Ok, "accepts lab's command line", None),
         Verdict::Warning(w) => finding(

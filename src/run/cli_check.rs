@@ -13,8 +13,14 @@ use crate::provider::{CheckOutcome, CommandLine, Provider, Verdict};
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Runs `bin` with the command line's arguments and environment, and reads
-/// the outcome.
-pub async fn check(p: &dyn Provider, bin: &Path, cl: &CommandLine) -> Verdict {
+/// the outcome. With `bwrap`, the CLI runs in the sandbox a run would give
+/// it (its throw-away home and folder writable, the rest read-only).
+pub async fn check(
+    p: &dyn Provider,
+    bin: &Path,
+    cl: &CommandLine,
+    bwrap: Option<&Path>,
+) -> Verdict {
     let Ok(home) = tempfile::Builder::new().prefix("lab-check-").tempdir() else {
         return Verdict::Unknown("cannot create a temporary home".into());
     };
@@ -30,7 +36,26 @@ pub async fn check(p: &dyn Provider, bin: &Path, cl: &CommandLine) -> Verdict {
         codex.join("config.toml"),
         "[features]\ndaemon_auto_start = false\n",
     );
-    let mut cmd = tokio::process::Command::new(bin);
+    let mut cmd = match bwrap {
+        Some(bwrap) => {
+            let policy = super::sandbox::Policy::default();
+            let home = home.path().to_path_buf();
+            let mut c = tokio::process::Command::new(bwrap);
+            c.args(
+                super::sandbox::RunSandbox {
+                    policy: &policy,
+                    workspace: &cwd,
+                    objects: None,
+                    cli_state: std::slice::from_ref(&home),
+                    program: bin,
+                }
+                .args(),
+            )
+            .arg(bin);
+            c
+        }
+        None => tokio::process::Command::new(bin),
+    };
     cmd.args(&cl.args)
         .current_dir(&cwd)
         .env_clear()

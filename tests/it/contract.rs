@@ -87,7 +87,7 @@ async fn contract(id: &'static str) {
         let (bin, parallel) = (bin.clone(), parallel.clone());
         tasks.push(tokio::spawn(async move {
             let _slot = parallel.acquire().await.unwrap();
-            let v = cli_check::check(provider::get(id).unwrap(), &bin, &cl).await;
+            let v = cli_check::check(provider::get(id).unwrap(), &bin, &cl, Some(&bwrap())).await;
             (cl.args, v)
         }));
     }
@@ -135,10 +135,21 @@ async fn the_check_sees_rejections_and_warnings() {
             env: vec![],
             env_remove: vec![],
         };
-        let v = cli_check::check(p, &bin, &cl(&["--model", "gpt-5", "--", "x"])).await;
+        let v = cli_check::check(
+            p,
+            &bin,
+            &cl(&["--model", "gpt-5", "--", "x"]),
+            Some(&bwrap()),
+        )
+        .await;
         assert!(matches!(v, Verdict::Warning(_)), "{v:?}");
-        let v =
-            cli_check::check(p, &bin, &cl(&["--permission-mode", "sometimes", "--", "x"])).await;
+        let v = cli_check::check(
+            p,
+            &bin,
+            &cl(&["--permission-mode", "sometimes", "--", "x"]),
+            Some(&bwrap()),
+        )
+        .await;
         assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
     }
     {
@@ -149,7 +160,13 @@ async fn the_check_sees_rejections_and_warnings() {
             env: vec![],
             env_remove: vec![],
         };
-        let v = cli_check::check(p, &bin, &cl(&["-a", "untrusted", "--", "x"])).await;
+        let v = cli_check::check(
+            p,
+            &bin,
+            &cl(&["-a", "untrusted", "--", "x"]),
+            Some(&bwrap()),
+        )
+        .await;
         assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
         let v = cli_check::check(
             p,
@@ -162,8 +179,19 @@ async fn the_check_sees_rejections_and_warnings() {
                 "--",
                 "x",
             ]),
+            Some(&bwrap()),
         )
         .await;
         assert_eq!(v, Verdict::Accepted);
     }
+}
+
+/// bubblewrap: the contract is checked inside the sandbox runs get.
+fn bwrap() -> std::path::PathBuf {
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("bwrap"))
+            .find(|b| b.is_file())
+    });
+    found.expect("the contract tests need bubblewrap (apt-get install bubblewrap)")
 }
