@@ -72,18 +72,7 @@ async fn tick_reads(store: &Store, repos: &[lab::repo::Repo]) -> f64 {
     store.claims_to_relabel("bench").await.unwrap();
     for r in repos {
         store.blocked_issues(r.id).await.unwrap();
-        let taken = store
-            .claim_issue(
-                r.id,
-                &r.name,
-                0,
-                "bench",
-                1_000_000,
-                1_000_000,
-                lab::store::now_ms(),
-            )
-            .await
-            .unwrap();
+        let taken = try_claim(store, r, 0).await;
         assert_eq!(taken, ClaimResult::IssueTaken);
     }
     t.elapsed().as_secs_f64() * 1e3
@@ -97,10 +86,9 @@ async fn time_tick_reads(store: &Store, repos: &[lab::repo::Repo], rounds: usize
     median(&mut ms)
 }
 
-/// Claims issue `n` of `r` with a run that ended with `outcome`; `told`
-/// marks the outcome as told on the issue (as the scheduler does).
-async fn claim(store: &Store, r: &lab::repo::Repo, n: i64, outcome: Option<Outcome>, told: bool) {
-    let ClaimResult::Claimed(c) = store
+/// One claim attempt for issue `n` of `r`, with caps that never bind.
+async fn try_claim(store: &Store, r: &lab::repo::Repo, n: i64) -> ClaimResult {
+    store
         .claim_issue(
             r.id,
             &r.name,
@@ -112,7 +100,12 @@ async fn claim(store: &Store, r: &lab::repo::Repo, n: i64, outcome: Option<Outco
         )
         .await
         .unwrap()
-    else {
+}
+
+/// Claims issue `n` of `r` with a run that ended with `outcome`; `told`
+/// marks the outcome as told on the issue (as the scheduler does).
+async fn claim(store: &Store, r: &lab::repo::Repo, n: i64, outcome: Option<Outcome>, told: bool) {
+    let ClaimResult::Claimed(c) = try_claim(store, r, n).await else {
         panic!("claim {n} of {} refused", r.name);
     };
     let (m, e) = [

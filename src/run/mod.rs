@@ -8,6 +8,7 @@
 pub mod agent_config;
 pub mod busy;
 pub mod cli_check;
+mod confine;
 pub mod env;
 pub mod exec;
 mod launch;

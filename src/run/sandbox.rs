@@ -42,6 +42,27 @@ pub struct Policy {
     pub writable: Vec<PathBuf>,
 }
 
+/// What every sandbox starts from: the machine read-only, a fresh `/dev`
+/// and `/proc`, a private `/tmp`, namespaces of its own for processes, IPC
+/// and the host name, no capabilities, and an end with its parent.
+const BASE: &[&str] = &[
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--die-with-parent",
+    "--cap-drop",
+    "ALL",
+];
+
 /// One run's sandbox.
 #[derive(Debug, Clone)]
 pub struct RunSandbox<'a> {
@@ -61,25 +82,7 @@ impl RunSandbox<'_> {
     /// hidden places are covered after the operator's paths are bound and
     /// before the run's own are bound back.
     pub fn args(&self) -> Vec<String> {
-        let mut a: Vec<String> = [
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--die-with-parent",
-            "--cap-drop",
-            "ALL",
-        ]
-        .map(str::to_owned)
-        .to_vec();
+        let mut a: Vec<String> = BASE.iter().map(|s| (*s).to_owned()).collect();
         let mut bind = |flag: &str, p: &Path| {
             a.push(flag.to_owned());
             a.push(p.to_string_lossy().into_owned());
@@ -158,23 +161,8 @@ pub async fn probe(bin: Option<&Path>) -> Availability {
         },
     };
     let out = tokio::process::Command::new(&path)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--unshare-pid",
-            "--die-with-parent",
-            "--cap-drop",
-            "ALL",
-            "--",
-            "true",
-        ])
+        .args(BASE)
+        .args(["--", "true"])
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();
