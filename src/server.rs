@@ -67,7 +67,7 @@ pub struct ServeConfig {
 }
 
 fn run_env_name(s: &str) -> Result<String, String> {
-    crate::run::env::check_operator_name(s).map(|()| s.to_owned())
+    crate::validate::run_env_name("--run-env", s).map_err(|e| format!("'{s}' {}", e.message))
 }
 
 /// The default data dir: `$XDG_DATA_HOME/lab`, or `~/.local/share/lab`.

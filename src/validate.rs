@@ -355,6 +355,25 @@ pub fn branch(field: &str, value: &str) -> Result<String, FieldError> {
     Ok(value.to_owned())
 }
 
+/// A variable of lab's environment the operator passes to every run
+/// (`--run-env`): a variable name, never one of lab's own `LAB_*` (its
+/// secrets live there) nor `TMUX`/`TMUX_PANE` (lab's tmux server).
+pub fn run_env_name(field: &str, name: &str) -> Result<String, FieldError> {
+    let is_name = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    let why = if !is_name {
+        "must be a variable name (letters, digits and '_', not starting with a digit)"
+    } else if name.starts_with("LAB_") {
+        "lab's own LAB_* variables never reach a run (they hold its secrets)"
+    } else if name == "TMUX" || name == "TMUX_PANE" {
+        "would point a run at lab's tmux server"
+    } else {
+        return Ok(name.to_owned());
+    };
+    Err(FieldError::new(field, why).with_value(shown(name)))
+}
+
 /// A whole number in `lo..=hi`.
 pub fn int_range(field: &str, value: i64, lo: i64, hi: i64) -> Result<i64, FieldError> {
     if value < lo || value > hi {

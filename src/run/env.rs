@@ -52,27 +52,6 @@ pub fn inherited(
         .collect()
 }
 
-/// Checks a name the operator wants passed to runs.
-pub fn check_operator_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if !ok {
-        return Err(format!(
-            "'{name}' is not a variable name (letters, digits and '_', not starting with a digit)"
-        ));
-    }
-    if name.starts_with("LAB_") {
-        return Err(format!(
-            "'{name}': lab's own LAB_* variables never reach a run (they hold its secrets)"
-        ));
-    }
-    if name == "TMUX" || name == "TMUX_PANE" {
-        return Err(format!("'{name}' would point a run at lab's tmux server"));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,13 +85,5 @@ mod tests {
             names,
             ["ANTHROPIC_API_KEY", "LC_ALL", "MY_TOOL_HOME", "PATH"]
         );
-    }
-
-    #[test]
-    fn operator_names_are_checked() {
-        assert!(check_operator_name("MY_VAR").is_ok());
-        for bad in ["", "1X", "A-B", "LAB_TOKEN", "TMUX", "A B"] {
-            assert!(check_operator_name(bad).is_err(), "{bad}");
-        }
     }
 }

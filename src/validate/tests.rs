@@ -405,3 +405,11 @@ fn choices_are_spelled_exactly_and_name_what_is_allowed() {
         Some("x\\ny")
     );
 }
+
+#[test]
+fn run_env_names() {
+    assert_eq!(run_env_name("n", "MY_VAR").unwrap(), "MY_VAR");
+    for bad in ["", "1X", "A-B", "LAB_TOKEN", "TMUX", "TMUX_PANE", "A B"] {
+        assert!(run_env_name("n", bad).is_err(), "{bad:?}");
+    }
+}
