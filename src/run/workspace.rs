@@ -1,8 +1,10 @@
 //! Workspaces: the clone each run works in, on a branch of its own, and the
 //! mirrors lab keeps of repos given by URL.
 //!
-//! A workspace is a `git clone --shared` of the registered repo (or its
-//! mirror): it borrows the repo's objects read-only and has refs of its own,
+//! A workspace is a shared clone of the registered repo (or its mirror),
+//! made by hand (`git init`, `objects/info/alternates`, the repo's hooks,
+//! one checkout; `git clone --shared` paid a transport process more): it
+//! borrows the repo's objects read-only and has refs of its own,
 //! so nothing a run does to its refs (`git update-ref`, a rewritten branch)
 //! reaches the registered repo or another run (ADR 12). lab fetches the
 //! run's branch back into the repo itself ([`Workspaces::collect`]) when the
@@ -99,7 +101,8 @@ impl Workspaces {
 
     /// Makes run `run_id`'s workspace on branch `branch`, from the repo's
     /// default branch (for a URL repo, after fetching its mirror): a shared
-    /// clone whose hooks are the repo's, checked out once.
+    /// clone whose hooks are the repo's, which knows the default branch too,
+    /// checked out once.
     pub async fn create(
         &self,
         repo: &Repo,
@@ -115,42 +118,33 @@ impl Workspaces {
         std::fs::create_dir_all(&self.root)
             .map_err(|e| WorkspaceError(format!("cannot create {}: {e}", self.root.display())))?;
         let path = self.path_for(run_id);
-        let path_s = path.to_string_lossy().into_owned();
-        let hooks = format!("core.hooksPath={}", hooks_dir(&git_dir).display());
-        let src = git_dir.to_string_lossy().into_owned();
-        git(
-            &self.root,
-            &[
-                "clone",
-                "--quiet",
-                "--shared",
-                "--no-checkout",
-                "--no-tags",
-                "--single-branch",
-                "--branch",
-                &repo.default_branch,
-                "--config",
-                &hooks,
-                "--",
-                &src,
-                &path_s,
-            ],
+        let start = format!("refs/heads/{}^{{commit}}", repo.default_branch);
+        let sha = git_out(
+            &git_dir,
+            &["rev-parse", "--verify", "--quiet", &start],
             LOCAL_TIMEOUT,
         )
         .await
-        .map_err(|e| {
-            if e.0.contains("not found in upstream") || e.0.contains("Remote branch") {
-                WorkspaceError(format!(
-                    "the repo has no branch '{}' to start from (set its default_branch)",
-                    repo.default_branch
-                ))
-            } else {
-                e
-            }
+        .ok()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            WorkspaceError(format!(
+                "the repo has no branch '{}' to start from (set its default_branch)",
+                repo.default_branch
+            ))
         })?;
+        let path_s = path.to_string_lossy().into_owned();
+        git(
+            &self.root,
+            &["init", "--quiet", "--template=", "--", &path_s],
+            LOCAL_TIMEOUT,
+        )
+        .await?;
+        borrow_objects(&path, &git_dir, &sha, &repo.default_branch)
+            .map_err(|e| WorkspaceError(format!("cannot set up {}: {e}", path.display())))?;
         git(
             &path,
-            &["checkout", "--quiet", "--force", "-b", branch],
+            &["checkout", "--quiet", "--force", "-b", branch, &sha],
             LOCAL_TIMEOUT,
         )
         .await?;
@@ -257,15 +251,49 @@ impl Workspaces {
     }
 }
 
-/// The hooks folder of a repository (a work tree's `.git/hooks`, a bare
-/// one's `hooks`): a run's commits go through the repo's own hooks.
-fn hooks_dir(git_dir: &Path) -> PathBuf {
+/// The git folder of a repository: a work tree's `.git`, or a bare one.
+fn git_folder(git_dir: &Path) -> PathBuf {
     let dot_git = git_dir.join(".git");
     if dot_git.is_dir() {
-        dot_git.join("hooks")
+        dot_git
     } else {
-        git_dir.join("hooks")
+        git_dir.to_path_buf()
     }
+}
+
+/// Makes a fresh repository at `ws` borrow the objects of `git_dir`
+/// (`objects/info/alternates`, read-only), run its hooks (`core.hooksPath`),
+/// and know its default branch at `sha`. This is what `git clone --shared`
+/// does, without a transport process: it was the step's largest fixed cost.
+fn borrow_objects(
+    ws: &Path,
+    git_dir: &Path,
+    sha: &str,
+    default_branch: &str,
+) -> std::io::Result<()> {
+    let src = git_folder(git_dir);
+    let dot_git = ws.join(".git");
+    let info = dot_git.join("objects/info");
+    std::fs::create_dir_all(&info)?;
+    std::fs::write(
+        info.join("alternates"),
+        format!("{}\n", src.join("objects").display()),
+    )?;
+    let quoted = src
+        .join("hooks")
+        .to_string_lossy()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    let mut config = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dot_git.join("config"))?;
+    use std::io::Write;
+    writeln!(config, "[core]\n\thooksPath = \"{quoted}\"")?;
+    let branch = dot_git.join("refs/heads").join(default_branch);
+    if let Some(dir) = branch.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(branch, format!("{sha}\n"))
 }
 
 impl Workspaces {
@@ -297,12 +325,18 @@ impl Workspaces {
             &env,
         )
         .await
+        .map(|_| ())
         .map_err(|e| WorkspaceError(e.0.replace(remote, "<the forge>")))
     }
 }
 
 /// Runs git in `dir`, never asking for credentials on a terminal.
 async fn git(dir: &Path, args: &[&str], timeout: Duration) -> Result<(), WorkspaceError> {
+    git_env(dir, args, timeout, &[]).await.map(|_| ())
+}
+
+/// Runs git in `dir` and returns what it printed, trimmed.
+async fn git_out(dir: &Path, args: &[&str], timeout: Duration) -> Result<String, WorkspaceError> {
     git_env(dir, args, timeout, &[]).await
 }
 
@@ -311,7 +345,7 @@ async fn git_env(
     args: &[&str],
     timeout: Duration,
     env: &[(&str, &str)],
-) -> Result<(), WorkspaceError> {
+) -> Result<String, WorkspaceError> {
     let mut cmd = tokio::process::Command::new("git");
     cmd.envs(env.iter().copied());
     cmd.arg("-C")
@@ -334,7 +368,7 @@ async fn git_env(
         })?
         .map_err(|e| WorkspaceError(format!("cannot run git: {e}")))?;
     if out.status.success() {
-        return Ok(());
+        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned());
     }
     Err(WorkspaceError(format!(
         "git {} failed: {}",

@@ -97,20 +97,31 @@ fn paths_match_the_validator() {
     );
 }
 
+/// Every clone URL the validator takes matches the pattern. The validator
+/// also refuses a URL with a scheme that does not parse as one (`http://[`),
+/// which a pattern cannot say: the server answers those with a 400, which
+/// `.ci/schemathesis.toml` allows on the repo writes.
 #[test]
-fn urls_match_the_validator() {
-    let mut values = Vec::new();
+fn urls_the_validator_takes_match_the_pattern() {
+    let re = Regex::new(&repo_url_pattern()).unwrap();
+    let mut refused_by_both = 0;
     for prefix in [
         "", "https://", "http://", "file://", "ssh://", "git://", "a@h:", "-a@h:",
     ] {
-        values.extend(strings(ODD, 2).into_iter().map(|s| format!("{prefix}{s}")));
+        for s in strings(ODD, 2) {
+            let v = format!("{prefix}{s}");
+            let valid = v.is_empty() || validate::repo_url("u", &v).is_ok();
+            if valid {
+                assert!(
+                    re.is_match(&v),
+                    "the validator takes {v:?}, the schema refuses it"
+                );
+            } else if !re.is_match(&v) {
+                refused_by_both += 1;
+            }
+        }
     }
-    agree(
-        &repo_url_pattern(),
-        Some(2048),
-        |v| v.is_empty() || validate::repo_url("u", v).is_ok(),
-        &values,
-    );
+    assert!(refused_by_both > 0, "the pattern refuses nothing");
 }
 
 #[test]
