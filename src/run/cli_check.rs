@@ -47,7 +47,7 @@ pub async fn check(
                     workspace: &cwd,
                     objects: None,
                     cli_state: std::slice::from_ref(&home),
-                    program: bin,
+                    programs: &[bin.to_path_buf()],
                 }
                 .args(),
             )

@@ -66,6 +66,8 @@ impl Runner {
                 Ok(path)
             })
             .collect::<Result<_, String>>()?;
+        let mut programs = vec![program.to_path_buf()];
+        programs.extend(self.cfg.lab_exe.parent().map(Path::to_path_buf));
         let git_dir = self.workspaces.git_dir(repo);
         let objects = git_dir
             .starts_with(&self.cfg.data_dir)
@@ -75,7 +77,7 @@ impl Runner {
             workspace,
             objects,
             cli_state: &state,
-            program,
+            programs: &programs,
         }
         .args())
     }

@@ -72,8 +72,10 @@ pub struct RunSandbox<'a> {
     pub objects: Option<&'a Path>,
     /// The CLI's own config and credential files and folders.
     pub cli_state: &'a [PathBuf],
-    /// The agent's program, readable even where it lies in a hidden place.
-    pub program: &'a Path,
+    /// The programs the run needs, readable even where they lie in a hidden
+    /// or private place (`/tmp`): the agent's, and the folder of lab's own
+    /// binaries (`labctl`, which the agent runs).
+    pub programs: &'a [PathBuf],
 }
 
 impl RunSandbox<'_> {
@@ -104,7 +106,7 @@ impl RunSandbox<'_> {
                 bind("--ro-bind", &p);
             }
         }
-        for p in real(&[self.program.to_path_buf()]) {
+        for p in real(self.programs) {
             bind("--ro-bind", &p);
         }
         for p in real(self.cli_state) {
@@ -218,7 +220,7 @@ mod tests {
             workspace: &ws,
             objects: None,
             cli_state: &[],
-            program: Path::new("/bin/sh"),
+            programs: &["/bin/sh".into()],
         }
         .args();
         let at = |flag: &str, p: &str| {
