@@ -187,7 +187,7 @@ async fn git() -> Finding {
         _ => finding(
             "git",
             Level::Error,
-            "git is not on PATH: lab makes a git worktree for every run",
+            "git is not on PATH: lab makes a git workspace for every run",
             Some("install git".into()),
         ),
     }

@@ -1,5 +1,5 @@
 //! The one launch path, for manual and AFK runs alike: resolve, record the
-//! run with every place it will use, make the worktree while lab's own files
+//! run with every place it will use, make the workspace while lab's own files
 //! are written, write the launch file, one tmux call, record `running`.
 
 use std::collections::BTreeMap;
@@ -71,7 +71,7 @@ enum PrepareError {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LaunchTimings {
     pub total: Duration,
-    /// Creating the git worktree (and fetching a mirror).
+    /// Making the workspace (and fetching a mirror).
     pub workspace: Duration,
     /// The one tmux call that starts the session.
     pub tmux: Duration,
@@ -328,7 +328,7 @@ impl Runner {
             token,
         } = plan;
         let branch = run.branch.clone().unwrap_or_else(|| branch_name(run.id));
-        // The worktree (git) and the agent's config, run folder and log file
+        // The workspace (git) and the agent's config, run folder and log file
         // (lab's own files) do not depend on each other: made side by side.
         let spec = SpawnSpec {
             session_name: run.session.clone(),

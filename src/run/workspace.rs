@@ -59,7 +59,7 @@ pub struct Workspace {
 pub struct Workspaces {
     root: PathBuf,
     mirrors: PathBuf,
-    /// git operations on one repo are serialised: worktree bookkeeping and
+    /// git operations on one repo are serialised: fetching a branch back and
     /// mirror fetches are not safe to run side by side.
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
 }
