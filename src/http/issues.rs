@@ -172,7 +172,8 @@ async fn list_pulls(
 /// token does not reach it.
 #[utoipa::path(get, path = "/repos/{id}/pulls/{number}", tag = "issues",
     params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
-    responses((status = 200, body = PullRequest), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = PullRequest), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              ForgeErrors))]
 async fn get_pull(
     State(app): State<AppState>,
     ApiPath((id, number)): ApiPath<(String, i64)>,

@@ -191,3 +191,27 @@ fn the_values_the_server_checks_are_in_the_schemas() {
         serde_json::json!(["repo"])
     );
 }
+
+/// Every operation that may ask a repo's forge (its issues and pull
+/// requests) documents what a forge's failure answers: 429 and 502.
+#[test]
+fn operations_that_reach_a_forge_document_its_failures() {
+    let doc = doc();
+    let mut seen = 0;
+    for (method, path, op) in operations(&doc) {
+        let forge = path.starts_with("/api/v1/repos/{id}/issues")
+            || path.starts_with("/api/v1/repos/{id}/pulls")
+            || path == "/api/v1/runs/{id}/pull";
+        if !forge {
+            continue;
+        }
+        seen += 1;
+        for status in ["429", "502"] {
+            assert!(
+                op["responses"].get(status).is_some(),
+                "{method} {path} does not document {status}"
+            );
+        }
+    }
+    assert!(seen >= 7, "{seen} forge operations");
+}
