@@ -3,13 +3,13 @@
 
 use super::{Errors, FieldError, Invalid, has_control, shown};
 
-/// The most bytes of a label, once trimmed.
+/// The most characters of a label, once trimmed.
 pub const MAX_LABEL: usize = 100;
 
 /// An issue label.
 pub fn label(field: &str, value: &str) -> Result<String, FieldError> {
     let v = value.trim();
-    if v.is_empty() || v.len() > MAX_LABEL || has_control(v) || v.contains(',') {
+    if v.is_empty() || v.chars().count() > MAX_LABEL || has_control(v) || v.contains(',') {
         return Err(
             FieldError::new(field, "must be 1-100 printable characters without commas")
                 .with_value(shown(value)),
