@@ -215,7 +215,14 @@ fn write_config(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    match std::fs::OpenOptions::new().write(true).open(path) {
+    // Never through a link: the CLI's state folders are writable from inside
+    // a run, and a link planted there must not make lab (outside the
+    // sandbox) write another of its user's files.
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
         Ok(mut f) => {
             f.seek(SeekFrom::Start(0))?;
             f.write_all(text.as_bytes())?;
@@ -372,5 +379,24 @@ mod tests {
         }
         assert_eq!(EditError::EmptyPath.to_string(), "empty path");
         assert_eq!(EditError::NotAnObject.to_string(), "not an object");
+    }
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::write_config;
+
+    /// A run can plant a link where the CLI's config is; lab must not write
+    /// through it.
+    #[test]
+    fn a_config_file_that_is_a_link_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("secret");
+        std::fs::write(&target, "keep me").unwrap();
+        let link = dir.path().join("config.toml");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(write_config(&link, "[projects]\n").is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        write_config(&dir.path().join("new.toml"), "x = 1\n").unwrap();
     }
 }
