@@ -433,7 +433,9 @@ pub fn shown(value: &str) -> String {
     out
 }
 
+mod input;
 mod issues;
+pub use input::*;
 pub use issues::*;
 
 #[cfg(test)]

@@ -207,7 +207,7 @@ impl Client {
 
     async fn send(&self, rb: reqwest::RequestBuilder) -> CliResult<Value> {
         let resp = self.raw(rb).await?;
-        if resp.status() == StatusCode::NO_CONTENT {
+        if matches!(resp.status(), StatusCode::NO_CONTENT | StatusCode::ACCEPTED) {
             return Ok(Value::Null);
         }
         resp.json()

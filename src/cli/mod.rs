@@ -86,8 +86,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print a run's output.
+    /// Print a run's screen as its CLI drew it, with what scrolled off above
+    /// it (--raw: the log's bytes).
     Logs(runs::LogsArgs),
+    /// Type into a live run: text as it is, then keys (Enter by default).
+    Send(runs::SendArgs),
     /// Remove an ended run and its workspace (its branch stays).
     Rm {
         /// Run id.
@@ -162,6 +165,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Attach { run } => runs::attach(&client, &run).await,
         Command::Stop { run, json } => runs::stop(&client, &run, json).await,
         Command::Logs(args) => runs::logs(&client, args).await,
+        Command::Send(args) => runs::send(&client, args).await,
         Command::Rm { run } => runs::rm(&client, &run).await,
         Command::Doctor { json } => {
             let v = client.get("/api/v1/doctor").await?;

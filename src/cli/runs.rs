@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT};
 use super::output::{self, s};
 use crate::domain::{OutputFormat, RunState};
+use crate::run::screen::SCROLLBACK;
 
 #[derive(Args)]
 pub struct StartArgs {
@@ -56,12 +57,36 @@ pub struct PsArgs {
 pub struct LogsArgs {
     /// Run id.
     run: String,
-    /// Keep printing output as it comes, until the run ends.
+    /// Keep printing as the run goes, until it ends: the screen redrawn in
+    /// place on a terminal, each new screen after the last otherwise (with
+    /// --raw, the bytes as they come).
     #[arg(long, short)]
     follow: bool,
-    /// Print the terminal's raw bytes (colours, cursor moves) instead of text.
+    /// Print the log's raw bytes (colours, cursor moves) instead of the
+    /// screen the CLI drew.
     #[arg(long)]
     raw: bool,
+    /// With --raw: the text of the bytes, terminal escapes removed (the
+    /// output before lab rendered screens).
+    #[arg(long, requires = "raw")]
+    strip: bool,
+}
+
+#[derive(Args)]
+pub struct SendArgs {
+    /// Run id.
+    run: String,
+    /// Text to type, as it is (nothing is read as a key name).
+    text: Option<String>,
+    /// A key to press after the text, in order (repeat it): Enter, Escape,
+    /// Tab, BTab, Up, Down, Left, Right, Backspace, Space, PageUp, PageDown,
+    /// C-c, C-d, 0-9.
+    #[arg(long = "key", short = 'k', value_name = "KEY")]
+    keys: Vec<String>,
+    /// Do not press Enter after the text (by default a text with no --key
+    /// is followed by Enter, like a person answering).
+    #[arg(long)]
+    no_enter: bool,
 }
 
 fn run_path(run: &str) -> CliResult<String> {
@@ -219,13 +244,74 @@ pub async fn rm(client: &Client, run: &str) -> CliResult<()> {
 }
 
 pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
+    if a.raw {
+        return raw_logs(client, a).await;
+    }
+    let unbounded = client.unbounded();
+    let client = if a.follow { &unbounded } else { client };
+    let base = format!("{}/screen", run_path(&a.run)?);
+    // The whole history first, then (following) each screen as it changes.
+    let v = client.get(&format!("{base}?history={SCROLLBACK}")).await?;
+    let mut out = std::io::stdout();
+    let tty = out.is_terminal();
+    let mut offset = v["offset"].as_u64().unwrap_or(0);
+    print_screen(&mut out, &v, Head::None)?;
+    if !a.follow {
+        return Ok(());
+    }
+    loop {
+        if !is_live(v_str(&v, "state")) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let v = client.get(&base).await?;
+        let next = v["offset"].as_u64().unwrap_or(offset);
+        let live = is_live(v_str(&v, "state"));
+        if next != offset {
+            offset = next;
+            print_screen(&mut out, &v, if tty { Head::Redraw } else { Head::Rule })?;
+        }
+        if !live {
+            return Ok(());
+        }
+    }
+}
+
+fn v_str<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_default()
+}
+
+/// What comes before a screen printed after another.
+enum Head {
+    None,
+    /// Clear the terminal: the screen is redrawn in place.
+    Redraw,
+    /// A line that says where in the log the next screen is.
+    Rule,
+}
+
+/// Prints a screen's text without its blank rows at the bottom.
+fn print_screen(out: &mut std::io::Stdout, v: &Value, head: Head) -> CliResult<()> {
+    let text = v_str(v, "text").trim_end_matches(['\n', ' ']);
+    let head = match head {
+        Head::None => String::new(),
+        Head::Redraw => "\x1b[H\x1b[2J".to_owned(),
+        Head::Rule => format!("---- run {} at byte {} ----\n", v["run"], v["offset"]),
+    };
+    writeln!(out, "{head}{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::failure(format!("writing the screen: {e}")))
+}
+
+/// The log's bytes, from the start (and as they come, following).
+async fn raw_logs(client: &Client, a: LogsArgs) -> CliResult<()> {
     let unbounded = client.unbounded();
     let client = if a.follow { &unbounded } else { client };
     let base = format!("{}/output", run_path(&a.run)?);
-    let format = if a.raw {
-        OutputFormat::Raw
-    } else {
+    let format = if a.strip {
         OutputFormat::Text
+    } else {
+        OutputFormat::Raw
     };
     let mut offset: u64 = 0;
     let mut out = std::io::stdout();
@@ -257,6 +343,22 @@ pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
+}
+
+/// `labctl send`: types into a live run.
+pub async fn send(client: &Client, a: SendArgs) -> CliResult<()> {
+    let mut keys = a.keys;
+    if keys.is_empty() && a.text.is_some() && !a.no_enter {
+        keys.push("Enter".into());
+    }
+    let mut body = json!({ "keys": keys });
+    if let Some(text) = &a.text {
+        body["text"] = text.clone().into();
+    }
+    client
+        .post(&format!("{}/input", run_path(&a.run)?), &body)
+        .await?;
+    Ok(())
 }
 
 fn header(resp: &reqwest::Response, name: &str) -> Option<String> {

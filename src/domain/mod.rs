@@ -5,6 +5,7 @@
 
 mod change;
 mod defaults;
+mod input;
 mod issue;
 mod outcome;
 mod output;
@@ -15,9 +16,10 @@ mod stop;
 
 pub use change::Change;
 pub use defaults::Defaults;
+pub use input::Key;
 pub use issue::IssueState;
 pub use outcome::Outcome;
-pub use output::OutputFormat;
+pub use output::{OutputFormat, ScreenFormat};
 pub use provenance::{Layer, Sourced};
 pub use run::{Run, RunKind, RunState};
 pub use stop::StopCause;

@@ -13,3 +13,17 @@ spelled! {
         Raw = "raw",
     }
 }
+
+spelled! {
+    /// The form of a run's screen (`GET /runs/{id}/screen?format=`).
+    #[derive(Default)]
+    pub enum ScreenFormat ("screen format") {
+        /// The lines as drawn, without colours.
+        #[default]
+        Text = "text",
+        /// Spans with colour classes and styles, for a `<pre>`.
+        Html = "html",
+        /// Terminal escapes that redraw the screen on a terminal.
+        Ansi = "ansi",
+    }
+}

@@ -15,6 +15,7 @@ mod providers;
 pub mod repos;
 pub mod runs;
 mod schema;
+pub mod screen;
 pub mod settings;
 mod status;
 
@@ -37,6 +38,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(settings::router())
                 .merge(repos::router())
                 .merge(runs::router())
+                .merge(screen::router())
                 .merge(issues::router())
                 .merge(afk::router())
                 .merge(status::router()),

@@ -390,3 +390,23 @@ pub fn new_repo(patch: RefOr<Schema>) -> AllOfBuilder {
 
 #[cfg(test)]
 mod tests;
+
+pub fn screen_format() -> ObjectBuilder {
+    let all: Vec<&str> = crate::domain::ScreenFormat::ALL
+        .iter()
+        .map(|f| f.as_str())
+        .collect();
+    one_of_strings(&all, false, false)
+}
+
+pub fn screen_history() -> ObjectBuilder {
+    int(0, crate::run::screen::SCROLLBACK as i64, false)
+}
+
+/// `keys` of an input: names from lab's list.
+pub fn input_keys() -> ArrayBuilder {
+    let all: Vec<&str> = crate::domain::Key::ALL.iter().map(|k| k.as_str()).collect();
+    ArrayBuilder::new()
+        .items(one_of_strings(&all, false, false))
+        .max_items(Some(crate::service::runs::MAX_KEYS))
+}

@@ -17,6 +17,7 @@ pub mod proctree;
 mod reconcile;
 mod runner;
 pub mod sandbox;
+pub mod screen;
 pub mod tmux;
 pub mod workspace;
 

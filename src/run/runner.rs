@@ -87,6 +87,8 @@ pub struct Runner {
     pub(super) log_seen: Mutex<HashMap<i64, u64>>,
     /// Dead panes whose exit status tmux has not reported yet, since when.
     pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
+    /// Runs' screens, replayed from their logs when someone looks.
+    pub screens: super::screen::Screens,
 }
 
 impl Runner {
@@ -118,6 +120,7 @@ impl Runner {
             last_pass: Mutex::new(None),
             exit_wait: Mutex::new(HashMap::new()),
             log_seen: Mutex::new(HashMap::new()),
+            screens: super::screen::Screens::new(super::tmux::PANE_ROWS, super::tmux::PANE_COLS),
         })
     }
 

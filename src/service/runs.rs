@@ -3,9 +3,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::domain::{Run, RunKind, StopCause};
+use crate::domain::{Key, Run, RunKind, RunState, ScreenFormat, StopCause};
+use crate::run::screen::Shot;
+use crate::run::tmux::TmuxError;
 use crate::run::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner};
 use crate::store::{RepoKey, Store};
+use crate::validate::{self, FieldError};
 
 use super::{ServiceError, ServiceResult};
 
@@ -74,4 +77,83 @@ pub async fn stop(runner: &Arc<Runner>, id: i64, why: &str) -> ServiceResult<Run
 /// Removes an ended run, its workspace and its log. Its branch stays.
 pub async fn remove(runner: &Arc<Runner>, id: i64) -> ServiceResult<()> {
     runner.remove(id).await.map_err(run_error(id))
+}
+
+/// The most keys one input request sends.
+pub const MAX_KEYS: usize = 64;
+
+/// Types into a live run: `text` as it is, then `keys` in order. Every
+/// value is checked before anything is sent; a run that is not live is a
+/// conflict.
+pub async fn input(
+    runner: &Arc<Runner>,
+    id: i64,
+    text: Option<&str>,
+    keys: &[String],
+) -> ServiceResult<Run> {
+    let mut errors = validate::Errors::default();
+    let text = text
+        .and_then(|t| errors.check(validate::input_text("text", t)))
+        .unwrap_or_default();
+    if keys.len() > MAX_KEYS {
+        errors.push(FieldError::new(
+            "keys",
+            format!(
+                "has {} keys; at most {MAX_KEYS} are sent in one request",
+                keys.len()
+            ),
+        ));
+    }
+    let keys: Vec<Key> = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| errors.check(validate::choice::<Key>(&format!("keys[{i}]"), k)))
+        .collect();
+    errors.finish()?;
+    if text.is_empty() && keys.is_empty() {
+        return Err(FieldError::new(
+            "text",
+            "nothing to send: give text, keys (Enter, Escape, …) or both",
+        )
+        .into());
+    }
+    let run = runner
+        .store
+        .run(id)
+        .await
+        .map_err(|e| ServiceError::from_store(e, || format!("run {id}")))?;
+    if !matches!(run.state, RunState::Running | RunState::Waiting) {
+        return Err(ServiceError::Conflict(format!(
+            "run {id} is {}: only a running or waiting run takes input",
+            run.state
+        )));
+    }
+    let names: Vec<&str> = keys.iter().map(|k| k.tmux_name()).collect();
+    match runner.tmux.send_input(&run.session, &text, &names).await {
+        Ok(()) => Ok(run),
+        Err(TmuxError::Failed { message, .. })
+            if message.contains("can't find") || message.contains("no server") =>
+        {
+            Err(ServiceError::Conflict(format!(
+                "run {id}'s session has ended: it takes no more input"
+            )))
+        }
+        Err(e) => Err(ServiceError::Internal(e.to_string())),
+    }
+}
+
+/// Run `run`'s screen now, in `format`, with up to `history` lines above it.
+/// A run without a log yet shows a blank screen.
+pub async fn screen(
+    runner: &Arc<Runner>,
+    run: &Run,
+    format: ScreenFormat,
+    history: usize,
+) -> ServiceResult<Shot> {
+    let log = run.log_path.clone().unwrap_or_default();
+    runner
+        .screens
+        .with(run.id, log.into(), move |emu| emu.shot(format, history))
+        .await
+        .map_err(|e| ServiceError::Internal(format!("reading run {}'s log: {e}", run.id)))
 }

@@ -1,4 +1,4 @@
-//! Live pages: server-sent events with run states and run output.
+//! Live pages: server-sent events with run states and run screens.
 //!
 //! Each viewer has its own small producer task and a bounded queue. A viewer
 //! that does not take its events for [`STUCK`] is dropped; it never holds up
@@ -8,12 +8,11 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -21,13 +20,14 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::Page;
 use super::runs_page::{detail, row};
 use crate::auth::browser::BrowserSession;
-use crate::run::log;
+use crate::domain::ScreenFormat;
+use crate::service;
 use crate::state::AppState;
 use crate::store::{RunFilter, StoreError};
 
 /// How long a viewer may leave its queue full before it is dropped.
 const STUCK: Duration = Duration::from_secs(10);
-/// How often a run page's output is looked at.
+/// How often a run page's screen is looked at: at most ten redraws a second.
 const OUTPUT_POLL: Duration = Duration::from_millis(100);
 /// How often states are looked at.
 const STATE_POLL: Duration = Duration::from_secs(1);
@@ -84,19 +84,11 @@ async fn runs(State(app): State<AppState>, _s: BrowserSession) -> Response {
     sse(rx)
 }
 
-#[derive(Deserialize)]
-struct Offset {
-    offset: Option<u64>,
-}
-
-/// A run's output from `offset` (as text), and its state, until it ends; a
-/// run that does not exist is a 404, not an empty stream.
-async fn run(
-    State(app): State<AppState>,
-    _s: BrowserSession,
-    Path(id): Path<i64>,
-    Query(q): Query<Offset>,
-) -> Response {
+/// A run's screen, redrawn as it changes (at most every [`OUTPUT_POLL`],
+/// and only when its log grew), and its state, until it ends; a run that
+/// does not exist is a 404, not an empty stream. The emulator is fed only
+/// while someone watches.
+async fn run(State(app): State<AppState>, _s: BrowserSession, Path(id): Path<i64>) -> Response {
     let mut r = match app.store.run(id).await {
         Ok(r) => r,
         Err(StoreError::NotFound) => {
@@ -106,30 +98,27 @@ async fn run(
     };
     let (tx, rx) = mpsc::channel(8);
     tokio::spawn(async move {
-        let mut offset = q.offset.unwrap_or(0);
+        let mut shown: Option<u64> = None;
         let mut last_state = String::new();
         let mut looked = tokio::time::Instant::now() - STATE_POLL;
         loop {
-            // The state first: output that arrives after the run ended is
-            // still sent, before `end`.
+            // The state first: a screen drawn after the run ended is still
+            // sent, before `end`.
             let ended = !r.state.is_active();
             if let Some(path) = r.log_path.as_deref() {
-                while let Ok((bytes, next)) = log::read(path, offset, 64 * 1024) {
-                    if bytes.is_empty() {
-                        break;
-                    }
-                    offset = next;
-                    let text =
-                        String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned();
-                    if !send(
-                        &tx,
-                        Event::default()
-                            .event("output")
-                            .id(offset.to_string())
-                            .data(text),
-                    )
-                    .await
-                    {
+                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                if shown != Some(size) {
+                    let Ok(shot) =
+                        service::runs::screen(&app.runner, &r, ScreenFormat::Html, 0).await
+                    else {
+                        return;
+                    };
+                    shown = Some(size);
+                    // Blank rows at the bottom are left out: the page's box
+                    // ends where the drawing does.
+                    let html = shot.body.trim_end_matches('\n');
+                    let data = json!({"html": html, "offset": shot.offset}).to_string();
+                    if !send(&tx, Event::default().event("screen").data(data)).await {
                         return;
                     }
                 }

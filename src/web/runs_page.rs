@@ -12,11 +12,10 @@ use super::forms::{Form, FormErrors, FormField, Kind, select};
 use super::repos_page::{Shown, resolved_rows};
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
-use crate::domain::{Run, RunKind, RunState};
+use crate::domain::{Run, RunKind, RunState, ScreenFormat};
 use crate::provider;
 use crate::repo::Repo;
 use crate::resolve::{Request, resolve};
-use crate::run::log;
 use crate::service::{self, ServiceError};
 use crate::state::AppState;
 
@@ -87,8 +86,10 @@ struct RunPage {
     detail: String,
     config: Vec<Shown>,
     attach: String,
-    output: String,
-    offset: u64,
+    /// Lines that scrolled off above the screen, as HTML.
+    history: String,
+    /// The screen as the CLI drew it, as HTML.
+    screen: String,
     live: bool,
 }
 
@@ -227,8 +228,43 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
     )
 }
 
-/// How much of the log a run page starts with.
-const INITIAL_OUTPUT: u64 = 64 * 1024;
+/// Lines from above the screen a run page starts with.
+const PAGE_HISTORY: usize = 500;
+
+/// The first `history` lines, and the rest.
+fn split_history(html: &str, history: usize) -> (String, String) {
+    if history == 0 {
+        return (String::new(), html.to_owned());
+    }
+    let mut at = 0;
+    for _ in 0..history {
+        match html[at..].find('\n') {
+            Some(i) => at += i + 1,
+            None => return (html.to_owned(), String::new()),
+        }
+    }
+    (html[..at].to_owned(), html[at..].to_owned())
+}
+
+/// Types into a live run from its page: the reply box's text, then the key
+/// of the button pressed.
+async fn input(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path(id): Path<i64>,
+    form: Form,
+) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    // Browsers send a text area's line breaks as CRLF.
+    let text = form.get("text").map(|t| t.replace("\r\n", "\n"));
+    let keys: Vec<String> = form.get("key").map(str::to_owned).into_iter().collect();
+    match service::runs::input(&app.runner, id, text.as_deref(), &keys).await {
+        Ok(_) => Redirect::to(&format!("/runs/{id}#screen")).into_response(),
+        Err(e) => super::service_error(e),
+    }
+}
 
 async fn show(
     State(app): State<AppState>,
@@ -245,18 +281,14 @@ async fn show(
         }
         Err(e) => return super::internal(e),
     };
-    let (output, offset) = match run.log_path.as_deref() {
-        Some(p) => {
-            let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-            let from = size.saturating_sub(INITIAL_OUTPUT);
-            let (bytes, next) = log::read(p, from, INITIAL_OUTPUT).unwrap_or_default();
-            (
-                String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned(),
-                next,
-            )
-        }
-        None => (String::new(), 0),
-    };
+    let (history, screen) =
+        match service::runs::screen(&app.runner, &run, ScreenFormat::Html, PAGE_HISTORY).await {
+            Ok(shot) => {
+                let (history, screen) = split_history(&shot.body, shot.history);
+                (history, screen.trim_end_matches('\n').to_owned())
+            }
+            Err(e) => return super::service_error(e),
+        };
     let mut config = vec![Shown {
         what: "provider".into(),
         value: run.provider.clone(),
@@ -276,8 +308,8 @@ async fn show(
         detail: detail(&run),
         config,
         attach: format!("labctl attach {id}"),
-        output,
-        offset,
+        history,
+        screen,
         live: run.state.is_active(),
         run,
     })
@@ -319,5 +351,6 @@ pub fn router() -> Router<AppState> {
         .route("/runs/new", get(new_form).post(start))
         .route("/runs/{id}", get(show))
         .route("/runs/{id}/stop", post(stop))
+        .route("/runs/{id}/input", post(input))
         .route("/runs/{id}/remove", post(remove))
 }

@@ -31,7 +31,7 @@ async fn every_page_renders(b: Backend) {
         ("/repos/web", "repo", "What runs get"),
         ("/settings", "settings", "Claude Code: AFK defaults"),
         ("/afk", "afk", "Ledger"),
-        (&format!("/runs/{}", run["id"]), "run", "Output"),
+        (&format!("/runs/{}", run["id"]), "run", "Screen"),
     ] {
         br.go(path).await;
         let text = br.text().await;
@@ -257,16 +257,28 @@ async fn a_manual_run_streams_its_output_live(b: Backend) {
     assert_eq!(run["effort"]["value"], "low");
     assert_eq!(run["effort"]["source"], "request");
     assert_eq!(run["model"]["source"], "provider.default");
-    // Lines appear while the page is open (the page was loaded before them).
-    let out = br.driver.find(By::Id("output")).await.unwrap();
-    let first = out.text().await.unwrap();
-    let ticks = first.matches("tick ").count();
+    // Lines appear while the page is open (the page was loaded before them):
+    // the screen is redrawn with later ticks.
+    let out = br.driver.find(By::Id("screen")).await.unwrap();
+    let last_tick = |t: &str| {
+        t.lines()
+            .filter_map(|l| {
+                l.strip_prefix("tick ")?
+                    .split(' ')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let first = last_tick(&out.text().await.unwrap());
     wait::until(
         "five more ticks on the page",
         wait::secs(15).every_ms(100),
         async || {
             let seen = out.text().await.unwrap();
-            if seen.matches("tick ").count() >= ticks + 5 {
+            if last_tick(&seen) >= first + 5 {
                 Ok(())
             } else {
                 Err(seen)

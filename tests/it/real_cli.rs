@@ -96,6 +96,32 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
         }
     })
     .await;
+    // lab's screen of the run is the one tmux shows: the words with their
+    // spaces, in their places (asked between two equal captures, so that
+    // a redraw in between does not count).
+    let trimmed = |t: &str| -> Vec<String> {
+        let mut v: Vec<String> = t.split('\n').map(|l| l.trim_end().to_owned()).collect();
+        while v.last().is_some_and(|l| l.is_empty()) {
+            v.pop();
+        }
+        v
+    };
+    let same = format!("{provider}'s screen as lab renders it");
+    let rendered = wait::until(same, wait::secs(20).every_ms(300), async || {
+        let panes = s.runner().tmux.panes().await.unwrap();
+        let pane = panes.iter().find(|p| p.session == run.session).unwrap();
+        let before = s.runner().tmux.screens(&[pane]).await.unwrap().pop()?.1;
+        let ours = s.get(&format!("/api/v1/runs/{}/screen", run.id)).await.ok();
+        let after = s.runner().tmux.screens(&[pane]).await.unwrap().pop()?.1;
+        let ours = trimmed(ours["text"].as_str().unwrap());
+        (before == after && ours == trimmed(&after)).then_some(ours)
+    })
+    .await;
+    assert!(
+        rendered.iter().any(|l| l.contains(login)),
+        "{}",
+        rendered.join("\n")
+    );
     let waiting = s.wait_run(run.id, 15, |r| r["state"] == "waiting").await;
     assert!(
         waiting["state_reason"]

@@ -12,8 +12,14 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   const table = document.querySelector("table[data-live]");
   if (table) liveRuns(table);
-  const out = document.querySelector("pre[data-live]");
-  if (out && !out.hasAttribute("data-ended")) liveOutput(out);
+  const screen = document.querySelector("pre#screen[data-live]");
+  if (screen) {
+    const term = document.getElementById("term");
+    term.scrollTop = term.scrollHeight;
+    if (!screen.hasAttribute("data-ended")) liveScreen(screen, term);
+  }
+  const reply = document.getElementById("reply");
+  if (reply) replyBox(reply);
 });
 
 function cell(text, cls) {
@@ -51,17 +57,16 @@ function liveRuns(table) {
   });
 }
 
-// A run's page: output appended as it comes, the state kept current.
-function liveOutput(pre) {
-  const es = new EventSource(pre.dataset.live);
+// A run's page: the screen redrawn as the server sends it (HTML the server
+// built from the terminal's cells, escaped there), the state kept current.
+function liveScreen(screen, term) {
+  const es = new EventSource(screen.dataset.live);
   const state = document.getElementById("state");
   const detail = document.getElementById("detail");
-  es.addEventListener("output", (e) => {
-    const atBottom = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 40;
-    pre.append(document.createTextNode(e.data));
-    // Keep the page light: only the last half megabyte stays.
-    if (pre.textContent.length > 600000) pre.textContent = pre.textContent.slice(-500000);
-    if (atBottom) pre.scrollTop = pre.scrollHeight;
+  es.addEventListener("screen", (e) => {
+    const atBottom = term.scrollHeight - term.scrollTop - term.clientHeight < 40;
+    screen.innerHTML = JSON.parse(e.data).html;
+    if (atBottom) term.scrollTop = term.scrollHeight;
   });
   es.addEventListener("state", (e) => {
     const s = JSON.parse(e.data);
@@ -71,8 +76,41 @@ function liveOutput(pre) {
   });
   es.addEventListener("end", () => {
     es.close();
-    pre.setAttribute("data-ended", "");
+    screen.setAttribute("data-ended", "");
     // Swap the stop button for the remove one.
     setTimeout(() => location.reload(), 800);
+  });
+}
+
+// The reply box: sent without leaving the page; the text box empties when
+// the run took it. Without JavaScript the form posts and comes back.
+function replyBox(form) {
+  const status = document.getElementById("reply-status");
+  const text = form.querySelector("textarea");
+  // Enter sends, Shift+Enter makes a new line.
+  text.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit(form.querySelector("button[value='Enter']"));
+    }
+  });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = new URLSearchParams(new FormData(form, e.submitter));
+    status.textContent = "sending…";
+    try {
+      const r = await fetch(form.action, { method: "POST", body, redirect: "manual" });
+      // A redirect (opaque here) is the page's answer to a send that worked.
+      if (r.type === "opaqueredirect" || r.ok) {
+        text.value = "";
+        status.textContent = "sent " + (e.submitter ? e.submitter.textContent : "");
+      } else {
+        const page = new DOMParser().parseFromString(await r.text(), "text/html");
+        const msg = page.querySelector("p.lead");
+        status.textContent = "not sent: " + (msg ? msg.textContent : r.status);
+      }
+    } catch (err) {
+      status.textContent = "not sent: " + err;
+    }
   });
 }

@@ -23,8 +23,8 @@ mod args;
 use args::{arg, fmt_arg, shell_quote, socket_path};
 
 use tmux_interface::{
-    CapturePane, KillSession, ListPanes, NewSession, PipePane, SetOption, Tmux as TmuxCmd,
-    TmuxCommand, TmuxCommands,
+    CapturePane, KillSession, ListPanes, NewSession, PipePane, SendKeys, SetOption,
+    Tmux as TmuxCmd, TmuxCommand, TmuxCommands,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +63,10 @@ pub struct Tmux {
     conf: PathBuf,
     calls: AtomicU64,
 }
+
+/// The size of every pane lab makes: what a run's screen is replayed at.
+pub const PANE_ROWS: u16 = 50;
+pub const PANE_COLS: u16 = 200;
 
 const PANE_FORMAT: &str = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_height}\t#{pane_dead_status}\t#{pane_dead_signal}";
 
@@ -190,8 +194,8 @@ impl Tmux {
             .format("#{pane_pid}")
             .session_name(fmt_arg(a.session))
             .start_directory(fmt_arg(&a.cwd.to_string_lossy()))
-            .width(200)
-            .height(50)
+            .width(usize::from(PANE_COLS))
+            .height(usize::from(PANE_ROWS))
             .build();
         // `--` then at least two arguments: tmux execs them directly, no shell.
         new.push_param("--");
@@ -321,6 +325,40 @@ impl Tmux {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Types into a session's pane: `text` as it is (`send-keys -l`: no
+    /// character is read as a key name), then each of `keys`, which must
+    /// be tmux key names lab chose (see `run::input`). One tmux call.
+    pub async fn send_input(
+        &self,
+        session: &str,
+        text: &str,
+        keys: &[&str],
+    ) -> Result<(), TmuxError> {
+        let target = format!("={session}:");
+        let mut cmds = TmuxCommands::new();
+        if !text.is_empty() {
+            let mut literal = SendKeys::new()
+                .disable_lookup()
+                .target_pane(target.clone())
+                .build();
+            // `--`: a text that starts with `-` is not read as a flag.
+            literal.push_param("--");
+            literal.push_param(arg(text));
+            cmds = cmds.add_command(literal);
+        }
+        for key in keys {
+            cmds = cmds.add_command(
+                SendKeys::new()
+                    .target_pane(target.clone())
+                    .key(arg(key))
+                    .build(),
+            );
+        }
+        self.run("send-keys", chain(self.base(), cmds))
+            .await
+            .map(drop)
     }
 
     /// `tmux -V`.

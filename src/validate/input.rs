@@ -1,0 +1,53 @@
+//! Text a person types into a run.
+
+use super::FieldError;
+
+/// The most text one input request carries: tmux takes a client's command
+/// in one message of about 16 KiB.
+pub const MAX_INPUT: usize = 8 * 1024;
+
+/// Text to type into a run: sent as it is, so it may hold line breaks and
+/// tabs, but no other control character (Escape, Ctrl-C and the like are
+/// keys: `keys`), and at most [`MAX_INPUT`] bytes.
+pub fn input_text(field: &str, value: &str) -> Result<String, FieldError> {
+    if value.len() > MAX_INPUT {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "is {} bytes; at most {MAX_INPUT} are allowed in one request",
+                value.len()
+            ),
+        ));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+    {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "holds the control character {:?}; text may hold line breaks and tabs, \
+                 and control keys go in `keys` (Escape, C-c, …)",
+                c
+            ),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_bounded_and_has_no_control_keys() {
+        assert!(input_text("text", "yes, go on\n\tand \"; kill-server").is_ok());
+        assert!(input_text("text", &"x".repeat(MAX_INPUT)).is_ok());
+        let e = input_text("text", &"x".repeat(MAX_INPUT + 1)).unwrap_err();
+        assert!(e.message.contains("at most 8192"), "{}", e.message);
+        let e = input_text("text", "a\x1b[A").unwrap_err();
+        assert!(e.message.contains("'\\u{1b}'"), "{}", e.message);
+        assert!(input_text("text", "\r").is_err());
+        assert!(input_text("text", "a\0").is_err());
+    }
+}
