@@ -46,6 +46,8 @@ pub struct Emulator {
     parser: vt100::Parser,
     /// Bytes of the log replayed so far.
     offset: u64,
+    /// The start of a `CSI s`/`CSI u` cut off at the end of the last feed.
+    pending: Vec<u8>,
 }
 
 impl Emulator {
@@ -54,6 +56,7 @@ impl Emulator {
         Emulator {
             parser: vt100::Parser::new(nz(rows), nz(cols), SCROLLBACK),
             offset: 0,
+            pending: Vec::new(),
         }
     }
 
@@ -63,8 +66,50 @@ impl Emulator {
     }
 
     pub fn feed(&mut self, bytes: &[u8]) {
-        self.parser.process(bytes);
         self.offset += bytes.len() as u64;
+        let mut rest = bytes;
+        if !self.pending.is_empty() {
+            while self.pending.len() < 3 && !rest.is_empty() {
+                self.pending.push(rest[0]);
+                rest = &rest[1..];
+            }
+            if self.pending.len() < 3 {
+                return;
+            }
+            let seq = std::mem::take(&mut self.pending);
+            self.process(&seq);
+        }
+        // An `ESC` or `ESC [` at the very end waits for what follows.
+        let keep = match rest {
+            [.., 0x1b] => 1,
+            [.., 0x1b, b'['] => 2,
+            _ => 0,
+        };
+        let (now, later) = rest.split_at(rest.len() - keep);
+        self.process(now);
+        self.pending.extend_from_slice(later);
+    }
+
+    /// Feeds the parser, with tmux's reading of `CSI s` and `CSI u`: save
+    /// and restore the cursor, as `ESC 7` and `ESC 8` (which `vt100` knows;
+    /// it ignores the first two).
+    fn process(&mut self, bytes: &[u8]) {
+        let mut start = 0;
+        let mut at = 0;
+        while let Some(i) = bytes[at..].iter().position(|b| *b == 0x1b) {
+            let esc = at + i;
+            match bytes.get(esc + 1..esc + 3) {
+                Some(b"[s") | Some(b"[u") => {
+                    self.parser.process(&bytes[start..esc]);
+                    let save = bytes[esc + 2] == b's';
+                    self.parser.process(if save { b"\x1b7" } else { b"\x1b8" });
+                    start = esc + 3;
+                    at = start;
+                }
+                _ => at = esc + 1,
+            }
+        }
+        self.parser.process(&bytes[start..]);
     }
 
     /// Replays what the log gained since the last call. A log shorter than

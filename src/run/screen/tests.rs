@@ -98,3 +98,34 @@ fn a_log_is_caught_up_from_where_it_stopped() {
     assert!(e.catch_up(&log).unwrap());
     assert_eq!(e.text(0), "new\n\n");
 }
+
+#[test]
+fn csi_s_and_u_save_and_restore_the_cursor_as_in_tmux() {
+    // tmux reads CSI s / CSI u as DECSC / DECRC; a status line drawn
+    // between them leaves the text's cursor where it was, so it scrolls.
+    let mut log = Vec::new();
+    for i in 0..20 {
+        log.extend_from_slice(format!("\x1b[s\x1b[5;1H\x1b[2Kstatus {i}\x1b[u").as_bytes());
+        log.extend_from_slice(format!("line {i}\r\n").as_bytes());
+    }
+    let mut whole = Emulator::new(5, 20);
+    whole.feed(&log);
+    assert!(whole.history_len() >= 15, "{}", whole.history_len());
+    // Split at every byte: sequences cut between two reads count the same.
+    let mut bytewise = Emulator::new(5, 20);
+    for b in &log {
+        bytewise.feed(std::slice::from_ref(b));
+    }
+    assert_eq!(bytewise.text(100), whole.text(100));
+    assert_eq!(bytewise.offset(), log.len() as u64);
+    // Other sequences that start the same way pass through.
+    let mut e = emu(b"\x1b[sab\x1b[1;1Hc\x1b[ud\x1b[31mx");
+    // Saved at the origin; "ab"; "c" over "a"; back to the origin: "d" over
+    // "c", then "x" (red: the SGR passed through) over "b".
+    assert_eq!(e.text(0).lines().next(), Some("dx"));
+    assert!(
+        e.html(0).starts_with("d<span class=\"f1\">x</span>"),
+        "{}",
+        e.html(0)
+    );
+}
