@@ -6,6 +6,7 @@
 mod change;
 mod defaults;
 mod issue;
+mod notification;
 mod outcome;
 mod output;
 mod provenance;
@@ -16,6 +17,7 @@ mod stop;
 pub use change::Change;
 pub use defaults::Defaults;
 pub use issue::IssueState;
+pub use notification::{NotifyEvent, NotifyKind};
 pub use outcome::Outcome;
 pub use output::OutputFormat;
 pub use provenance::{Layer, Sourced};

@@ -19,6 +19,7 @@ mod hostile;
 mod labctl;
 mod labctl_limits;
 mod layers;
+mod notifications;
 mod once;
 mod openapi_doc;
 mod pages_input;
