@@ -217,12 +217,17 @@ impl SettingsPatchBody {
     responses((status = 200, body = SettingsBody)))]
 async fn get_settings(State(app): State<AppState>) -> ApiResult<Json<SettingsBody>> {
     let s = app.store.settings().await.map_err(ApiError::internal)?;
+    shown(&app, &s).await
+}
+
+/// The settings as the API shows them, with the notification endpoints.
+async fn shown(app: &AppState, s: &Settings) -> ApiResult<Json<SettingsBody>> {
     let n = app
         .store
         .notifications()
         .await
         .map_err(ApiError::internal)?;
-    Ok(Json(SettingsBody::new(&s, &n)))
+    Ok(Json(SettingsBody::new(s, &n)))
 }
 
 /// Changes global settings. A request with any invalid field writes nothing.
@@ -240,12 +245,7 @@ async fn patch_settings(
         .update_settings(&patch)
         .await
         .map_err(|e| ApiError::from_store(e, || "settings".into()))?;
-    let n = app
-        .store
-        .notifications()
-        .await
-        .map_err(ApiError::internal)?;
-    Ok(Json(SettingsBody::new(&s, &n)))
+    shown(&app, &s).await
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
