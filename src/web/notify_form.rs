@@ -54,7 +54,11 @@ fn row(i: usize, e: Option<&Endpoint>, form: Option<&Form>, errors: &mut FormErr
                 placeholder: "https://…".into(),
             },
         )
-        .help("Shown redacted: leave it as it is to keep it. Empty removes the endpoint.")
+        .help(if e.is_some() {
+            "Shown redacted: leave it as it is to keep it. Empty removes the endpoint."
+        } else {
+            "Empty adds none."
+        })
         .error_from(errors),
     ];
     for ev in NotifyEvent::ALL {
@@ -65,7 +69,7 @@ fn row(i: usize, e: Option<&Endpoint>, form: Option<&Form>, errors: &mut FormErr
         fields.push(
             FormField::new(
                 name(i, &format!("events.{ev}")),
-                format!("On {}", ev.as_str().replace('_', " ")),
+                event_label(*ev),
                 Kind::Checkbox(checked),
             )
             .error_from(errors),
@@ -89,6 +93,15 @@ fn row(i: usize, e: Option<&Endpoint>, form: Option<&Form>, errors: &mut FormErr
         title,
         intro: "lab posts here when a run waits, ends, fails or opens a pull request.".into(),
         fields,
+    }
+}
+
+fn event_label(e: NotifyEvent) -> &'static str {
+    match e {
+        NotifyEvent::Waiting => "When a run waits for you",
+        NotifyEvent::Ended => "When a run ends",
+        NotifyEvent::Failed => "When a run fails",
+        NotifyEvent::PrOpened => "When a pull request is opened",
     }
 }
 

@@ -569,6 +569,43 @@ async fn labctl_adds_lists_and_removes_endpoints(b: Backend) {
     s.stop().await;
 }
 
+/// Two nodes on one database both deliver; each notification goes out once.
+async fn two_nodes_send_each_notification_once(b: Backend) {
+    let rx = Receiver::start().await;
+    let url = b.fresh_url().await;
+    let dir = || {
+        tempfile::Builder::new()
+            .prefix("lab-it-")
+            .tempdir()
+            .unwrap()
+    };
+    let s1 = TestServer::start_with(dir(), url.clone(), |_| {}).await;
+    let s2 = TestServer::start_with(dir(), url, |_| {}).await;
+    s1.add_repo("r").await;
+    notify(
+        &s2,
+        json!([{"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ["ended"]}]),
+    )
+    .await;
+    let mut runs = Vec::new();
+    for _ in 0..4 {
+        runs.push(id(&s1.start_run("r", "FAKE_EXIT=0").await));
+    }
+    rx.wait_for("hook", 4).await;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let mut sent: Vec<i64> = rx
+        .got("hook")
+        .iter()
+        .map(|g| g.json()["run"].as_i64().unwrap())
+        .collect();
+    sent.sort();
+    assert_eq!(sent, runs);
+    s2.stop().await;
+    s1.stop().await;
+}
+
+crate::on_postgres!(two_nodes_send_each_notification_once);
+
 on_both!(
     the_settings_page_round_trips_without_the_secrets,
     labctl_adds_lists_and_removes_endpoints,
