@@ -11,6 +11,7 @@ pub mod domain;
 pub mod http;
 pub mod issues;
 pub mod lock;
+pub mod notifications;
 pub mod provider;
 pub mod repo;
 pub mod resolve;

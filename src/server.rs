@@ -38,6 +38,10 @@ pub struct ServeConfig {
     /// Milliseconds between reconcile passes.
     #[arg(long, env = "LAB_RECONCILE_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub reconcile_ms: u64,
+    /// Milliseconds before a failed notification is tried again the first
+    /// time (then twice as long each time, at most 5 minutes).
+    #[arg(long, env = "LAB_NOTIFY_RETRY_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub notify_retry_ms: u64,
     /// The `lab` binary panes start as the exec shim (tests set it; lab
     /// serve uses itself).
     #[arg(skip)]
@@ -239,8 +243,15 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     );
     let (stop_loops, stop_rx) = watch::channel(false);
     let scheduler = Arc::new(crate::afk::Scheduler::new(runner.clone()));
+    let notifier = Arc::new(crate::notifications::Notifier::new(
+        store.clone(),
+        scheduler.sources.http(),
+        &runner.cfg.lab_url,
+        std::time::Duration::from_millis(cfg.notify_retry_ms),
+    ));
     let loops = vec![
         runner.clone().spawn_loop(stop_rx.clone()),
+        notifier.spawn_loop(stop_rx.clone()),
         scheduler.clone().spawn_loop(stop_rx),
     ];
     // What `lab doctor` would say, as warnings, without delaying start-up.

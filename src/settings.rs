@@ -10,6 +10,8 @@ use crate::provider::{self, Provider};
 
 use crate::validate::{self, Errors, FieldError, Invalid};
 
+pub mod notifications;
+
 /// The global AFK limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AfkLimits {
@@ -100,6 +102,9 @@ pub struct SettingsPatch {
     pub providers: BTreeMap<String, DefaultsPatch>,
     pub afk: AfkPatch,
     pub runs: RunsPatch,
+    /// The notification endpoints that replace the stored ones (`None`:
+    /// keep them).
+    pub notifications: Option<Vec<notifications::EndpointInput>>,
 }
 
 /// Applies a settings change, or names every field that was wrong.

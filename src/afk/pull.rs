@@ -146,5 +146,8 @@ async fn open_now(
         )));
     }
     tracing::info!(run = run.id, url = %pr.url, "pull request opened");
+    if let Err(e) = store.note_pull_opened(run, &pr.url).await {
+        tracing::warn!(run = run.id, error = %e, "could not queue the pull request's notifications");
+    }
     Ok(pr)
 }

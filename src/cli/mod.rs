@@ -2,6 +2,7 @@
 
 mod afk;
 mod client;
+mod notify;
 mod output;
 mod repos;
 mod runs;

@@ -16,6 +16,9 @@ pub enum SettingsCommand {
     },
     /// Change global settings. An empty value ("") clears (inherit).
     Set(SetArgs),
+    /// Where lab posts when a run waits, ends, fails or opens a pull request.
+    #[command(subcommand)]
+    Notify(super::notify::NotifyCommand),
 }
 
 #[derive(Args)]
@@ -57,6 +60,7 @@ pub struct SetArgs {
 
 pub async fn run(client: &Client, cmd: SettingsCommand) -> CliResult<()> {
     match cmd {
+        SettingsCommand::Notify(cmd) => super::notify::run(client, cmd).await?,
         SettingsCommand::Show { json } => {
             let s = client.get("/api/v1/settings").await?;
             output::settings(&s, json);

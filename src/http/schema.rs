@@ -410,3 +410,27 @@ pub fn input_keys() -> ArrayBuilder {
         .items(one_of_strings(&all, false, false))
         .max_items(Some(crate::service::runs::MAX_KEYS))
 }
+
+/// A notification endpoint's URL (a secret: never shown back whole).
+pub fn notification_url() -> ObjectBuilder {
+    use crate::settings::notifications::MAX_URL;
+    matching(
+        false,
+        format!("^https?://[^{WS}{CTRL}/]+(?:/[^{WS}{CTRL}]*)?$"),
+        MAX_URL,
+        "An http(s) URL with a host, or the redacted URL lab showed for a stored endpoint \
+         (it keeps that endpoint's URL and token).",
+    )
+}
+
+/// A notification endpoint's token.
+pub fn notification_token() -> ObjectBuilder {
+    use crate::settings::notifications::MAX_TOKEN;
+    string(true)
+        .pattern(Some(format!(r"^[\x21-\x7e]{{0,{MAX_TOKEN}}}$")))
+        .write_only(true)
+        .description(Some(
+            "Sent as `Authorization: Bearer …` (webhook and ntfy): never shown back, never given to runs. \
+             Absent keeps the stored token of a redacted URL; `null` or `\"\"` removes it.",
+        ))
+}

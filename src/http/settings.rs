@@ -11,8 +11,10 @@ use utoipa_axum::routes;
 
 use super::dto::{DefaultsBody, DefaultsPatchBody};
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, Field, object, objects, whole_number};
+use super::extract::{ApiJson, Field, Object, object, objects, whole_number};
 use super::schema;
+use crate::domain::{NotifyEvent, NotifyKind};
+use crate::settings::notifications::{Endpoint, EndpointInput};
 use crate::settings::{self, AfkPatch, RunsPatch, Settings, SettingsPatch};
 use crate::state::AppState;
 use crate::validate::Errors;
@@ -23,6 +25,73 @@ pub struct SettingsBody {
     pub providers: BTreeMap<String, DefaultsBody>,
     pub afk: AfkBody,
     pub runs: RunsBody,
+    /// Where lab posts when a run starts waiting, ends, fails or opens a
+    /// pull request.
+    pub notifications: Vec<NotificationBody>,
+}
+
+/// A notification endpoint as lab shows it: its URL redacted, its token
+/// never.
+#[derive(Serialize, ToSchema)]
+pub struct NotificationBody {
+    pub kind: NotifyKind,
+    /// The URL redacted (`https://hooks.slack.com/…abcd`): the URL is the
+    /// secret. Send it back unchanged to keep the stored URL and token.
+    pub url: String,
+    pub events: Vec<NotifyEvent>,
+    /// Whether a token is stored (it is never shown).
+    pub token_set: bool,
+}
+
+impl From<&Endpoint> for NotificationBody {
+    fn from(e: &Endpoint) -> Self {
+        NotificationBody {
+            kind: e.kind,
+            url: e.redacted_url(),
+            events: e.events.clone(),
+            token_set: e.token.is_some(),
+        }
+    }
+}
+
+/// One notification endpoint of a settings change.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationPatchBody {
+    #[schema(value_type = NotifyKind)]
+    pub kind: String,
+    /// An http(s) URL with a host, or the redacted URL lab showed for a
+    /// stored endpoint (which keeps that endpoint's URL and token).
+    #[schema(schema_with = schema::notification_url)]
+    pub url: String,
+    /// At least one.
+    #[schema(value_type = Vec<NotifyEvent>, min_items = 1)]
+    pub events: Vec<String>,
+    /// Sent as `Authorization: Bearer …` (webhook and ntfy; never shown
+    /// back, never given to runs). Absent keeps the stored token of a
+    /// redacted URL; `null` or `""` removes it.
+    #[schema(schema_with = schema::notification_token)]
+    #[serde(default)]
+    pub token: Field<String>,
+}
+
+impl NotificationPatchBody {
+    fn into_input(self) -> EndpointInput {
+        EndpointInput {
+            kind: self.kind,
+            url: self.url,
+            token: self.token.change(),
+            events: self.events,
+        }
+    }
+}
+
+/// For `#[serde(deserialize_with)]`: a list of objects (never of arrays).
+fn object_list<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<NotificationPatchBody>>, D::Error> {
+    let list = Option::<Vec<Object<NotificationPatchBody>>>::deserialize(d)?;
+    Ok(list.map(|l| l.into_iter().map(|Object(v)| v).collect()))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -45,8 +114,8 @@ pub struct AfkBody {
     pub run_timeout_minutes: i64,
 }
 
-impl From<&Settings> for SettingsBody {
-    fn from(s: &Settings) -> Self {
+impl SettingsBody {
+    fn new(s: &Settings, endpoints: &[Endpoint]) -> Self {
         SettingsBody {
             providers: settings::all_providers(s)
                 .into_iter()
@@ -61,6 +130,7 @@ impl From<&Settings> for SettingsBody {
                 workspace_retention_hours: s.runs.workspace_retention_hours,
                 allow_unsandboxed: s.runs.allow_unsandboxed,
             },
+            notifications: endpoints.iter().map(NotificationBody::from).collect(),
         }
     }
 }
@@ -76,6 +146,11 @@ pub struct SettingsPatchBody {
     pub afk: AfkPatchBody,
     #[serde(default, deserialize_with = "object")]
     pub runs: RunsPatchBody,
+    /// The notification endpoints: the whole list, replacing the stored one
+    /// (`[]` removes them all; absent or `null` keeps them).
+    #[schema(max_items = 20)]
+    #[serde(default, deserialize_with = "object_list")]
+    pub notifications: Option<Vec<NotificationPatchBody>>,
 }
 
 /// `null` keeps workspaces until their run is removed.
@@ -128,6 +203,11 @@ impl SettingsPatchBody {
                 workspace_retention_hours: self.runs.workspace_retention_hours.change(),
                 allow_unsandboxed: self.runs.allow_unsandboxed.change(),
             },
+            notifications: self.notifications.map(|list| {
+                list.into_iter()
+                    .map(NotificationPatchBody::into_input)
+                    .collect()
+            }),
         })
     }
 }
@@ -137,10 +217,22 @@ impl SettingsPatchBody {
     responses((status = 200, body = SettingsBody)))]
 async fn get_settings(State(app): State<AppState>) -> ApiResult<Json<SettingsBody>> {
     let s = app.store.settings().await.map_err(ApiError::internal)?;
-    Ok(Json(SettingsBody::from(&s)))
+    shown(&app, &s).await
+}
+
+/// The settings as the API shows them, with the notification endpoints.
+async fn shown(app: &AppState, s: &Settings) -> ApiResult<Json<SettingsBody>> {
+    let n = app
+        .store
+        .notifications()
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(SettingsBody::new(s, &n)))
 }
 
 /// Changes global settings. A request with any invalid field writes nothing.
+/// `notifications` replaces the whole list; a redacted URL lab showed keeps
+/// that endpoint's stored URL and token.
 #[utoipa::path(patch, path = "/settings", tag = "settings", request_body = SettingsPatchBody,
     responses((status = 200, body = SettingsBody)))]
 async fn patch_settings(
@@ -153,7 +245,7 @@ async fn patch_settings(
         .update_settings(&patch)
         .await
         .map_err(|e| ApiError::from_store(e, || "settings".into()))?;
-    Ok(Json(SettingsBody::from(&s)))
+    shown(&app, &s).await
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

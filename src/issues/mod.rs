@@ -125,6 +125,12 @@ impl Sources {
         }
     }
 
+    /// The one HTTP client lab's outside calls go through (notifications
+    /// use it too).
+    pub fn http(&self) -> reqwest::Client {
+        self.http.clone()
+    }
+
     /// The issue source of a repo.
     pub fn of(&self, repo: &Repo) -> Box<dyn IssueSource> {
         match repo.issues.source {

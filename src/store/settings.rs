@@ -4,8 +4,11 @@ use sqlx::FromRow;
 
 use super::{Result, Store, in_tx, now_ms, on_read, options_json, parse_options};
 
+use super::outbox::{EndpointRow, SELECT_ENDPOINTS};
 use crate::domain::Defaults;
+use crate::settings::notifications::{self, Endpoint};
 use crate::settings::{self, AfkLimits, RunSettings, Settings, SettingsPatch};
+use crate::validate::Errors;
 
 #[derive(FromRow)]
 pub(super) struct ProviderRow {
@@ -132,9 +135,55 @@ impl Store {
         in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE", changes: &self.cache => {
             let rows: Vec<AllRow> = sqlx::query_as(SELECT_ALL).fetch_all(&mut *tx).await?;
             let current = assemble_all(rows)?;
-            match settings::apply(&current, patch) {
-                Err(e) => Err(e.into()),
-                Ok(next) => {
+            let stored: Vec<EndpointRow> = match &patch.notifications {
+                Some(_) => sqlx::query_as(SELECT_ENDPOINTS).fetch_all(&mut *tx).await?,
+                None => Vec::new(),
+            };
+            match both(&current, &stored, patch) {
+                Err(e) => Err(e),
+                Ok((next, endpoints)) => {
+                    if let Some(list) = endpoints {
+                        // Kept endpoints keep their rows (and what they are
+                        // owed); the others go, with their pending rows.
+                        let mut keep = Vec::new();
+                        for (i, e) in list.iter().enumerate() {
+                            let same = stored.iter().find(|r| {
+                                !keep.contains(&r.id) && r.kind == e.kind && r.url == e.url && r.token == e.token
+                            });
+                            match same {
+                                Some(r) => {
+                                    keep.push(r.id);
+                                    sqlx::query("UPDATE notify_endpoints SET position = $1, events = $2 WHERE id = $3")
+                                        .bind(i as i64)
+                                        .bind(e.events_text())
+                                        .bind(r.id)
+                                        .execute(&mut *tx)
+                                        .await?;
+                                }
+                                None => {
+                                    let (id,): (i64,) = sqlx::query_as(
+                                        "INSERT INTO notify_endpoints (position, kind, url, token, events, created_at) \
+                                         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                                    )
+                                    .bind(i as i64)
+                                    .bind(e.kind)
+                                    .bind(&e.url)
+                                    .bind(&e.token)
+                                    .bind(e.events_text())
+                                    .bind(now)
+                                    .fetch_one(&mut *tx)
+                                    .await?;
+                                    keep.push(id);
+                                }
+                            }
+                        }
+                        for r in stored.iter().filter(|r| !keep.contains(&r.id)) {
+                            sqlx::query("DELETE FROM notify_endpoints WHERE id = $1")
+                                .bind(r.id)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                    }
                     for id in patch.providers.keys() {
                         let d = next.provider(id);
                         sqlx::query(
@@ -174,4 +223,32 @@ impl Store {
             }
         })
     }
+}
+
+/// The settings and the endpoints a patch makes, or every wrong field of
+/// both: a patch with one wrong field writes nothing.
+fn both(
+    current: &Settings,
+    stored: &[EndpointRow],
+    patch: &SettingsPatch,
+) -> Result<(Settings, Option<Vec<Endpoint>>)> {
+    let mut errs = Errors::default();
+    let next = errs.check_all(settings::apply(current, patch));
+    let endpoints = match &patch.notifications {
+        None => Some(None),
+        Some(list) => {
+            let stored = stored
+                .iter()
+                .map(EndpointRow::endpoint)
+                .collect::<Result<Vec<_>>>()?;
+            errs.check_all(notifications::apply(&stored, list))
+                .map(Some)
+        }
+    };
+    errs.finish()?;
+    // With no error, both were applied.
+    Ok((
+        next.unwrap_or_else(|| current.clone()),
+        endpoints.unwrap_or_default(),
+    ))
 }

@@ -12,6 +12,7 @@ mod afk_page;
 mod assets;
 pub mod forms;
 mod live;
+mod notify_form;
 mod repo_form;
 mod repos_page;
 mod runs_page;

@@ -10,6 +10,7 @@ use axum::routing::get;
 use serde::Deserialize;
 
 use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
+use super::notify_form;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::{Change, Defaults, RunKind};
@@ -24,6 +25,8 @@ use crate::validate::{Errors as ValueErrors, FieldError};
 struct SettingsPage {
     chrome: Chrome,
     sections: Vec<Section>,
+    /// The notification endpoints (`notify_form.rs`).
+    notify: Vec<Section>,
     saved: bool,
     problems: Vec<String>,
     failed: bool,
@@ -384,10 +387,15 @@ async fn show(
         Ok(s) => s,
         Err(e) => return super::internal(e),
     };
+    let endpoints = match app.store.notifications().await {
+        Ok(n) => n,
+        Err(e) => return super::internal(e),
+    };
     let mut errors = FormErrors::default();
     Page::ok(&SettingsPage {
         chrome: Chrome::new(&session, "settings", "Settings"),
         sections: sections(&s, None, &mut errors),
+        notify: notify_form::sections(&endpoints, None, &mut errors),
         saved: q.saved.is_some(),
         problems: Vec::new(),
         failed: false,
@@ -398,15 +406,22 @@ async fn save(State(app): State<AppState>, session: BrowserSession, form: Form) 
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
+    let posted = notify_form::inputs(&form);
+    let rows = posted
+        .as_ref()
+        .map(|(_, rows)| rows.clone())
+        .unwrap_or_default();
     let result = match patch_from(&form) {
-        Ok(patch) => app
-            .store
-            .update_settings(&patch)
-            .await
-            .map_err(|e| match e {
-                crate::store::StoreError::Invalid(i) => Ok(i),
-                other => Err(other),
-            }),
+        Ok(mut patch) => {
+            patch.notifications = posted.map(|(list, _)| list);
+            app.store
+                .update_settings(&patch)
+                .await
+                .map_err(|e| match e {
+                    crate::store::StoreError::Invalid(i) => Ok(notify_form::on_rows(i, &rows)),
+                    other => Err(other),
+                })
+        }
         Err(invalid) => Err(Ok(invalid)),
     };
     match result {
@@ -417,13 +432,19 @@ async fn save(State(app): State<AppState>, session: BrowserSession, form: Form) 
                 Ok(s) => s,
                 Err(e) => return super::internal(e),
             };
+            let endpoints = match app.store.notifications().await {
+                Ok(n) => n,
+                Err(e) => return super::internal(e),
+            };
             let mut errors = FormErrors::from(invalid);
             let sections = sections(&s, Some(&form), &mut errors);
+            let notify = notify_form::sections(&endpoints, Some(&form), &mut errors);
             Page::render(
                 StatusCode::BAD_REQUEST,
                 &SettingsPage {
                     chrome: Chrome::new(&session, "settings", "Settings"),
                     sections,
+                    notify,
                     saved: false,
                     problems: errors.rest(),
                     failed: true,

@@ -408,7 +408,59 @@ async fn the_afk_page_pauses_and_keeps_the_ledger(b: Backend) {
     s.stop().await;
 }
 
+/// The settings page shows notification endpoints with their URLs redacted;
+/// saving keeps a shown one as it is stored, and adds one typed in the
+/// empty group.
+async fn notification_endpoints_are_kept_and_added(b: Backend) {
+    let (s, br) = setup(b, "notification_endpoints").await;
+    let secret = "https://hooks.slack.com/services/T1/B2/bRoWsErSeCrEt";
+    s.patch(
+        "/api/v1/settings",
+        json!({"notifications": [{"kind": "slack", "url": secret, "events": ["waiting"]}]}),
+    )
+    .await
+    .ok();
+    br.go("/settings").await;
+    let url = br
+        .driver
+        .find(By::Name("notifications.0.url"))
+        .await
+        .unwrap();
+    assert_eq!(
+        url.value().await.unwrap().as_deref(),
+        Some("https://hooks.slack.com/…CrEt")
+    );
+    assert!(!br.driver.source().await.unwrap().contains("SeCrEt"));
+    br.driver
+        .find(By::Name("notifications.0.events.failed"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    br.select("notifications.1.kind", "ntfy").await;
+    br.fill("notifications.1.url", "https://ntfy.example.com/new-topic")
+        .await;
+    url.scroll_into_view().await.unwrap();
+    br.shot("notifications").await;
+    br.submit("Save settings").await;
+    br.wait_text("saved", |t| t.contains("Saved.")).await;
+    let v = s.get("/api/v1/settings").await.ok();
+    let n = &v["notifications"];
+    assert_eq!(n.as_array().unwrap().len(), 2, "{n}");
+    assert_eq!(n[0]["url"], "https://hooks.slack.com/…CrEt");
+    assert_eq!(n[0]["events"], json!(["waiting", "failed"]));
+    assert_eq!(n[1]["kind"], "ntfy");
+    assert_eq!(
+        n[1]["events"],
+        json!(["waiting", "ended", "failed", "pr_opened"])
+    );
+    br.quit().await;
+    s.stop().await;
+}
+
 on_both!(
+    notification_endpoints_are_kept_and_added,
     the_afk_page_pauses_and_keeps_the_ledger,
     every_page_renders,
     global_afk_settings_reach_the_api,

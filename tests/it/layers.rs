@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["auth", "issues"],
     &["run"],
-    &["afk", "doctor"],
+    &["afk", "doctor", "notifications"],
     &["service"],
     &["state"],
     &["http", "web"],

@@ -20,6 +20,8 @@ mod hostile;
 mod labctl;
 mod labctl_limits;
 mod layers;
+mod notifications;
+mod notifications_ui;
 mod once;
 mod openapi_doc;
 mod pages_input;

@@ -11,7 +11,7 @@ use crate::on_both;
 use crate::support::{Backend, TestServer};
 
 /// A client that follows no redirect.
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(Policy::none())
         .build()
@@ -37,7 +37,7 @@ fn location(r: &reqwest::Response) -> &str {
 }
 
 /// A logged-in browser's cookie.
-async fn session(s: &TestServer) -> String {
+pub(crate) async fn session(s: &TestServer) -> String {
     let r = login(s, "/runs").await;
     assert_eq!(r.status(), 303);
     let c = r.headers()[SET_COOKIE].to_str().unwrap();

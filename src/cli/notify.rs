@@ -1,0 +1,132 @@
+//! `labctl settings notify list|add|remove`: the notification endpoints.
+//!
+//! lab never shows an endpoint's URL or token, so `add` and `remove` send
+//! the list back as lab showed it (redacted URLs keep the stored ones), with
+//! one endpoint more or less.
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use super::client::{CliError, CliResult, Client};
+use super::output;
+
+#[derive(Subcommand)]
+pub enum NotifyCommand {
+    /// List the endpoints (URLs redacted; tokens never shown).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add an endpoint.
+    Add {
+        /// webhook (JSON), ntfy (a topic URL) or slack (an incoming webhook).
+        #[arg(long)]
+        kind: String,
+        /// The endpoint's URL (a secret: lab never shows it back whole).
+        #[arg(long)]
+        url: String,
+        /// An event to send: waiting, ended, failed or pr_opened. Repeatable;
+        /// default: all four.
+        #[arg(long = "event", value_name = "EVENT")]
+        events: Vec<String>,
+        /// Sent as `Authorization: Bearer …` (webhook and ntfy); never shown
+        /// back. (`--token` is labctl's own token to lab.)
+        #[arg(long = "endpoint-token", value_name = "TOKEN")]
+        endpoint_token: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the endpoint numbered N in `labctl settings notify list`.
+    Remove {
+        n: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+const ALL: [&str; 4] = ["waiting", "ended", "failed", "pr_opened"];
+
+pub async fn run(client: &Client, cmd: NotifyCommand) -> CliResult<()> {
+    let shown = client.get("/api/v1/settings").await?;
+    // As lab showed them: the redacted URL stands for the stored one, and
+    // an absent token keeps the stored token.
+    let mut list: Vec<Value> = shown["notifications"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| json!({"kind": e["kind"], "url": e["url"], "events": e["events"]}))
+        .collect();
+    let as_json = match cmd {
+        NotifyCommand::List { json } => {
+            show(&shown, json);
+            return Ok(());
+        }
+        NotifyCommand::Add {
+            kind,
+            url,
+            events,
+            endpoint_token,
+            json,
+        } => {
+            let events = if events.is_empty() {
+                ALL.iter().map(|e| e.to_string()).collect()
+            } else {
+                events
+            };
+            let mut e = json!({"kind": kind, "url": url, "events": events});
+            if let Some(t) = endpoint_token {
+                e["token"] = Value::from(t);
+            }
+            list.push(e);
+            json
+        }
+        NotifyCommand::Remove { n, json } => {
+            if n == 0 || n > list.len() {
+                return Err(CliError::invalid(format!(
+                    "there is no endpoint {n}: `labctl settings notify list` numbers them from 1 to {}",
+                    list.len()
+                )));
+            }
+            list.remove(n - 1);
+            json
+        }
+    };
+    let v = client
+        .patch("/api/v1/settings", &json!({ "notifications": list }))
+        .await?;
+    show(&v, as_json);
+    Ok(())
+}
+
+fn show(settings: &Value, as_json: bool) {
+    let list = &settings["notifications"];
+    if as_json {
+        return output::json(list);
+    }
+    let rows: Vec<Vec<String>> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, e)| {
+            let events: Vec<&str> = e["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            vec![
+                (i + 1).to_string(),
+                e["kind"].as_str().unwrap_or("?").to_owned(),
+                events.join(","),
+                e["url"].as_str().unwrap_or("?").to_owned(),
+                if e["token_set"] == true { "set" } else { "-" }.to_owned(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        println!("no notification endpoints (add one with `labctl settings notify add`)");
+        return;
+    }
+    output::table(&["#", "KIND", "EVENTS", "URL", "TOKEN"], &rows);
+}

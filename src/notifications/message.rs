@@ -1,0 +1,178 @@
+//! What one notification looks like to each kind of endpoint.
+//!
+//! - webhook: a JSON object (`event`, `run`, `repo`, `state`, `reason`,
+//!   `at`, `url`, `pull_request`).
+//! - ntfy: the message as the plain-text body, with `Title`, `Tags` and
+//!   `Click` headers (<https://docs.ntfy.sh/publish/>).
+//! - Slack: `{"text": …}` with `&`, `<` and `>` escaped and the run's page
+//!   as a `<url|text>` link (<https://api.slack.com/messaging/webhooks>,
+//!   <https://api.slack.com/reference/surfaces/formatting#escaping>).
+//!
+//! A reason can come from an agent's screen: it is bounded, stripped of
+//! control characters, and kept out of headers.
+
+use reqwest::RequestBuilder;
+use serde_json::json;
+
+use crate::domain::{NotifyEvent, NotifyKind, rfc3339};
+use crate::store::Due;
+
+/// Most characters of a reason a notification carries.
+const MAX_REASON: usize = 300;
+
+/// The request that delivers `d`; `run_url` is the run's page.
+pub fn request(http: &reqwest::Client, d: &Due, run_url: &str) -> RequestBuilder {
+    let rb = http.post(&d.url);
+    let rb = match &d.token {
+        Some(t) if d.kind != NotifyKind::Slack => rb.bearer_auth(t),
+        _ => rb,
+    };
+    match d.kind {
+        NotifyKind::Webhook => rb.json(&webhook_body(d, run_url)),
+        NotifyKind::Slack => rb.json(&json!({ "text": slack_text(d, run_url) })),
+        NotifyKind::Ntfy => rb
+            .header("content-type", "text/plain; charset=utf-8")
+            .header("title", header_safe(&title(d)))
+            .header("tags", tags(d.event))
+            .header("click", header_safe(run_url))
+            .body(text(d)),
+    }
+}
+
+pub fn webhook_body(d: &Due, run_url: &str) -> serde_json::Value {
+    json!({
+        "event": d.event,
+        "run": d.run_id,
+        "repo": d.repo,
+        "state": d.state,
+        "reason": reason(d),
+        "at": rfc3339(d.at),
+        "url": run_url,
+        "pull_request": d.pull_request.as_ref().map(|u| json!({ "url": u })),
+    })
+}
+
+fn reason(d: &Due) -> Option<String> {
+    let r = d.reason.as_deref()?.trim();
+    (!r.is_empty()).then(|| {
+        r.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .take(MAX_REASON)
+            .collect()
+    })
+}
+
+/// One line: what happened to which run.
+pub fn title(d: &Due) -> String {
+    let what = match d.event {
+        NotifyEvent::Waiting => "is waiting for you".to_owned(),
+        NotifyEvent::Ended => format!("ended ({})", d.state),
+        NotifyEvent::Failed => "failed".to_owned(),
+        NotifyEvent::PrOpened => "opened a pull request".to_owned(),
+    };
+    format!("lab: run {} of {} {what}", d.run_id, d.repo)
+}
+
+/// The title, then the reason or the pull request.
+fn text(d: &Due) -> String {
+    let mut t = title(d);
+    if let Some(url) = &d.pull_request {
+        t.push_str(&format!("\n{url}"));
+    } else if let Some(r) = reason(d) {
+        t.push_str(&format!("\n{r}"));
+    }
+    t
+}
+
+fn slack_text(d: &Due, run_url: &str) -> String {
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let link = |url: &str, label: &str| format!("<{}|{}>", esc(url), esc(label));
+    let mut t = link(run_url, &title(d));
+    if let Some(url) = &d.pull_request {
+        t.push_str(&format!("\n{}", link(url, url)));
+    } else if let Some(r) = reason(d) {
+        t.push_str(&format!("\n{}", esc(&r)));
+    }
+    t
+}
+
+/// ntfy's tags (emoji short codes it shows before the title).
+fn tags(e: NotifyEvent) -> &'static str {
+    match e {
+        NotifyEvent::Waiting => "lab,hourglass",
+        NotifyEvent::Ended => "lab,checkered_flag",
+        NotifyEvent::Failed => "lab,x",
+        NotifyEvent::PrOpened => "lab,tada",
+    }
+}
+
+/// A header value: printable ASCII only (ntfy reads UTF-8 titles only
+/// encoded; lab keeps them plain).
+fn header_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn due(kind: NotifyKind, event: NotifyEvent, reason: Option<&str>) -> Due {
+        Due {
+            id: 1,
+            endpoint_id: 1,
+            kind,
+            url: "http://127.0.0.1:9/hook".into(),
+            token: None,
+            run_id: 7,
+            repo: "demo".into(),
+            event,
+            state: "waiting".into(),
+            reason: reason.map(str::to_owned),
+            pull_request: None,
+            at: 0,
+            attempts: 0,
+        }
+    }
+
+    #[test]
+    fn a_webhook_gets_the_contract_fields() {
+        let d = due(
+            NotifyKind::Webhook,
+            NotifyEvent::Waiting,
+            Some("trust?\x1b[0m"),
+        );
+        let b = webhook_body(&d, "http://lab/runs/7");
+        expect_test::expect![[r#"{"event":"waiting","run":7,"repo":"demo","state":"waiting","reason":"trust? [0m","at":"1970-01-01T00:00:00.000Z","url":"http://lab/runs/7","pull_request":null}"#]]
+            .assert_eq(&b.to_string());
+    }
+
+    #[test]
+    fn slack_text_is_escaped_and_links_the_run() {
+        let d = due(
+            NotifyKind::Slack,
+            NotifyEvent::Waiting,
+            Some("<!channel> & co"),
+        );
+        expect_test::expect![[r#"
+            <http://lab/runs/7|lab: run 7 of demo is waiting for you>
+            &lt;!channel&gt; &amp; co"#]]
+        .assert_eq(&slack_text(&d, "http://lab/runs/7"));
+    }
+
+    #[test]
+    fn header_values_are_plain_ascii() {
+        assert_eq!(header_safe("run é\n1"), "run ??1");
+    }
+}

@@ -1,0 +1,173 @@
+//! Delivering notifications (issue 13 §5, ADR 15): a loop on every node
+//! that sends the outbox's due rows (`store/outbox.rs`) to their endpoints,
+//! off every run's path.
+//!
+//! Each endpoint's rows go out one at a time, oldest first. A failed attempt
+//! (no answer within [`TIMEOUT`], or an answer other than 2xx) is tried
+//! again after `base`, then twice as long each time (with jitter, at most
+//! [`MAX_DELAY`]); after [`ATTEMPTS`] attempts lab gives the row up and logs
+//! it. A row is sent at least once: a node that dies between the endpoint's
+//! answer and recording it sends it again after its lease.
+//!
+//! Invariant: an endpoint's URL and token never reach a log or a stored
+//! error (reqwest's errors are stripped of their URL).
+
+pub mod message;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::store::{Due, Store, now_ms};
+
+/// Most attempts of one notification.
+pub const ATTEMPTS: i64 = 8;
+/// How long an endpoint has to answer.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest wait between two attempts.
+pub const MAX_DELAY: Duration = Duration::from_secs(300);
+/// How long an attempt holds its row (longer than [`TIMEOUT`]).
+const LEASE: Duration = Duration::from_secs(30);
+/// How long settled rows are kept.
+const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+pub struct Notifier {
+    store: Store,
+    http: reqwest::Client,
+    lab_url: String,
+    /// The first retry's delay, and how often the outbox is looked at (at
+    /// most a second).
+    base: Duration,
+}
+
+impl Notifier {
+    pub fn new(store: Store, http: reqwest::Client, lab_url: &str, base: Duration) -> Notifier {
+        Notifier {
+            store,
+            http,
+            lab_url: lab_url.trim_end_matches('/').to_owned(),
+            base,
+        }
+    }
+
+    /// Delivers until `stop` turns true.
+    pub fn spawn_loop(
+        self: Arc<Self>,
+        mut stop: watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let poll = self.base.min(Duration::from_secs(1));
+        tokio::spawn(async move {
+            let mut pruned = 0;
+            while !*stop.borrow() {
+                let started = self.pass().await;
+                if now_ms() - pruned > 3_600_000 {
+                    pruned = now_ms();
+                    if let Err(e) = self
+                        .store
+                        .prune_notifications(pruned - KEEP.as_millis() as i64)
+                        .await
+                    {
+                        tracing::warn!(error = %e, "could not prune the notification outbox");
+                    }
+                }
+                if started == 0 {
+                    tokio::select! {
+                        _ = tokio::time::sleep(poll) => {}
+                        _ = stop.changed() => {}
+                    }
+                }
+            }
+        })
+    }
+
+    /// Starts an attempt for each due row this node could lease; how many.
+    /// Each attempt is a task of its own, so a slow endpoint holds up no
+    /// other.
+    pub async fn pass(self: &Arc<Self>) -> usize {
+        let now = now_ms();
+        let due = match self.store.due_notifications(now).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the notification outbox");
+                return 0;
+            }
+        };
+        let mut started = 0;
+        for d in due {
+            let until = now + LEASE.as_millis() as i64;
+            match self.store.lease_notification(d.id, now, until).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not lease a notification");
+                    continue;
+                }
+            }
+            started += 1;
+            let me = self.clone();
+            tokio::spawn(async move { me.attempt(d).await });
+        }
+        started
+    }
+
+    async fn attempt(&self, d: Due) {
+        let run_url = format!("{}/runs/{}", self.lab_url, d.run_id);
+        let sent = message::request(&self.http, &d, &run_url)
+            .timeout(TIMEOUT)
+            .send()
+            .await;
+        let error = match sent {
+            Ok(resp) if resp.status().is_success() => None,
+            Ok(resp) => Some(format!("the endpoint answered {}", resp.status())),
+            Err(e) => Some(e.without_url().to_string()),
+        };
+        let attempts = d.attempts + 1;
+        let done = match &error {
+            None => self.store.notification_delivered(d.id).await,
+            Some(err) => {
+                let retry_at = (attempts < ATTEMPTS)
+                    .then(|| now_ms() + delay(self.base, attempts).as_millis() as i64);
+                if retry_at.is_none() {
+                    tracing::warn!(
+                        run = d.run_id,
+                        event = %d.event,
+                        endpoint = d.endpoint_id,
+                        attempts,
+                        error = %err,
+                        "gave up on a notification"
+                    );
+                }
+                self.store.notification_failed(d.id, err, retry_at).await
+            }
+        };
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "could not record a notification attempt");
+        }
+    }
+}
+
+/// The wait after the `attempts`-th failed attempt: `base`·2^(attempts−1),
+/// at most [`MAX_DELAY`], less up to a quarter at random (so endpoints that
+/// failed together are not all retried at once).
+pub fn delay(base: Duration, attempts: i64) -> Duration {
+    let exp = attempts.clamp(1, 20) as u32 - 1;
+    let full = base.saturating_mul(2u32.saturating_pow(exp)).min(MAX_DELAY);
+    let jitter = getrandom::u32().unwrap_or(0) % 1000;
+    full.saturating_sub(full / 4 * jitter / 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_exponentially_with_jitter_up_to_a_cap() {
+        let base = Duration::from_secs(1);
+        for (n, full) in [(1, 1), (2, 2), (3, 4), (8, 128), (12, 300)] {
+            let d = delay(base, n);
+            let full = Duration::from_secs(full);
+            assert!(d <= full && d >= full * 3 / 4, "{n}: {d:?}");
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Notifications (issue 13 §5): a local receiving server records what lab
+//! posts when runs wait, end, fail and open pull requests.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Value, json};
+
+use crate::on_both;
+use crate::support::agent;
+use crate::support::{Backend, TestServer, id, wait};
+
+/// One request the receiver got.
+#[derive(Clone, Debug)]
+pub(crate) struct Got {
+    path: String,
+    pub headers: HashMap<String, String>,
+    pub body: String,
+    /// What the receiver answered.
+    status: u16,
+}
+
+impl Got {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Default)]
+struct Log {
+    got: Vec<Got>,
+    /// How many more requests to each path answer 500.
+    fail: HashMap<String, usize>,
+}
+
+/// A local HTTP server that records every POST and answers 200, or 500
+/// while told to.
+#[derive(Clone)]
+pub(crate) struct Receiver {
+    pub url: String,
+    log: Arc<Mutex<Log>>,
+}
+
+async fn take(
+    State(log): State<Arc<Mutex<Log>>>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let mut l = log.lock().unwrap();
+    let status = match l.fail.get_mut(&path) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+        _ => StatusCode::OK,
+    };
+    l.got.push(Got {
+        path,
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("?").to_owned()))
+            .collect(),
+        body: String::from_utf8_lossy(&body).into_owned(),
+        status: status.as_u16(),
+    });
+    status
+}
+
+impl Receiver {
+    pub async fn start() -> Receiver {
+        let log = Arc::new(Mutex::new(Log::default()));
+        let app = axum::Router::new()
+            .route("/{*path}", axum::routing::post(take))
+            .with_state(log.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Receiver { url, log }
+    }
+
+    pub fn fail_next(&self, path: &str, n: usize) {
+        self.log.lock().unwrap().fail.insert(path.to_owned(), n);
+    }
+
+    pub fn got(&self, path: &str) -> Vec<Got> {
+        let l = self.log.lock().unwrap();
+        l.got.iter().filter(|g| g.path == path).cloned().collect()
+    }
+
+    /// The events of what `path` got, with the status each was answered.
+    pub fn events(&self, path: &str) -> Vec<(String, u16)> {
+        self.got(path)
+            .iter()
+            .map(|g| {
+                (
+                    g.json()["event"].as_str().unwrap_or("?").to_owned(),
+                    g.status,
+                )
+            })
+            .collect()
+    }
+
+    /// Waits until `path` got `n` requests.
+    pub async fn wait_for(&self, path: &str, n: usize) -> Vec<Got> {
+        let what = format!("{n} requests to /{path}");
+        wait::until(what, wait::secs(20), async || {
+            let got = self.got(path);
+            if got.len() >= n {
+                Ok(got)
+            } else {
+                Err(format!("{got:?}"))
+            }
+        })
+        .await
+    }
+}
+
+pub(crate) const ALL: [&str; 4] = ["waiting", "ended", "failed", "pr_opened"];
+
+pub(crate) async fn notify(s: &TestServer, list: Value) -> Value {
+    s.patch("/api/v1/settings", json!({ "notifications": list }))
+        .await
+        .ok()
+}
+
+/// A run that waits, then ends: the webhook gets `waiting` then `ended`, in
+/// that order, with the contract's fields; its first answer is a 500, and
+/// lab sends that one again and each event once. ntfy and Slack endpoints
+/// get theirs in their own shapes, only for the events they asked for.
+async fn events_arrive_in_order_and_a_500_is_tried_again(b: Backend) {
+    let rx = Receiver::start().await;
+    rx.fail_next("hook", 1);
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    notify(
+        &s,
+        json!([
+            {"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ALL},
+            {"kind": "ntfy", "url": format!("{}/ntfy-topic", rx.url), "events": ["waiting"], "token": "tk_secret"},
+            {"kind": "slack", "url": format!("{}/slack", rx.url), "events": ["ended"]},
+        ]),
+    )
+    .await;
+    let run = s.start_run("r", "FAKE_ASK_MS=1500 FAKE_EXIT=0").await;
+    let run_id = id(&run);
+    let got = rx.wait_for("hook", 3).await;
+    assert_eq!(
+        rx.events("hook"),
+        [
+            ("waiting".to_owned(), 500),
+            ("waiting".to_owned(), 200),
+            ("ended".to_owned(), 200)
+        ]
+    );
+    let w = got[1].json();
+    assert_eq!(w["run"], run_id);
+    assert_eq!(w["repo"], "r");
+    assert_eq!(w["state"], "waiting");
+    assert!(
+        w["reason"].as_str().unwrap().contains("not logged in"),
+        "{w}"
+    );
+    assert_eq!(w["url"], format!("{}/runs/{run_id}", s.url));
+    assert!(w["at"].as_str().unwrap().ends_with('Z'), "{w}");
+    let e = got[2].json();
+    assert_eq!((&e["state"], &e["run"]), (&json!("exited"), &json!(run_id)));
+    assert!(e["pull_request"].is_null());
+    assert_eq!(got[2].headers["content-type"], "application/json");
+
+    let ntfy = rx.wait_for("ntfy-topic", 1).await;
+    let n = &ntfy[0];
+    assert!(
+        n.headers["title"].contains(&format!("run {run_id} of r is waiting")),
+        "{n:?}"
+    );
+    assert_eq!(n.headers["click"], format!("{}/runs/{run_id}", s.url));
+    assert!(n.headers["tags"].contains("hourglass"));
+    assert_eq!(n.headers["authorization"], "Bearer tk_secret");
+    assert!(n.body.contains("not logged in"), "{n:?}");
+
+    let slack = rx.wait_for("slack", 1).await;
+    let text = slack[0].json()["text"].as_str().unwrap().to_owned();
+    assert!(
+        text.starts_with(&format!(
+            "<{}/runs/{run_id}|lab: run {run_id} of r ended (exited)>",
+            s.url
+        )),
+        "{text}"
+    );
+    assert!(!slack[0].headers.contains_key("authorization"));
+
+    // Each event went out once (after its retry), and nothing else.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(rx.got("hook").len(), 3);
+    assert_eq!(rx.got("ntfy-topic").len(), 1);
+    assert_eq!(rx.got("slack").len(), 1);
+    s.stop().await;
+}
+
+/// A run waits (one `waiting` per entry, however many passes see it), opens
+/// a pull request and is lost; lab restarts in between and sends nothing
+/// twice.
+async fn pull_requests_and_failures_are_sent_once_across_a_restart(b: Backend) {
+    let rx = Receiver::start().await;
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    notify(
+        &s,
+        json!([{"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ALL}]),
+    )
+    .await;
+    let run = s.start_run("r", "FAKE_ASK_MS=60000").await;
+    let run_id = id(&run);
+    rx.wait_for("hook", 1).await;
+    let pr = s
+        .post(
+            &format!("/api/v1/runs/{run_id}/pull"),
+            json!({"title": "A change", "body": "done"}),
+        )
+        .await
+        .expect(201);
+    let got = rx.wait_for("hook", 2).await;
+    let p = got[1].json();
+    assert_eq!(p["event"], "pr_opened");
+    assert_eq!(p["pull_request"]["url"], pr["url"]);
+    assert_eq!(p["state"], "waiting");
+
+    let s = s.restart().await;
+    // Passes of the new server see the run waiting still: no new entry.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    assert_eq!(rx.events("hook").len(), 2, "{:?}", rx.events("hook"));
+    let session = format!("={}", run["session"].as_str().unwrap());
+    agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
+    s.wait_state(run_id, "failed").await;
+    let got = rx.wait_for("hook", 3).await;
+    assert_eq!(got[2].json()["event"], "failed");
+    assert_eq!(got[2].json()["state"], "failed");
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(
+        rx.events("hook"),
+        [
+            ("waiting".to_owned(), 200),
+            ("pr_opened".to_owned(), 200),
+            ("failed".to_owned(), 200)
+        ]
+    );
+    s.stop().await;
+}
+
+/// A wrong endpoint is a 400 naming the field and what is allowed, and the
+/// PATCH writes nothing, not even its valid fields.
+async fn a_wrong_endpoint_is_refused_and_nothing_is_written(b: Backend) {
+    let s = TestServer::start(b).await;
+    let before = s.get("/api/v1/settings").await.ok();
+    let good = json!({"kind": "webhook", "url": "https://example.com/hook", "events": ["ended"]});
+    for (bad, field, says) in [
+        (
+            json!({"kind": "email", "url": "https://e.com/x", "events": ["ended"]}),
+            "notifications.0.kind",
+            "webhook, ntfy or slack",
+        ),
+        (
+            json!({"kind": "webhook", "url": "ftp://e.com/x", "events": ["ended"]}),
+            "notifications.0.url",
+            "http:// or https://",
+        ),
+        (
+            json!({"kind": "webhook", "url": "https://e.com/x", "events": ["started"]}),
+            "notifications.0.events.0",
+            "waiting, ended, failed or pr_opened",
+        ),
+        (
+            json!({"kind": "webhook", "url": "https://e.com/x", "events": []}),
+            "notifications.0.events",
+            "at least one",
+        ),
+        (
+            json!({"kind": "webhook", "url": "https://e.com/…", "events": ["ended"]}),
+            "notifications.0.url",
+            "redacted",
+        ),
+        (
+            json!({"kind": "slack", "url": "https://e.com/x", "events": ["ended"], "token": "t"}),
+            "notifications.0.token",
+            "no token",
+        ),
+    ] {
+        let e = s
+            .patch(
+                "/api/v1/settings",
+                json!({"afk": {"max_concurrent": 7}, "notifications": [bad]}),
+            )
+            .await
+            .expect(400);
+        let text = e.to_string();
+        assert!(
+            text.contains(field) && text.contains(says),
+            "{field}: {text}"
+        );
+    }
+    let many: Vec<Value> = (0..21).map(|_| good.clone()).collect();
+    let e = s
+        .patch("/api/v1/settings", json!({"notifications": many}))
+        .await
+        .expect(400);
+    assert!(e.to_string().contains("at most 20"), "{e}");
+    // Not an object: refused by the body's shape.
+    s.patch("/api/v1/settings", json!({"notifications": [["webhook"]]}))
+        .await
+        .expect(400);
+    assert_eq!(s.get("/api/v1/settings").await.ok(), before);
+    s.stop().await;
+}
+
+/// The API shows a URL redacted and a token as set, never either; sending
+/// the redacted URL back keeps the stored one (and its token); neither
+/// reaches a run's environment.
+async fn secrets_are_never_shown_and_never_reach_a_run(b: Backend) {
+    let rx = Receiver::start().await;
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let secret = "services/T0001/B0002/sEcReTsEcReTsEcReT";
+    let v = notify(
+        &s,
+        json!([
+            {"kind": "slack", "url": format!("{}/{secret}", rx.url), "events": ["waiting"]},
+            {"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ["ended"], "token": "tk_hidden_1234"},
+        ]),
+    )
+    .await;
+    let shown = v.to_string();
+    assert!(
+        !shown.contains("sEcReT") && !shown.contains("tk_hidden"),
+        "{shown}"
+    );
+    let list = &v["notifications"];
+    assert_eq!(list[0]["url"], format!("{}/…cReT", rx.url));
+    assert_eq!(list[0]["token_set"], false);
+    assert_eq!(list[1]["token_set"], true);
+    let got = s.get("/api/v1/settings").await.ok();
+    assert!(!got.to_string().contains("sEcReT") && !got.to_string().contains("tk_hidden"));
+
+    // Back as shown, with one more event and the order swapped: the stored
+    // URLs and the token stay.
+    let mut back = got["notifications"].as_array().unwrap().clone();
+    back.reverse();
+    for e in &mut back {
+        e.as_object_mut().unwrap().remove("token_set");
+    }
+    back[1]["events"] = json!(["waiting", "ended"]);
+    let v = notify(&s, Value::Array(back)).await;
+    assert_eq!(v["notifications"][0]["token_set"], true);
+    assert_eq!(v["notifications"][1]["events"], json!(["waiting", "ended"]));
+
+    let run = s.start_run("r", "FAKE_ASK_MS=1000 FAKE_EXIT=0").await;
+    let slack = rx.wait_for(secret, 2).await;
+    assert!(slack[0].body.contains("is waiting"), "{slack:?}");
+    let hook = rx.wait_for("hook", 1).await;
+    assert_eq!(hook[0].headers["authorization"], "Bearer tk_hidden_1234");
+    // The run's environment has neither.
+    let env = agent::env(&s.record(id(&run), "env").await);
+    for (k, v) in &env {
+        assert!(
+            !v.contains("sEcReT") && !v.contains("tk_hidden") && !v.contains(&rx.url),
+            "{k}={v}"
+        );
+    }
+    // `[]` removes them all.
+    let v = notify(&s, json!([])).await;
+    assert_eq!(v["notifications"], json!([]));
+    s.stop().await;
+}
+
+/// Two nodes on one database both deliver; each notification goes out once.
+async fn two_nodes_send_each_notification_once(b: Backend) {
+    let rx = Receiver::start().await;
+    let url = b.fresh_url().await;
+    let dir = || {
+        tempfile::Builder::new()
+            .prefix("lab-it-")
+            .tempdir()
+            .unwrap()
+    };
+    let s1 = TestServer::start_with(dir(), url.clone(), |_| {}).await;
+    let s2 = TestServer::start_with(dir(), url, |_| {}).await;
+    s1.add_repo("r").await;
+    notify(
+        &s2,
+        json!([{"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ["ended"]}]),
+    )
+    .await;
+    let mut runs = Vec::new();
+    for _ in 0..4 {
+        runs.push(id(&s1.start_run("r", "FAKE_EXIT=0").await));
+    }
+    rx.wait_for("hook", 4).await;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let mut sent: Vec<i64> = rx
+        .got("hook")
+        .iter()
+        .map(|g| g.json()["run"].as_i64().unwrap())
+        .collect();
+    sent.sort();
+    assert_eq!(sent, runs);
+    s2.stop().await;
+    s1.stop().await;
+}
+
+crate::on_postgres!(two_nodes_send_each_notification_once);
+
+on_both!(
+    events_arrive_in_order_and_a_500_is_tried_again,
+    pull_requests_and_failures_are_sent_once_across_a_restart,
+    a_wrong_endpoint_is_refused_and_nothing_is_written,
+    secrets_are_never_shown_and_never_reach_a_run,
+);
