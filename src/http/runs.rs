@@ -56,6 +56,9 @@ pub struct RunBody {
     /// Why lab stopped the run (`operator`, `time_limit`, `pull_request`);
     /// `null` when it did not.
     pub stop_cause: Option<StopCause>,
+    /// What the agent is doing, from its CLI's hooks (ADR 13); `null` until
+    /// known.
+    pub agent_state: Option<super::agent::AgentStateBody>,
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
@@ -88,6 +91,7 @@ impl RunBody {
             exit_signal: r.exit_signal,
             sandboxed: r.sandboxed,
             stop_cause: r.stop_cause,
+            agent_state: r.agent.map(Into::into),
             created_at: rfc3339(r.created_at),
             started_at: r.started_at.map(rfc3339),
             ended_at: r.ended_at.map(rfc3339),
