@@ -15,10 +15,12 @@ spelled! {
 }
 
 spelled! {
-    /// Who set a run's agent state: the CLI's hook, or lab's screen check
+    /// Who set a run's agent state: the CLI's hook, lab's launch (a run
+    /// given a prompt is working from its start), or lab's screen check
     /// (the fallback for what no hook reports).
     pub enum AgentBy ("agent state source") {
         Hook = "hook",
+        Launch = "launch",
         Screen = "screen",
     }
 }

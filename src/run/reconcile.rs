@@ -400,7 +400,8 @@ fn screen_change(
     p: &dyn Provider,
     reason: Option<&'static str>,
 ) -> Option<(AgentState, Option<&'static str>)> {
-    let hooked = run.agent.as_ref().filter(|a| a.by == AgentBy::Hook);
+    // What a hook (or the launch) reported.
+    let hooked = run.agent.as_ref().filter(|a| a.by != AgentBy::Screen);
     match reason {
         Some(r) => {
             let hook_waits = hooked.is_some_and(|a| a.state == AgentState::Waiting);

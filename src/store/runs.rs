@@ -280,7 +280,7 @@ impl Store {
             "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = $3, \
              agent_state = CASE WHEN agent_state IS NULL AND prompt <> '' THEN 'working' ELSE agent_state END, \
              agent_since = CASE WHEN agent_state IS NULL AND prompt <> '' THEN $3 ELSE agent_since END, \
-             agent_by = CASE WHEN agent_state IS NULL AND prompt <> '' THEN 'hook' ELSE agent_by END \
+             agent_by = CASE WHEN agent_state IS NULL AND prompt <> '' THEN 'launch' ELSE agent_by END \
              WHERE id = $4 AND state = 'starting' RETURNING {COLUMNS}"
         );
         let start = pid_start.and_then(|s| i64::try_from(s).ok());
