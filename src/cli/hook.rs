@@ -48,7 +48,10 @@ fn read_payload(provider: &str, args: &[String]) -> Option<Value> {
         args.last()?.clone()
     } else {
         let mut s = String::new();
-        std::io::stdin().take(MAX_READ).read_to_string(&mut s).ok()?;
+        std::io::stdin()
+            .take(MAX_READ)
+            .read_to_string(&mut s)
+            .ok()?;
         s
     };
     let Value::Object(map) = serde_json::from_str(&text).ok()? else {
@@ -108,7 +111,10 @@ mod tests {
                 .unwrap()
                 .clone(),
         );
-        assert_eq!(v["tool_response"]["stdout"].as_str().unwrap().len(), MAX_STRING);
+        assert_eq!(
+            v["tool_response"]["stdout"].as_str().unwrap().len(),
+            MAX_STRING
+        );
         assert_eq!(v["list"].as_array().unwrap().len(), MAX_ITEMS);
         let wide: Map<String, Value> = (0..200)
             .map(|i| (format!("k{i}"), json!({"s": "y".repeat(MAX_STRING)})))

@@ -60,7 +60,10 @@ mod tests {
     #[test]
     fn reasons_are_trimmed_and_capped() {
         assert_eq!(agent_reason("  "), None);
-        assert_eq!(agent_reason(" Allow Bash? ").as_deref(), Some("Allow Bash?"));
+        assert_eq!(
+            agent_reason(" Allow Bash? ").as_deref(),
+            Some("Allow Bash?")
+        );
         let long = "é".repeat(2000);
         let r = agent_reason(&long).unwrap();
         assert_eq!(r.chars().count(), AGENT_REASON_CHARS);

@@ -166,7 +166,10 @@ mod tests {
         };
         let table = [
             (
-                with("SessionStart", json!({"source": "startup", "model": "sonnet"})),
+                with(
+                    "SessionStart",
+                    json!({"source": "startup", "model": "sonnet"}),
+                ),
                 Some(Signal::Started),
             ),
             (
@@ -174,16 +177,24 @@ mod tests {
                 Some(Signal::Working),
             ),
             (
-                with("PostToolUse", json!({"tool_name": "Bash", "tool_input": {}, "tool_response": {}})),
+                with(
+                    "PostToolUse",
+                    json!({"tool_name": "Bash", "tool_input": {}, "tool_response": {}}),
+                ),
                 Some(Signal::Working),
             ),
             (
-                with("Stop", json!({"stop_hook_active": false, "last_assistant_message": "done"})),
+                with(
+                    "Stop",
+                    json!({"stop_hook_active": false, "last_assistant_message": "done"}),
+                ),
                 Some(Signal::Idle(None)),
             ),
             (
                 with("StopFailure", json!({"error": "rate_limit"})),
-                Some(Signal::Idle(Some("the turn ended on an error: rate_limit".into()))),
+                Some(Signal::Idle(Some(
+                    "the turn ended on an error: rate_limit".into(),
+                ))),
             ),
             (
                 with(
@@ -191,7 +202,9 @@ mod tests {
                     json!({"message": "Claude needs your permission to use Bash",
                            "title": "Permission needed", "notification_type": "permission_prompt"}),
                 ),
-                Some(Signal::Waiting("Claude needs your permission to use Bash".into())),
+                Some(Signal::Waiting(
+                    "Claude needs your permission to use Bash".into(),
+                )),
             ),
             (
                 with(
@@ -208,7 +221,10 @@ mod tests {
                 Some(Signal::Idle(None)),
             ),
             (
-                with("Notification", json!({"message": "Logged in", "notification_type": "auth_success"})),
+                with(
+                    "Notification",
+                    json!({"message": "Logged in", "notification_type": "auth_success"}),
+                ),
                 None,
             ),
             (with("SessionEnd", json!({"reason": "exit"})), None),
@@ -239,7 +255,10 @@ mod tests {
     #[test]
     fn hook_commands_are_quoted_for_a_shell_and_for_toml() {
         let argv: Vec<String> = vec!["/opt/it's lab/labctl".into(), "hook".into(), "codex".into()];
-        assert_eq!(shell_words(&argv), r#"'/opt/it'\''s lab/labctl' 'hook' 'codex'"#);
+        assert_eq!(
+            shell_words(&argv),
+            r#"'/opt/it'\''s lab/labctl' 'hook' 'codex'"#
+        );
         assert_eq!(
             codex_notify(&argv),
             r#"notify=["/opt/it's lab/labctl","hook","codex"]"#

@@ -473,15 +473,47 @@ mod tests {
         let table = [
             // No hook yet: the screen decides, both ways.
             (run(RunState::Running, None, None), login, wait(login)),
-            (run(RunState::Waiting, login, Some((Waiting, Screen))), None, Some((Working, None))),
-            (run(RunState::Waiting, login, Some((Waiting, Screen))), login, None),
+            (
+                run(RunState::Waiting, login, Some((Waiting, Screen))),
+                None,
+                Some((Working, None)),
+            ),
+            (
+                run(RunState::Waiting, login, Some((Waiting, Screen))),
+                login,
+                None,
+            ),
             // A hook-reported wait stays, whatever the screen shows.
-            (run(RunState::Waiting, Some("Allow Bash?"), Some((Waiting, Hook))), None, None),
-            (run(RunState::Waiting, Some("Allow Bash?"), Some((Waiting, Hook))), login, None),
+            (
+                run(
+                    RunState::Waiting,
+                    Some("Allow Bash?"),
+                    Some((Waiting, Hook)),
+                ),
+                None,
+                None,
+            ),
+            (
+                run(
+                    RunState::Waiting,
+                    Some("Allow Bash?"),
+                    Some((Waiting, Hook)),
+                ),
+                login,
+                None,
+            ),
             // What the hooks report themselves is theirs to report.
-            (run(RunState::Running, None, Some((Working, Hook))), permission, None),
+            (
+                run(RunState::Running, None, Some((Working, Hook))),
+                permission,
+                None,
+            ),
             // What no hook reports (a login screen) still makes the run wait.
-            (run(RunState::Running, None, Some((Idle, Hook))), login, wait(login)),
+            (
+                run(RunState::Running, None, Some((Idle, Hook))),
+                login,
+                wait(login),
+            ),
             // A screen that asks nothing leaves a hook's state alone.
             (run(RunState::Running, None, Some((Idle, Hook))), None, None),
         ];

@@ -37,9 +37,10 @@ pub async fn report(store: &Store, run: &Run, payload: &Value) -> ServiceResult<
     let Some((state, reason)) = p.hook_signal(payload).and_then(|s| next(run, s)) else {
         return Ok(false);
     };
-    let same = run.agent.as_ref().is_some_and(|a| {
-        a.state == state && a.reason == reason && a.by == AgentBy::Hook
-    });
+    let same = run
+        .agent
+        .as_ref()
+        .is_some_and(|a| a.state == state && a.reason == reason && a.by == AgentBy::Hook);
     if same {
         return Ok(false);
     }

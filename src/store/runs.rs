@@ -5,7 +5,9 @@
 use sqlx::FromRow;
 
 use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
-use crate::domain::{AgentBy, AgentState, AgentStatus, Layer, Run, RunKind, RunState, Sourced, StopCause};
+use crate::domain::{
+    AgentBy, AgentState, AgentStatus, Layer, Run, RunKind, RunState, Sourced, StopCause,
+};
 use crate::resolve::Resolved;
 
 /// The SQL list of live states, for `state IN (…)`: the states

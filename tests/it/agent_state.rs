@@ -45,10 +45,29 @@ async fn claude_hooks_drive_the_agent_state(b: Backend) {
         waiting["state_reason"],
         "Claude needs your permission to use Bash"
     );
-    let since = |r: &Value| {
-        humantime::parse_rfc3339(agent(r)["since"].as_str().unwrap()).unwrap()
-    };
+    let since = |r: &Value| humantime::parse_rfc3339(agent(r)["since"].as_str().unwrap()).unwrap();
     assert!(since(&waiting) >= since(&working));
+    // `labctl ps` shows it (the run's state, then its agent's), with the
+    // question.
+    let table = crate::labctl::ok(&crate::labctl::labctl(&s, &["ps"]));
+    assert!(
+        table.contains("AGENT")
+            && table.lines().any(|l| l.matches("waiting").count() == 2
+                && l.contains("Claude needs your permission to use Bash")),
+        "{table}"
+    );
+    // So does the run's page.
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, &format!("/runs/{n}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"<dd id="agent"><strong>waiting</strong>"#)
+            && page.contains("Claude needs your permission to use Bash"),
+        "{page}"
+    );
     // The screen check (every 100 ms here) sees no question on the fake
     // agent's screen, and leaves the hook's wait alone.
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
@@ -111,7 +130,12 @@ async fn hooks_are_the_run_s_own_and_checked(b: Backend) {
         .post(&format!("/api/v1/runs/{other}/hook"), notification.clone())
         .await
         .expect(403);
-    assert!(refused["error"]["message"].as_str().unwrap().contains("report its agent's state"));
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("report its agent's state")
+    );
     let after = s.get(&format!("/api/v1/runs/{other}")).await.ok();
     assert_eq!(after["agent_state"], before["agent_state"]);
     assert_eq!(after["state"], "running");
@@ -137,7 +161,10 @@ async fn hooks_are_the_run_s_own_and_checked(b: Backend) {
         assert!(e["error"]["message"].is_string(), "{bad}: {e}");
     }
     let ignored = own
-        .post(&path, json!({"payload": {"hook_event_name": "SomethingNew"}}))
+        .post(
+            &path,
+            json!({"payload": {"hook_event_name": "SomethingNew"}}),
+        )
         .await
         .ok();
     assert_eq!(ignored["applied"], false);
