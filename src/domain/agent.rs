@@ -38,10 +38,16 @@ pub struct AgentStatus {
 /// The most characters of a reason lab keeps (a question can be long).
 pub const AGENT_REASON_CHARS: usize = 500;
 
-/// A reason as lab keeps it: trimmed, at most [`AGENT_REASON_CHARS`]
+/// A reason as lab keeps it: control characters (a terminal's escape
+/// sequences among them: the text comes from the agent, and `labctl ps`
+/// prints it) made spaces, trimmed, at most [`AGENT_REASON_CHARS`]
 /// characters (an ellipsis marks a cut), `None` when empty.
 pub fn agent_reason(s: &str) -> Option<String> {
-    let s = s.trim();
+    let clean: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let s = clean.trim();
     if s.is_empty() {
         return None;
     }

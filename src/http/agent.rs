@@ -8,9 +8,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::error::{ApiError, ApiResult, ErrorBody};
+use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath};
-use super::runs::run_id;
+use super::runs::{run_id, stored_run};
 use crate::domain::{AgentState, AgentStatus, rfc3339};
 use crate::service;
 use crate::state::AppState;
@@ -67,20 +67,11 @@ async fn post_hook(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<HookBody>,
 ) -> ApiResult<Json<HookAnswer>> {
-    let id = run_id(&id)?;
-    let run = app
-        .store
-        .run(id)
-        .await
-        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
+    let run = stored_run(&app, run_id(&id)?).await?;
     let payload = serde_json::Value::Object(body.payload);
     let applied = service::hooks::report(&app.store, &run, &payload).await?;
     let agent = if applied {
-        app.store
-            .run(id)
-            .await
-            .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?
-            .agent
+        stored_run(&app, run.id).await?.agent
     } else {
         run.agent
     };

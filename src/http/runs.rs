@@ -240,13 +240,16 @@ async fn get_run(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<RunBody>> {
-    let id = run_id(&id)?;
-    let run = app
-        .store
+    let run = stored_run(&app, run_id(&id)?).await?;
+    Ok(Json(RunBody::new(run, &app.runner)))
+}
+
+/// Run `id` as stored; a 404 naming it when there is none.
+pub async fn stored_run(app: &AppState, id: i64) -> Result<Run, ApiError> {
+    app.store
         .run(id)
         .await
-        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
-    Ok(Json(RunBody::new(run, &app.runner)))
+        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))
 }
 
 /// Stops a live run: its whole process tree, then its session.
