@@ -57,7 +57,7 @@ pub struct RunBody {
     /// `null` when it did not.
     pub stop_cause: Option<StopCause>,
     /// What the agent is doing, from its CLI's hooks (ADR 13); `null` until
-    /// known.
+    /// known, and once the run has ended.
     pub agent_state: Option<super::agent::AgentStateBody>,
     pub created_at: String,
     pub started_at: Option<String>,
@@ -91,7 +91,7 @@ impl RunBody {
             exit_signal: r.exit_signal,
             sandboxed: r.sandboxed,
             stop_cause: r.stop_cause,
-            agent_state: r.agent.map(Into::into),
+            agent_state: r.agent.filter(|_| r.state.is_active()).map(Into::into),
             created_at: rfc3339(r.created_at),
             started_at: r.started_at.map(rfc3339),
             ended_at: r.ended_at.map(rfc3339),

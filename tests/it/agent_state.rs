@@ -83,6 +83,13 @@ async fn claude_hooks_drive_the_agent_state(b: Backend) {
     assert!(since(&idle) >= since(&waiting));
     let listed = s.get("/api/v1/runs").await.ok();
     assert_eq!(listed[0]["agent_state"], idle["agent_state"]);
+    // An ended run's agent does nothing.
+    let stopped = s
+        .post(&format!("/api/v1/runs/{n}/stop"), json!({}))
+        .await
+        .ok();
+    assert_eq!(stopped["state"], "stopped");
+    assert!(stopped["agent_state"].is_null(), "{stopped}");
     s.stop().await;
 }
 
