@@ -63,7 +63,7 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 pub fn claude(payload: &Value) -> Option<Signal> {
     match text(payload, "hook_event_name") {
         "SessionStart" => Some(Signal::Started),
-        "UserPromptSubmit" | "PostToolUse" | "PostToolUseFailure" => Some(Signal::Working),
+        "UserPromptSubmit" | "PostToolUse" => Some(Signal::Working),
         "Stop" => Some(Signal::Idle(None)),
         "StopFailure" => Some(Signal::Idle(Some(format!(
             "the turn ended on an error: {}",
