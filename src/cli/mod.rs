@@ -2,6 +2,7 @@
 
 mod afk;
 mod client;
+mod hook;
 mod notify;
 mod output;
 mod repos;
@@ -116,6 +117,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Report an agent CLI's hook event to lab (what a run's CLI runs; it
+    /// reads the run's LAB_URL, LAB_RUN_ID and LAB_TOKEN, waits at most 2 s,
+    /// prints nothing and always exits 0).
+    Hook {
+        /// The CLI: claude-code (payload on stdin) or codex (payload as the
+        /// last argument).
+        provider: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -125,12 +136,26 @@ enum Command {
 
 /// Entry point of the `labctl` binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A hook never fails its agent, even when called wrongly.
+        Err(e)
+            if std::env::args().nth(1).as_deref() == Some("hook")
+                && !matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) =>
+        {
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
+        Err(_) if matches!(cli.command, Command::Hook { .. }) => return ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("labctl: cannot start: {e}");
             return Exit::Failure.into();
@@ -146,6 +171,10 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> CliResult<()> {
+    if let Command::Hook { provider, args } = &cli.command {
+        hook::hook(&cli.lab_url, cli.token.clone(), provider, args).await;
+        return Ok(());
+    }
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut Cli::command(), "labctl", &mut std::io::stdout());
         return Ok(());
@@ -199,7 +228,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Issue(cmd) => afk::issue(&client, cmd).await,
         Command::Pr(cmd) => afk::pr(&client, cmd).await,
         Command::Ledger { json } => afk::ledger(&client, json).await,
-        Command::Completions { .. } => unreachable!("handled above"),
+        Command::Completions { .. } | Command::Hook { .. } => unreachable!("handled above"),
     }
 }
 

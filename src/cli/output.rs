@@ -272,6 +272,16 @@ fn state(r: &Value) -> String {
     }
 }
 
+/// What a live run's agent is doing and for how long (`waiting 2m`), from
+/// its CLI's hooks; `-` when unknown or ended.
+fn agent(r: &Value) -> String {
+    let a = &r["agent_state"];
+    if a.is_null() || !r["ended_at"].is_null() {
+        return "-".to_owned();
+    }
+    format!("{} {}", s(&a["state"]), age(&a["since"]))
+}
+
 pub fn runs(v: &Value, as_json: bool, all: bool) {
     if as_json {
         return json(v);
@@ -286,6 +296,7 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
                 s(&r["repo"]),
                 s(&r["kind"]),
                 state(r),
+                agent(r),
                 s(&r["model"]["value"]),
                 s(&r["effort"]["value"]),
                 age(&r["created_at"]),
@@ -314,6 +325,7 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
             "REPO",
             "KIND",
             "STATE",
+            "AGENT",
             "MODEL",
             "EFFORT",
             "AGE",

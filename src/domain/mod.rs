@@ -3,6 +3,7 @@
 //! Pure data with its own rules; no IO, and nothing here names a module
 //! above it.
 
+mod agent;
 mod change;
 mod defaults;
 mod input;
@@ -15,6 +16,7 @@ mod run;
 mod spelled;
 mod stop;
 
+pub use agent::{AGENT_REASON_CHARS, AgentBy, AgentState, AgentStatus, agent_reason};
 pub use change::Change;
 pub use defaults::Defaults;
 pub use input::Key;

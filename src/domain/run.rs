@@ -146,6 +146,8 @@ pub struct Run {
     pub sandboxed: bool,
     /// Why lab stopped it, when it did.
     pub stop_cause: Option<super::StopCause>,
+    /// What its agent is doing (ADR 13); `None` until known.
+    pub agent: Option<super::AgentStatus>,
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! methods, and every failure leaves as an [`error::ApiError`].
 
 pub mod afk;
+pub mod agent;
 pub mod auth;
 pub mod dto;
 pub mod error;
@@ -39,6 +40,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(repos::router())
                 .merge(runs::router())
                 .merge(screen::router())
+                .merge(agent::router())
                 .merge(issues::router())
                 .merge(afk::router())
                 .merge(status::router()),

@@ -56,6 +56,9 @@ pub struct RunBody {
     /// Why lab stopped the run (`operator`, `time_limit`, `pull_request`);
     /// `null` when it did not.
     pub stop_cause: Option<StopCause>,
+    /// What the agent is doing, from its CLI's hooks (ADR 13); `null` until
+    /// known, and once the run has ended.
+    pub agent_state: Option<super::agent::AgentStateBody>,
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
@@ -88,6 +91,7 @@ impl RunBody {
             exit_signal: r.exit_signal,
             sandboxed: r.sandboxed,
             stop_cause: r.stop_cause,
+            agent_state: r.agent.filter(|_| r.state.is_active()).map(Into::into),
             created_at: rfc3339(r.created_at),
             started_at: r.started_at.map(rfc3339),
             ended_at: r.ended_at.map(rfc3339),
@@ -236,13 +240,16 @@ async fn get_run(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<RunBody>> {
-    let id = run_id(&id)?;
-    let run = app
-        .store
+    let run = stored_run(&app, run_id(&id)?).await?;
+    Ok(Json(RunBody::new(run, &app.runner)))
+}
+
+/// Run `id` as stored; a 404 naming it when there is none.
+pub async fn stored_run(app: &AppState, id: i64) -> Result<Run, ApiError> {
+    app.store
         .run(id)
         .await
-        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
-    Ok(Json(RunBody::new(run, &app.runner)))
+        .map_err(|e| ApiError::from_store(e, || format!("run {id}")))
 }
 
 /// Stops a live run: its whole process tree, then its session.

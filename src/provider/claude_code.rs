@@ -1,12 +1,16 @@
 //! Claude Code (`claude`).
 
 use super::config::{Format, StatePath};
+use super::hooks;
 use super::{
     BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue,
     OptionSpec, OptionType, Provider, SpawnSpec, Verdict, first_line,
 };
 
 pub struct ClaudeCode;
+
+/// The screen check's reason for a permission question.
+const PERMISSION: &str = "waits for a permission answer";
 
 /// The line the `ultracode` option puts before a non-empty initial prompt.
 /// `ultracode` is a keyword Claude Code reacts to in a prompt, not a flag.
@@ -87,15 +91,24 @@ impl Provider for ClaudeCode {
             spec.effort.clone(),
         ];
         let mut env = vec![("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned())];
+        // One `--settings` layer: Claude Code merges it with the user's
+        // settings files (their hooks run too), it replaces none of them.
+        let mut settings = serde_json::Map::new();
         if let Some(mode) = spec.options.get("permission_mode") {
             args.push("--permission-mode".to_owned());
             args.push(mode.clone());
             if mode == "bypassPermissions" {
                 // Pre-answers the "Bypass Permissions mode" confirmation,
                 // which otherwise defaults to "No, exit".
-                args.push("--settings".to_owned());
-                args.push(r#"{"skipDangerousModePermissionPrompt":true}"#.to_owned());
+                settings.insert("skipDangerousModePermissionPrompt".into(), true.into());
             }
+        }
+        if let Some(command) = &spec.hook_command {
+            settings.insert("hooks".into(), hooks::claude_hooks(command));
+        }
+        if !settings.is_empty() {
+            args.push("--settings".to_owned());
+            args.push(serde_json::Value::Object(settings).to_string());
         }
         if spec.sandboxed {
             // True only under lab's sandbox; Claude Code refuses its bypass
@@ -209,6 +222,15 @@ impl Provider for ClaudeCode {
         ]
     }
 
+    fn hook_signal(&self, payload: &serde_json::Value) -> Option<hooks::Signal> {
+        hooks::claude(payload)
+    }
+
+    /// Its `Notification` hook reports permission prompts.
+    fn hooked_attention(&self) -> &'static [&'static str] {
+        &[PERMISSION]
+    }
+
     fn attention(&self, screen: &str) -> Option<&'static str> {
         let has = |s: &str| screen.contains(s);
         if has("Not logged in") || has("Select login method") {
@@ -223,7 +245,7 @@ impl Provider for ClaudeCode {
             || has("Do you want to make this edit")
             || has("Do you want to create")
         {
-            Some("waits for a permission answer")
+            Some(PERMISSION)
         } else {
             None
         }

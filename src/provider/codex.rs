@@ -1,6 +1,7 @@
 //! OpenAI Codex CLI (`codex`).
 
 use super::config::{Format, StatePath};
+use super::hooks;
 use super::{
     CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue, OptionSpec,
     OptionType, Provider, SpawnSpec, Verdict, first_line,
@@ -96,6 +97,12 @@ impl Provider for Codex {
             "-c".to_owned(),
             format!("model_reasoning_effort={}", spec.effort),
         ];
+        if let Some(command) = &spec.hook_command {
+            // Codex runs its `notify` program when a turn completes, with
+            // the event as JSON in its last argument.
+            args.push("-c".to_owned());
+            args.push(hooks::codex_notify(command));
+        }
         if let Some(policy) = spec.options.get("approval") {
             args.push("-a".to_owned());
             args.push(policy.clone());
@@ -187,6 +194,10 @@ impl Provider for Codex {
 
     fn env_passthrough(&self) -> &'static [&'static str] {
         &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"]
+    }
+
+    fn hook_signal(&self, payload: &serde_json::Value) -> Option<hooks::Signal> {
+        hooks::codex(payload)
     }
 
     fn attention(&self, screen: &str) -> Option<&'static str> {

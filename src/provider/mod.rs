@@ -9,6 +9,7 @@
 mod claude_code;
 mod codex;
 pub mod config;
+pub mod hooks;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -74,6 +75,10 @@ pub struct SpawnSpec {
     /// Whether lab's sandbox is in force for this run (a CLI may be told so:
     /// Claude Code refuses its unattended mode as root unless it is).
     pub sandboxed: bool,
+    /// The program (and its first arguments) the CLI's hooks run to report
+    /// the agent's state to lab (`labctl hook <provider>`, ADR 13); `None`:
+    /// no hooks.
+    pub hook_command: Option<Vec<String>>,
 }
 
 impl SpawnSpec {
@@ -152,6 +157,18 @@ pub trait Provider: Send + Sync + 'static {
     /// ("login required"). Pure: matched against text.
     fn attention(&self, _screen: &str) -> Option<&'static str> {
         None
+    }
+
+    /// What one of the CLI's hook payloads says about its agent (ADR 13);
+    /// `None` for an event that says nothing lab uses. Pure.
+    fn hook_signal(&self, _payload: &serde_json::Value) -> Option<hooks::Signal> {
+        None
+    }
+
+    /// The [`Provider::attention`] reasons its hooks report themselves (with
+    /// the exact question): the screen check leaves those to the hooks.
+    fn hooked_attention(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// Reads the outcome of an offline argv check (see `run::cli_check`): the

@@ -19,7 +19,89 @@ fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> Sp
         initial_prompt: prompt.into(),
         working_dir: "/work/demo".into(),
         sandboxed: false,
+        hook_command: None,
     }
+}
+
+/// A spec whose CLI reports to lab through hooks (ADR 13).
+fn hooked(mut s: SpawnSpec) -> SpawnSpec {
+    s.hook_command = Some(vec![
+        "/opt/lab/bin/labctl".into(),
+        "hook".into(),
+        "claude-code".into(),
+    ]);
+    s
+}
+
+#[test]
+fn claude_hooks_share_the_one_settings_layer_with_bypass() {
+    check(
+        "claude-code",
+        hooked(spec(
+            "sonnet",
+            "high",
+            &[("permission_mode", "bypassPermissions")],
+            "go",
+        )),
+        expect![[r#"
+            "--model"
+            "sonnet"
+            "--effort"
+            "high"
+            "--permission-mode"
+            "bypassPermissions"
+            "--settings"
+            "{\"skipDangerousModePermissionPrompt\":true,\"hooks\":{\"SessionStart\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"UserPromptSubmit\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"PostToolUse\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"Notification\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"StopFailure\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}]}}"
+            "--"
+            "go"
+            env DISABLE_AUTOUPDATER="1"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn claude_hooks_without_bypass() {
+    check(
+        "claude-code",
+        hooked(spec("sonnet", "high", &[], "")),
+        expect![[r#"
+            "--model"
+            "sonnet"
+            "--effort"
+            "high"
+            "--settings"
+            "{\"hooks\":{\"SessionStart\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"UserPromptSubmit\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"PostToolUse\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"Notification\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"StopFailure\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}]}}"
+            env DISABLE_AUTOUPDATER="1"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn codex_notify_runs_lab_s_hook() {
+    let mut s = hooked(spec("gpt-5.5", "medium", &[("approval", "never")], "go"));
+    s.hook_command = Some(vec![
+        "/opt/lab/bin/labctl".into(),
+        "hook".into(),
+        "codex".into(),
+    ]);
+    check(
+        "codex",
+        s,
+        expect![[r#"
+            "-m"
+            "gpt-5.5"
+            "-c"
+            "model_reasoning_effort=medium"
+            "-c"
+            "notify=[\"/opt/lab/bin/labctl\",\"hook\",\"codex\"]"
+            "-a"
+            "never"
+            "--"
+            "go"
+        "#]],
+    );
 }
 
 /// One argv element per line, quoted, so every byte is visible.

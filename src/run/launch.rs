@@ -180,6 +180,21 @@ impl Runner {
         })
     }
 
+    /// What the CLI's hooks run to report its agent's state (ADR 13):
+    /// `labctl hook <provider>`, the labctl beside lab's own executable (the
+    /// sandbox binds that folder in). `None` when there is no such labctl:
+    /// the screen check is then all lab has.
+    pub fn hook_command(&self, p: &dyn Provider) -> Option<Vec<String>> {
+        let labctl = self.cfg.lab_exe.parent()?.join("labctl");
+        is_executable(&labctl).then(|| {
+            vec![
+                labctl.to_string_lossy().into_owned(),
+                "hook".to_owned(),
+                p.id().to_owned(),
+            ]
+        })
+    }
+
     /// The one launch path. Validation failures and a missing CLI start
     /// nothing and write nothing. Once the run is recorded, any later
     /// failure ends it as `failed` with the reason, and the run is returned.
@@ -338,6 +353,7 @@ impl Runner {
             initial_prompt: run.prompt.clone(),
             working_dir: self.workspaces.path_for(run.id),
             sandboxed: run.sandboxed,
+            hook_command: self.hook_command(p),
         };
         let workspace = async {
             let t = std::time::Instant::now();

@@ -92,6 +92,13 @@ pub struct Runner {
 }
 
 impl Runner {
+    /// Makes the next reconcile pass read this run's screen even if its log
+    /// did not grow: a hook changed its state, and a screen no hook reports
+    /// (a login screen drawn before the hook came) must be seen again.
+    pub fn look_again(&self, run: i64) {
+        self.log_seen.lock().expect("poisoned").remove(&run);
+    }
+
     pub fn new(store: Store, cfg: RunnerConfig) -> anyhow::Result<Runner> {
         let unset: Vec<String> = provider::all()
             .iter()

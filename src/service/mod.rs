@@ -4,6 +4,7 @@
 //! neither front end depends on the other.
 
 pub mod afk;
+pub mod hooks;
 pub mod repos;
 pub mod runs;
 

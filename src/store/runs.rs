@@ -5,7 +5,9 @@
 use sqlx::FromRow;
 
 use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
-use crate::domain::{Layer, Run, RunKind, RunState, Sourced, StopCause};
+use crate::domain::{
+    AgentBy, AgentState, AgentStatus, Layer, Run, RunKind, RunState, Sourced, StopCause,
+};
 use crate::resolve::Resolved;
 
 /// The SQL list of live states, for `state IN (…)`: the states
@@ -14,7 +16,8 @@ pub(crate) const ACTIVE_STATES_SQL: &str = "('starting', 'running', 'waiting')";
 
 const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
-     exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause";
+     exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause, \
+     agent_state, agent_reason, agent_since, agent_by";
 
 #[derive(FromRow)]
 struct RunRow {
@@ -46,6 +49,10 @@ struct RunRow {
     workspace_removed_at: Option<i64>,
     sandboxed: bool,
     stop_cause: Option<StopCause>,
+    agent_state: Option<String>,
+    agent_reason: Option<String>,
+    agent_since: Option<i64>,
+    agent_by: Option<String>,
 }
 
 fn layer(s: &str) -> Result<Layer> {
@@ -58,6 +65,18 @@ impl TryFrom<RunRow> for Run {
     fn try_from(r: RunRow) -> Result<Run> {
         let corrupt =
             |what: &str, e: String| StoreError::Corrupt(format!("run {} {what}: {e}", r.id));
+        let agent = match (r.agent_state.as_deref(), r.agent_by.as_deref()) {
+            (Some(state), by) => Some(AgentStatus {
+                state: state.parse().map_err(|e| corrupt("agent state", e))?,
+                reason: r.agent_reason.clone(),
+                since: r.agent_since.unwrap_or(r.created_at),
+                by: by
+                    .unwrap_or("hook")
+                    .parse()
+                    .map_err(|e| corrupt("agent state source", e))?,
+            }),
+            (None, _) => None,
+        };
         Ok(Run {
             id: r.id,
             kind: r.kind.parse().map_err(|e| corrupt("kind", e))?,
@@ -92,6 +111,7 @@ impl TryFrom<RunRow> for Run {
             workspace_removed_at: r.workspace_removed_at,
             sandboxed: r.sandboxed,
             stop_cause: r.stop_cause,
+            agent,
         })
     }
 }
@@ -259,7 +279,10 @@ impl Store {
     ) -> Result<Option<Run>> {
         let now = now_ms();
         let sql = format!(
-            "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = $3 \
+            "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = $3, \
+             agent_state = CASE WHEN agent_state IS NULL AND prompt <> '' THEN 'working' ELSE agent_state END, \
+             agent_since = CASE WHEN agent_state IS NULL AND prompt <> '' THEN $3 ELSE agent_since END, \
+             agent_by = CASE WHEN agent_state IS NULL AND prompt <> '' THEN 'launch' ELSE agent_by END \
              WHERE id = $4 AND state = 'starting' RETURNING {COLUMNS}"
         );
         let start = pid_start.and_then(|s| i64::try_from(s).ok());
@@ -283,6 +306,47 @@ impl Store {
             sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(state.as_str())
                 .bind(reason)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// Records a live run's agent state and keeps the run's state in step
+    /// with it (`waiting` with the reason while the agent waits, `running`
+    /// otherwise; a `starting` run keeps its state, which the launch path
+    /// moves on). `since` stays when neither state nor reason changed.
+    /// False when the run is no longer live.
+    pub async fn set_agent_state(
+        &self,
+        id: i64,
+        state: AgentState,
+        reason: Option<&str>,
+        by: AgentBy,
+    ) -> Result<bool> {
+        let now = now_ms();
+        let (run_state, run_reason) = match state {
+            AgentState::Waiting => (RunState::Waiting, reason),
+            _ => (RunState::Running, None),
+        };
+        let sql = format!(
+            "UPDATE runs SET state = CASE WHEN state = 'starting' THEN state ELSE $1 END, \
+             state_reason = CASE WHEN state = 'starting' THEN state_reason ELSE $2 END, \
+             agent_since = CASE WHEN agent_state = $3 AND agent_reason IS NOT DISTINCT FROM $4 \
+               THEN agent_since ELSE $5 END, \
+             agent_state = $3, agent_reason = $4, agent_by = $6 \
+             WHERE id = $7 AND state IN {ACTIVE_STATES_SQL}"
+        );
+        let n = on_db!(self.db(), pool => {
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(run_state.as_str())
+                .bind(run_reason)
+                .bind(state.as_str())
+                .bind(reason)
+                .bind(now)
+                .bind(by.as_str())
                 .bind(id)
                 .execute(pool)
                 .await?

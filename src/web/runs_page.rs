@@ -42,12 +42,17 @@ pub fn row(r: &Run) -> Row {
         detail: detail(r),
         model: r.model.value.clone(),
         effort: r.effort.value.clone(),
-        created: crate::domain::rfc3339(r.created_at)
-            .replace('T', " ")
-            .chars()
-            .take(19)
-            .collect(),
+        created: short_time(r.created_at),
     }
+}
+
+/// A time as pages show it: `2026-12-01 12:00:01` (UTC).
+fn short_time(ms: i64) -> String {
+    crate::domain::rfc3339(ms)
+        .replace('T', " ")
+        .chars()
+        .take(19)
+        .collect()
 }
 
 /// A state's explanation: the reason, or the exit status.
@@ -91,6 +96,24 @@ struct RunPage {
     /// The screen as the CLI drew it, as HTML.
     screen: String,
     live: bool,
+    /// What a live run's agent is doing, from its CLI's hooks (ADR 13).
+    agent: Option<AgentLine>,
+}
+
+/// A run's agent state as its page shows it.
+struct AgentLine {
+    state: &'static str,
+    reason: String,
+    since: String,
+}
+
+fn agent_line(r: &Run) -> Option<AgentLine> {
+    let a = r.agent.as_ref().filter(|_| r.state.is_active())?;
+    Some(AgentLine {
+        state: a.state.as_str(),
+        reason: a.reason.clone().unwrap_or_default(),
+        since: short_time(a.since),
+    })
 }
 
 async fn dashboard(State(app): State<AppState>, session: BrowserSession) -> Response {
@@ -311,6 +334,7 @@ async fn show(
         history,
         screen,
         live: run.state.is_active(),
+        agent: agent_line(&run),
         run,
     })
 }

@@ -47,6 +47,12 @@ fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
                     initial_prompt: PROMPT.into(),
                     working_dir: "/tmp".into(),
                     sandboxed: true,
+                    // The hooks every run reports its state through (ADR 13).
+                    hook_command: Some(vec![
+                        "/opt/lab/bin/labctl".into(),
+                        "hook".into(),
+                        p.id().into(),
+                    ]),
                 });
             }
         }

@@ -4,6 +4,7 @@ mod support;
 
 mod afk;
 mod afk_race;
+mod agent_state;
 mod api_auth;
 mod api_errors;
 mod api_pulls;

@@ -45,7 +45,12 @@ pub(crate) async fn session(s: &TestServer) -> String {
 }
 
 /// A request of a logged-in browser.
-async fn visit(s: &TestServer, cookie: &str, method: Method, path: &str) -> reqwest::Response {
+pub(crate) async fn visit(
+    s: &TestServer,
+    cookie: &str,
+    method: Method,
+    path: &str,
+) -> reqwest::Response {
     client()
         .request(method, format!("{}{path}", s.url))
         .header(COOKIE, cookie)

@@ -174,6 +174,57 @@ async fn codex_afk_reaches_login(b: Backend) {
     reaches_login(b, "codex", RunKind::Afk, "Sign in with ChatGPT").await;
 }
 
+/// The real Claude Code runs lab's hooks from its `--settings`, in its
+/// sandbox, beside the user's own: a run started without a prompt is `idle`
+/// once its `SessionStart` hook has reached lab through `labctl hook`
+/// (ADR 13), and the user's `SessionStart` hook ran too. (An `apiKeyHelper`
+/// that prints no real key gets Claude past its login screen; it never
+/// calls the API without a prompt.)
+async fn claude_s_own_hook_reports_its_session(b: Backend) {
+    let bin = real::cli("claude-code");
+    let s = TestServer::start_tweaked(b, |cfg| {
+        cfg.provider_bins
+            .insert("claude-code".to_owned(), bin.clone());
+    })
+    .await;
+    let user = s.tmp().join("home/.claude");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("settings.json"),
+        json!({
+            "apiKeyHelper": "echo not-a-key",
+            "hooks": {"SessionStart": [{"hooks": [{"type": "command",
+                "command": "cat > \"$HOME/.claude/user-hook.json\""}]}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    s.add_repo("r").await;
+    let run = s.start_run("r", "").await;
+    assert_eq!(run["state"], "running", "{run}");
+    assert!(run["agent_state"].is_null(), "{run}");
+    let n = run["id"].as_i64().unwrap();
+    let idle = s
+        .wait_run(n, 30, |r| r["agent_state"]["state"] == "idle")
+        .await;
+    assert!(idle["agent_state"]["reason"].is_null(), "{idle}");
+    let stored = s.runner().store.run(n).await.unwrap().agent.unwrap();
+    assert_eq!(stored.by, lab::domain::AgentBy::Hook);
+    // The user's hook runs beside lab's: it may end a moment later.
+    let theirs: serde_json::Value = wait::until("the user's hook", wait::secs(10), async || {
+        std::fs::read(user.join("user-hook.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or("not yet")
+    })
+    .await;
+    assert_eq!(theirs["hook_event_name"], "SessionStart", "{theirs}");
+    s.post(&format!("/api/v1/runs/{n}/stop"), json!(null))
+        .await
+        .ok();
+    s.stop().await;
+}
+
 async fn doctor_passes_with_the_pinned_clis(b: Backend) {
     let (claude, codex) = (real::cli("claude-code"), real::cli("codex"));
     let tmp = tempfile::tempdir().unwrap();
@@ -198,5 +249,6 @@ on_both!(
     claude_manual_reaches_login,
     claude_afk_reaches_login,
     codex_manual_reaches_login,
-    codex_afk_reaches_login
+    codex_afk_reaches_login,
+    claude_s_own_hook_reports_its_session
 );

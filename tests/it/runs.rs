@@ -32,10 +32,27 @@ async fn a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs(b: Backend) {
     let run = s.start_run("r", &prompt).await;
     assert_eq!(run["state"], "running", "{run}");
     let argv = agent::argv(&s.record(id(&run), "argv").await);
-    let want: Vec<Vec<u8>> = ["--model", "sonnet", "--effort", "high", "--", &prompt]
-        .iter()
-        .map(|a| a.as_bytes().to_vec())
-        .collect();
+    // lab's hooks (ADR 13) run the labctl beside lab.
+    let labctl = std::path::Path::new(env!("CARGO_BIN_EXE_lab")).with_file_name("labctl");
+    let hook = [
+        labctl.to_str().unwrap().to_owned(),
+        "hook".into(),
+        "claude-code".into(),
+    ];
+    let settings = json!({"hooks": lab::provider::hooks::claude_hooks(&hook)}).to_string();
+    let want: Vec<Vec<u8>> = [
+        "--model",
+        "sonnet",
+        "--effort",
+        "high",
+        "--settings",
+        &settings,
+        "--",
+        &prompt,
+    ]
+    .iter()
+    .map(|a| a.as_bytes().to_vec())
+    .collect();
     assert_eq!(argv.len(), want.len());
     assert!(argv == want, "argv differs");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;

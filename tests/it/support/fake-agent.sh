@@ -8,6 +8,10 @@
 #   FAKE_TICK_MS=<ms> print a numbered line every ms milliseconds
 #   FAKE_RUN=<file>   run the shell script <file> (given its path), then exit with its status
 #   FAKE_ASK_MS=<ms>  show Claude Code's "Not logged in" screen for ms milliseconds, then clear it
+#   FAKE_HOOKS        like Claude Code, run the hooks of its --settings JSON (Codex: its
+#                     -c notify=[...] program) with payloads in the CLIs' formats: a session
+#                     start and a prompt, then a permission question once $REC/<id>/go-ask
+#                     exists, then a tool's end and the turn's once $REC/<id>/go-stop does
 # Without FAKE_EXIT or FAKE_RUN it runs until it is stopped.
 # An AFK run (LAB_ISSUE set) runs $REC/../afk.sh when the test wrote one.
 REC='@@REC@@'
@@ -60,6 +64,42 @@ if [ -n "$ask" ]; then
   printf '\033[2J\033[H'
   echo "fake-agent: logged in, working"
 fi
+
+# The --settings JSON (Claude Code) and the notify program (Codex) of the argv.
+settings= notify= prev=
+for a in "$@"; do
+  [ "$prev" = --settings ] && settings=$a
+  case "$a" in notify=*) notify=${a#notify=} ;; esac
+  prev=$a
+done
+hook() { # hook EVENT PAYLOAD: runs the command lab configured for EVENT, payload on stdin
+  cmd=$(printf '%s' "$settings" | sed -n "s/.*\"$1\":\[{\"hooks\":\[{\"type\":\"command\",\"command\":\"\([^\"]*\)\".*/\1/p")
+  if [ -n "$cmd" ]; then printf '%s' "$2" | sh -c "$cmd"; fi
+}
+notify() { # notify PAYLOAD: runs Codex's notify program, payload as its last argument
+  [ -n "$notify" ] || return 0
+  payload=$1
+  words=$(printf '%s' "$notify" | sed 's/^\[//; s/\]$//; s/","/" "/g')
+  eval "set -- $words"
+  "$@" "$payload" || true
+}
+await() { while [ ! -e "$d/$1" ]; do sleep 0.05; done; }
+common='"session_id":"2b0c6f0e-5d0a-4f43-9d0f-1d7e3f6b9a11","transcript_path":"/tmp/t.jsonl","cwd":"'"$PWD"'","permission_mode":"default"'
+case "$prompt" in
+  *FAKE_HOOKS*)
+    hook SessionStart "{$common,\"hook_event_name\":\"SessionStart\",\"source\":\"startup\",\"model\":\"sonnet\"}"
+    hook UserPromptSubmit "{$common,\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"FAKE_HOOKS\"}"
+    echo working > "$d/hooked-working"
+    await go-ask
+    hook Notification "{$common,\"hook_event_name\":\"Notification\",\"message\":\"Claude needs your permission to use Bash\",\"title\":\"Permission needed\",\"notification_type\":\"permission_prompt\"}"
+    echo waiting > "$d/hooked-waiting"
+    await go-stop
+    hook PostToolUse "{$common,\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"},\"tool_response\":{\"stdout\":\"a\"}}"
+    hook Stop "{$common,\"hook_event_name\":\"Stop\",\"stop_hook_active\":false,\"last_assistant_message\":\"Done.\"}"
+    notify '{"type":"agent-turn-complete","thread-id":"b5f6c1c2-1111-2222-3333-444455556666","turn-id":"1","cwd":"/w","input-messages":["FAKE_HOOKS"],"last-assistant-message":"Done."}'
+    echo idle > "$d/hooked-idle"
+    ;;
+esac
 
 case "$prompt" in
   *FAKE_RUN=*)

@@ -1,0 +1,195 @@
+//! A run's agent state from its CLI's own hooks (ADR 13): the fake agent
+//! runs the hooks lab put on its command line, with payloads in the CLIs'
+//! formats, and `GET /runs/{id}` shows each state.
+
+use serde_json::{Value, json};
+
+use crate::on_both;
+use crate::support::{Backend, TestServer, id};
+
+/// Lets the fake agent of run `id` go on to its next step (`go-ask`,
+/// `go-stop`), and waits until it has run that step's hooks.
+async fn step(s: &TestServer, run: i64, go: &str, done: &str) {
+    let rec = s.tmp().join("records").join(run.to_string());
+    std::fs::write(rec.join(go), b"").unwrap();
+    s.record(run, done).await;
+}
+
+fn agent(r: &Value) -> &Value {
+    &r["agent_state"]
+}
+
+/// Claude Code's hooks: working (a prompt was submitted) → waiting, with
+/// the question's text → working (the tool ran) → idle (the turn ended);
+/// the run's own state follows, and `since` moves with each change.
+async fn claude_hooks_drive_the_agent_state(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "FAKE_HOOKS").await;
+    let n = id(&run);
+    s.record(n, "hooked-working").await;
+    let working = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&working)["state"], "working", "{working}");
+    assert!(agent(&working)["reason"].is_null(), "{working}");
+    assert_eq!(working["state"], "running");
+
+    step(&s, n, "go-ask", "hooked-waiting").await;
+    let waiting = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&waiting)["state"], "waiting", "{waiting}");
+    assert_eq!(
+        agent(&waiting)["reason"],
+        "Claude needs your permission to use Bash"
+    );
+    assert_eq!(waiting["state"], "waiting");
+    assert_eq!(
+        waiting["state_reason"],
+        "Claude needs your permission to use Bash"
+    );
+    let since = |r: &Value| humantime::parse_rfc3339(agent(r)["since"].as_str().unwrap()).unwrap();
+    assert!(since(&waiting) >= since(&working));
+    // `labctl ps` shows it (the run's state, then its agent's), with the
+    // question.
+    let table = crate::labctl::ok(&crate::labctl::labctl(&s, &["ps"]));
+    assert!(
+        table.contains("AGENT")
+            && table.lines().any(|l| l.matches("waiting").count() == 2
+                && l.contains("Claude needs your permission to use Bash")),
+        "{table}"
+    );
+    // So does the run's page.
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, &format!("/runs/{n}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"<dd id="agent"><strong>waiting</strong>"#)
+            && page.contains("Claude needs your permission to use Bash"),
+        "{page}"
+    );
+    // The screen check (every 100 ms here) sees no question on the fake
+    // agent's screen, and leaves the hook's wait alone.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let still = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&still), agent(&waiting), "{still}");
+
+    step(&s, n, "go-stop", "hooked-idle").await;
+    let idle = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&idle)["state"], "idle", "{idle}");
+    assert!(agent(&idle)["reason"].is_null());
+    assert_eq!(idle["state"], "running");
+    assert!(idle["state_reason"].is_null());
+    assert!(since(&idle) >= since(&waiting));
+    let listed = s.get("/api/v1/runs").await.ok();
+    assert_eq!(listed[0]["agent_state"], idle["agent_state"]);
+    // An ended run's agent does nothing.
+    let stopped = s
+        .post(&format!("/api/v1/runs/{n}/stop"), json!({}))
+        .await
+        .ok();
+    assert_eq!(stopped["state"], "stopped");
+    assert!(stopped["agent_state"].is_null(), "{stopped}");
+    s.stop().await;
+}
+
+/// Codex's `notify` program: the turn's end makes a working run idle.
+async fn codex_notify_makes_the_agent_idle(b: Backend) {
+    let s = TestServer::start(b).await;
+    let repo = s.add_repo("r").await;
+    s.patch(
+        &format!("/api/v1/repos/{}", repo["id"]),
+        json!({"provider": "codex"}),
+    )
+    .await
+    .ok();
+    let run = s.start_run("r", "FAKE_HOOKS").await;
+    let n = id(&run);
+    let argv = crate::support::agent::argv(&s.record(n, "argv").await);
+    assert!(
+        argv.iter()
+            .any(|a| a.starts_with(b"notify=[") && a.ends_with(b"\"hook\",\"codex\"]")),
+        "{argv:?}"
+    );
+    s.record(n, "hooked-working").await;
+    let working = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&working)["state"], "working", "{working}");
+    step(&s, n, "go-ask", "hooked-waiting").await;
+    step(&s, n, "go-stop", "hooked-idle").await;
+    let idle = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&idle)["state"], "idle", "{idle}");
+    s.stop().await;
+}
+
+/// Only a run's own token posts its hooks: another run's is a 403; a body
+/// that is not the documented shape is a 400 that changes nothing; an
+/// event lab does not know is accepted and ignored.
+async fn hooks_are_the_run_s_own_and_checked(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let (a, other) = (id(&s.working_run("r").await), id(&s.working_run("r").await));
+    let token = s.run_token(a).await;
+    let before = s.get(&format!("/api/v1/runs/{other}")).await.ok();
+    let own = crate::support::api::Api::new(s.url.clone(), token);
+    let notification = json!({"payload": {"hook_event_name": "Notification",
+        "message": "Allow?", "notification_type": "permission_prompt"}});
+    let refused = own
+        .post(&format!("/api/v1/runs/{other}/hook"), notification.clone())
+        .await
+        .expect(403);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("report its agent's state")
+    );
+    let after = s.get(&format!("/api/v1/runs/{other}")).await.ok();
+    assert_eq!(after["agent_state"], before["agent_state"]);
+    assert_eq!(after["state"], "running");
+
+    let path = format!("/api/v1/runs/{a}/hook");
+    let mine = s.get(&format!("/api/v1/runs/{a}")).await.ok();
+    let garbage = own
+        .send(
+            own.req(reqwest::Method::POST, &path)
+                .header("content-type", "application/json")
+                .body("{not json"),
+        )
+        .await
+        .expect(400);
+    assert!(garbage["error"]["message"].is_string(), "{garbage}");
+    for bad in [
+        json!({"payload": "Stop"}),
+        json!({"payload": [1]}),
+        json!({"event": {}}),
+        json!({"payload": {}, "extra": 1}),
+    ] {
+        let e = own.post(&path, bad.clone()).await.expect(400);
+        assert!(e["error"]["message"].is_string(), "{bad}: {e}");
+    }
+    let ignored = own
+        .post(
+            &path,
+            json!({"payload": {"hook_event_name": "SomethingNew"}}),
+        )
+        .await
+        .ok();
+    assert_eq!(ignored["applied"], false);
+    assert_eq!(
+        s.get(&format!("/api/v1/runs/{a}")).await.ok()["agent_state"],
+        mine["agent_state"],
+        "nothing changed"
+    );
+
+    let applied = own.post(&path, notification).await.ok();
+    assert_eq!(applied["applied"], true);
+    assert_eq!(applied["agent_state"]["state"], "waiting");
+    assert_eq!(applied["agent_state"]["reason"], "Allow?");
+    s.stop().await;
+}
+
+on_both!(
+    claude_hooks_drive_the_agent_state,
+    codex_notify_makes_the_agent_idle,
+    hooks_are_the_run_s_own_and_checked,
+);
