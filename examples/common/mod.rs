@@ -101,6 +101,11 @@ impl Api {
 /// `lab serve` (release) on `<t>/data`, with `agent` as the Claude Code CLI,
 /// answering `/healthz`. Kill the child when done.
 pub async fn serve(t: &Path, agent: &Path) -> (Child, Api) {
+    serve_env(t, agent, &[]).await
+}
+
+/// [`serve`], with more variables in lab's environment.
+pub async fn serve_env(t: &Path, agent: &Path, env: &[(&str, &str)]) -> (Child, Api) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -114,6 +119,7 @@ pub async fn serve(t: &Path, agent: &Path) -> (Child, Api) {
         .env("LAB_CLAUDE_CODE_BIN", agent)
         .env("LAB_LOG", "warn")
         .env("HOME", t.join("home"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .spawn()
         .unwrap();

@@ -192,6 +192,9 @@ impl Runner {
     /// its pane died (nothing is attached and the pane is dead). From the
     /// panes this pass listed: no tmux call while it runs.
     async fn keep_logger(&self, panes: &[Pane]) {
+        if !self.cfg.log_writer {
+            return;
+        }
         let logger = panes.iter().find(|p| p.is_logger());
         let restart = match logger {
             None => false,
