@@ -16,11 +16,13 @@ spelled! {
 
 spelled! {
     /// Who set a run's agent state: the CLI's hook, lab's launch (a run
-    /// given a prompt is working from its start), or lab's screen check
-    /// (the fallback for what no hook reports).
+    /// given a prompt is working from its start), a person's input (text
+    /// sent with Enter: the agent has a prompt), or lab's screen check (the
+    /// fallback for what no hook reports).
     pub enum AgentBy ("agent state source") {
         Hook = "hook",
         Launch = "launch",
+        Input = "input",
         Screen = "screen",
     }
 }

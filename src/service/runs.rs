@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::domain::{Key, Run, RunKind, RunState, ScreenFormat, StopCause};
+use crate::domain::{
+    AgentBy, AgentState, Key, Run, RunKind, RunState, ScreenFormat, StopCause,
+};
 use crate::run::screen::Shot;
 use crate::run::tmux::TmuxError;
 use crate::run::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner};
@@ -130,7 +132,24 @@ pub async fn input(
     }
     let names: Vec<&str> = keys.iter().map(|k| k.tmux_name()).collect();
     match runner.tmux.send_input(&run.session, &text, &names).await {
-        Ok(()) => Ok(run),
+        Ok(()) => {
+            // Text sent with Enter is a prompt: the agent works on it. (Codex
+            // reports only the end of a turn; Claude Code's own hook says
+            // the same a moment later.)
+            let prompt = !text.trim().is_empty() && keys.contains(&Key::Enter);
+            let working = run
+                .agent
+                .as_ref()
+                .is_some_and(|a| a.state == AgentState::Working);
+            if prompt && !working {
+                runner
+                    .store
+                    .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
+                    .await
+                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
+            }
+            Ok(run)
+        }
         Err(TmuxError::Failed { message, .. })
             if message.contains("can't find") || message.contains("no server") =>
         {

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::Page;
-use super::runs_page::{detail, row};
+use super::runs_page::{agent_line, detail, row};
 use crate::auth::browser::BrowserSession;
 use crate::domain::ScreenFormat;
 use crate::service;
@@ -124,7 +124,9 @@ async fn run(State(app): State<AppState>, _s: BrowserSession, Path(id): Path<i64
                 }
             }
             if looked.elapsed() >= STATE_POLL || ended {
-                let state = json!({"state": r.state.as_str(), "detail": detail(&r)}).to_string();
+                let state = json!({"state": r.state.as_str(), "detail": detail(&r),
+                                   "agent": agent_line(&r)})
+                .to_string();
                 if state != last_state {
                     if !send(&tx, Event::default().event("state").data(&state)).await {
                         return;

@@ -100,14 +100,15 @@ struct RunPage {
     agent: Option<AgentLine>,
 }
 
-/// A run's agent state as its page shows it.
-struct AgentLine {
+/// A run's agent state as its page shows it (and its live events send).
+#[derive(serde::Serialize)]
+pub(super) struct AgentLine {
     state: &'static str,
     reason: String,
     since: String,
 }
 
-fn agent_line(r: &Run) -> Option<AgentLine> {
+pub(super) fn agent_line(r: &Run) -> Option<AgentLine> {
     let a = r.agent.as_ref().filter(|_| r.state.is_active())?;
     Some(AgentLine {
         state: a.state.as_str(),

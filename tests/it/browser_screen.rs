@@ -44,6 +44,22 @@ async fn the_run_page_shows_the_screen_and_takes_replies(b: Backend) {
     assert_eq!(green, "✻ Thinking… (esc to interrupt)");
     br.shot("tui").await;
 
+    // The agent's state follows its hooks while the page is open.
+    s.post(
+        &format!("/api/v1/runs/{rid}/hook"),
+        serde_json::json!({"payload": {"hook_event_name": "Notification",
+            "message": "Claude needs your permission to use Bash",
+            "notification_type": "permission_prompt"}}),
+    )
+    .await
+    .ok();
+    wait::until("the question on the page", wait::secs(10), async || {
+        let el = br.driver.find(By::Id("agent")).await.ok()?;
+        let t = el.text().await.ok()?;
+        (t.contains("waiting") && t.contains("permission to use Bash")).then_some(())
+    })
+    .await;
+
     // A reply typed in the box, sent with its button, reaches the agent,
     // and the box empties.
     br.fill("text", "yes; go on").await;

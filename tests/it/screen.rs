@@ -190,6 +190,24 @@ async fn input_is_typed_as_it_is(b: Backend) {
     })
     .await;
     assert_eq!(typed, want);
+    // The agent's turn ended (its Stop hook, as Claude Code sends it):
+    // idle; a prompt typed with Enter makes it working again.
+    s.post(
+        &format!("/api/v1/runs/{rid}/hook"),
+        json!({"payload": {"hook_event_name": "Stop", "session_id": "s", "stop_hook_active": false}}),
+    )
+    .await
+    .ok();
+    let run = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
+    assert_eq!(run["agent_state"]["state"], "idle", "{run}");
+    s.post(&path, json!({"keys": ["Escape"]})).await.expect(202);
+    let run = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
+    assert_eq!(run["agent_state"]["state"], "idle", "a key alone is no prompt");
+    s.post(&path, json!({"text": "next task", "keys": ["Enter"]}))
+        .await
+        .expect(202);
+    let run = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
+    assert_eq!(run["agent_state"]["state"], "working", "{run}");
     // The session lives on: nothing killed the server.
     assert_eq!(
         s.get(&format!("/api/v1/runs/{rid}")).await.ok()["state"],

@@ -73,6 +73,16 @@ function liveScreen(screen, term) {
     state.className = "state " + s.state;
     state.textContent = s.state;
     detail.textContent = s.detail;
+    const agent = document.getElementById("agent");
+    if (agent && s.agent) {
+      const st = document.createElement("strong");
+      st.textContent = s.agent.state;
+      const since = document.createElement("span");
+      since.className = "from";
+      since.textContent = " since " + s.agent.since + " UTC";
+      agent.replaceChildren(st, " ", since);
+      if (s.agent.reason) agent.append(document.createElement("br"), s.agent.reason);
+    }
   });
   es.addEventListener("end", () => {
     es.close();
