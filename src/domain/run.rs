@@ -146,6 +146,12 @@ pub struct Run {
     pub sandboxed: bool,
     /// Why lab stopped it, when it did.
     pub stop_cause: Option<super::StopCause>,
+    /// The agent CLI's own session id (Claude Code's `--session-id`, the
+    /// id of a Codex rollout), once known.
+    pub cli_session_id: Option<String>,
+    /// What the agent used, from its CLI's transcript; `None` until the
+    /// transcript was found.
+    pub usage: Option<super::Usage>,
 }
 
 #[cfg(test)]

@@ -86,6 +86,11 @@ impl Provider for ClaudeCode {
             "--effort".to_owned(),
             spec.effort.clone(),
         ];
+        if let Some(id) = &spec.session_id {
+            // Names the session's transcript, from which lab reads usage.
+            args.push("--session-id".to_owned());
+            args.push(id.clone());
+        }
         let mut env = vec![("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned())];
         if let Some(mode) = spec.options.get("permission_mode") {
             args.push("--permission-mode".to_owned());
@@ -114,6 +119,10 @@ impl Provider for ClaudeCode {
             // It overrides --effort.
             env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".to_owned()],
         }
+    }
+
+    fn takes_session_id(&self) -> bool {
+        true
     }
 
     fn prepare(&self, spec: &SpawnSpec) -> Vec<ConfigEdit> {

@@ -74,6 +74,9 @@ pub struct SpawnSpec {
     /// Whether lab's sandbox is in force for this run (a CLI may be told so:
     /// Claude Code refuses its unattended mode as root unless it is).
     pub sandboxed: bool,
+    /// The session id lab chose for the run (a v4 UUID), for a CLI that
+    /// takes one ([`Provider::takes_session_id`]).
+    pub session_id: Option<String>,
 }
 
 impl SpawnSpec {
@@ -117,6 +120,13 @@ pub trait Provider: Send + Sync + 'static {
     fn spawn_options(&self) -> &'static [OptionSpec];
     /// Turns a spawn spec into a command line. Pure: no IO, no process.
     fn command_line(&self, spec: &SpawnSpec) -> CommandLine;
+
+    /// Whether the CLI takes the session id lab chooses
+    /// ([`SpawnSpec::session_id`]); otherwise lab reads the CLI's own from its
+    /// transcript.
+    fn takes_session_id(&self) -> bool {
+        false
+    }
 
     /// What must be in the CLI's own config so that this start meets no
     /// first-run dialog (folder trust, onboarding, model notices).

@@ -19,6 +19,7 @@ fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> Sp
         initial_prompt: prompt.into(),
         working_dir: "/work/demo".into(),
         sandboxed: false,
+        session_id: Some("0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37".into()),
     }
 }
 
@@ -52,6 +53,8 @@ fn claude_manual_without_prompt() {
             "opus"
             "--effort"
             "max"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             env DISABLE_AUTOUPDATER="1"
             env -CLAUDE_CODE_EFFORT_LEVEL
         "#]],
@@ -68,6 +71,8 @@ fn claude_manual_with_prompt() {
             "sonnet"
             "--effort"
             "low"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--"
             "fix the build"
             env DISABLE_AUTOUPDATER="1"
@@ -94,6 +99,8 @@ fn claude_ultracode_prepends_its_directive_to_a_prompt() {
             "opus"
             "--effort"
             "xhigh"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "bypassPermissions"
             "--settings"
@@ -121,6 +128,8 @@ fn claude_ultracode_adds_nothing_to_an_empty_prompt() {
             "opus"
             "--effort"
             "high"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "dontAsk"
             env DISABLE_AUTOUPDATER="1"
@@ -144,6 +153,8 @@ fn claude_ultracode_off_leaves_the_prompt_alone() {
             "haiku"
             "--effort"
             "medium"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "dontAsk"
             "--"
@@ -171,6 +182,8 @@ fn claude_in_lab_s_sandbox_says_so() {
             "opus"
             "--effort"
             "high"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "bypassPermissions"
             "--settings"

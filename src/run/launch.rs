@@ -207,6 +207,7 @@ impl Runner {
         let sandboxed = self.may_run(p, &resolved, &req).await?;
         let token = new_token();
         let token_hash = hex::encode(digest(&token));
+        let cli_session = p.takes_session_id().then(super::new_session_id);
 
         let mut in_flight = InFlight::new(self);
         let t = std::time::Instant::now();
@@ -222,6 +223,7 @@ impl Runner {
                     node: &self.cfg.node,
                     token_hash: &token_hash,
                     sandboxed,
+                    cli_session_id: cli_session.as_deref(),
                 },
                 |id| RunPlaces {
                     session: session_name(&req.repo.name, id),
@@ -338,6 +340,7 @@ impl Runner {
             initial_prompt: run.prompt.clone(),
             working_dir: self.workspaces.path_for(run.id),
             sandboxed: run.sandboxed,
+            session_id: run.cli_session_id.clone(),
         };
         let workspace = async {
             let t = std::time::Instant::now();

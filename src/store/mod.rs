@@ -19,6 +19,7 @@ mod repos;
 mod runs;
 mod sessions;
 mod settings;
+mod usage;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -37,6 +38,7 @@ pub use ledger::{LedgerBy, LedgerCount};
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
 pub use sessions::WebSession;
+pub use usage::UsageRead;
 
 pub(crate) use reads::on_read;
 

@@ -47,6 +47,8 @@ fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
                     initial_prompt: PROMPT.into(),
                     working_dir: "/tmp".into(),
                     sandboxed: true,
+                    // lab gives each Claude Code run a session id of its own.
+                    session_id: p.takes_session_id().then(lab::run::new_session_id),
                 });
             }
         }
