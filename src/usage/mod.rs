@@ -30,6 +30,15 @@ pub enum Format {
 }
 
 impl Format {
+    /// The variable naming the CLI's own folder, and that folder under the
+    /// home when it is unset.
+    pub fn home(self) -> (&'static str, &'static str) {
+        match self {
+            Format::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
+            Format::Codex => ("CODEX_HOME", ".codex"),
+        }
+    }
+
     /// The transcript format of a provider's CLI.
     pub fn of(provider: &str) -> Option<Format> {
         match provider {

@@ -30,3 +30,4 @@ mod sandbox;
 mod store;
 mod store_cache;
 mod store_ledger;
+mod usage;

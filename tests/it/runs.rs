@@ -32,8 +32,18 @@ async fn a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs(b: Backend) {
     let run = s.start_run("r", &prompt).await;
     assert_eq!(run["state"], "running", "{run}");
     let argv = agent::argv(&s.record(id(&run), "argv").await);
-    let want: Vec<Vec<u8>> = ["--model", "sonnet", "--effort", "high", "--", &prompt]
-        .iter()
+    let session = run["cli_session_id"].as_str().unwrap();
+    let want: Vec<Vec<u8>> = [
+        "--model",
+        "sonnet",
+        "--effort",
+        "high",
+        "--session-id",
+        session,
+        "--",
+        &prompt,
+    ]
+    .iter()
         .map(|a| a.as_bytes().to_vec())
         .collect();
     assert_eq!(argv.len(), want.len());
