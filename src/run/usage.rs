@@ -167,10 +167,14 @@ fn find_rollout(home: &Path, cwds: &[PathBuf], created_ms: i64) -> Option<Found>
                 continue;
             }
             let path = e.path();
-            let recent = e.metadata().ok().and_then(|m| m.modified().ok()).is_some_and(|t| {
-                t.duration_since(std::time::UNIX_EPOCH)
-                    .is_ok_and(|d| d.as_millis() as i64 >= created_ms - 60_000)
-            });
+            let recent = e
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|t| {
+                    t.duration_since(std::time::UNIX_EPOCH)
+                        .is_ok_and(|d| d.as_millis() as i64 >= created_ms - 60_000)
+                });
             if !recent {
                 continue;
             }
@@ -332,9 +336,16 @@ mod tests {
         assert_eq!(read.tally.usage.turns, 1);
         assert_eq!(read.offset as usize, prompt.len() + 1);
         // The partial line is finished, and another added.
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         use std::io::Write;
-        write!(f, "\"user\",\"message\":{{\"role\":\"user\",\"content\":\"and\"}}}}\n{prompt}\n").unwrap();
+        write!(
+            f,
+            "\"user\",\"message\":{{\"role\":\"user\",\"content\":\"and\"}}}}\n{prompt}\n"
+        )
+        .unwrap();
         assert!(read_on(Format::Claude, home, &path, &mut read));
         assert_eq!(read.tally.usage.turns, 3);
         let len = std::fs::metadata(&path).unwrap().len();

@@ -248,7 +248,8 @@ impl Store {
 
     /// Runs, newest first.
     pub async fn runs(&self, f: &RunFilter) -> Result<Vec<Run>> {
-        let mut sql = format!("SELECT {COLUMNS}, {USAGE_COLUMNS} FROM runs {USAGE_JOIN} WHERE 1 = 1");
+        let mut sql =
+            format!("SELECT {COLUMNS}, {USAGE_COLUMNS} FROM runs {USAGE_JOIN} WHERE 1 = 1");
         let mut n = 0;
         let mut next = || {
             n += 1;

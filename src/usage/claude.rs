@@ -198,7 +198,10 @@ mod tests {
         );
         assert_eq!(project_dir_name(Path::new("/a_b.c/é")).0, "-a-b-c--");
         let long = format!("/{}", "x".repeat(300));
-        assert_eq!(project_dir_name(Path::new(&long)), ("-".to_owned() + &"x".repeat(199), false));
+        assert_eq!(
+            project_dir_name(Path::new(&long)),
+            ("-".to_owned() + &"x".repeat(199), false)
+        );
         assert_eq!(transcript(Path::new("/h"), Path::new(&long), "s"), None);
     }
 

@@ -148,7 +148,9 @@ impl Tally {
 /// A token count from a transcript: a JSON number lab takes as it is, but
 /// never negative nor beyond what a sum can hold.
 fn count(n: Option<u64>) -> i64 {
-    i64::try_from(n.unwrap_or(0)).unwrap_or(i64::MAX).min(1 << 50)
+    i64::try_from(n.unwrap_or(0))
+        .unwrap_or(i64::MAX)
+        .min(1 << 50)
 }
 
 #[cfg(test)]

@@ -137,9 +137,7 @@ impl Tokens {
     /// What these tokens cost at `p`, in billionths of a dollar.
     pub fn cost_nano(&self, p: &Price) -> i64 {
         // USD per million tokens is nano-USD per thousandth of a token.
-        let at = |n: i64, usd_per_m: f64| {
-            n.saturating_mul((usd_per_m * 1000.0).round() as i64)
-        };
+        let at = |n: i64, usd_per_m: f64| n.saturating_mul((usd_per_m * 1000.0).round() as i64);
         at(self.input, p.input)
             .saturating_add(at(self.output, p.output))
             .saturating_add(at(self.cache_read, p.cache_read))

@@ -90,6 +90,29 @@ struct RunPage {
     output: String,
     offset: u64,
     live: bool,
+    /// The run's usage, row by row; empty until known.
+    usage: Vec<(&'static str, String)>,
+}
+
+/// A run's usage as the run page lists it.
+fn usage_rows(r: &Run) -> Vec<(&'static str, String)> {
+    let Some(u) = &r.usage else {
+        return Vec::new();
+    };
+    vec![
+        ("input tokens", u.input_tokens.to_string()),
+        ("output tokens", u.output_tokens.to_string()),
+        ("cache read", u.cache_read_tokens.to_string()),
+        ("cache written", u.cache_creation_tokens.to_string()),
+        ("turns", u.turns.to_string()),
+        (
+            "cost",
+            match u.cost_usd() {
+                Some(c) => format!("${c:.4}"),
+                None => "unknown: a model without a price".to_owned(),
+            },
+        ),
+    ]
 }
 
 async fn dashboard(State(app): State<AppState>, session: BrowserSession) -> Response {
@@ -276,6 +299,7 @@ async fn show(
         detail: detail(&run),
         config,
         attach: format!("labctl attach {id}"),
+        usage: usage_rows(&run),
         output,
         offset,
         live: run.state.is_active(),

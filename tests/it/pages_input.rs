@@ -37,7 +37,7 @@ fn location(r: &reqwest::Response) -> &str {
 }
 
 /// A logged-in browser's cookie.
-async fn session(s: &TestServer) -> String {
+pub(crate) async fn session(s: &TestServer) -> String {
     let r = login(s, "/runs").await;
     assert_eq!(r.status(), 303);
     let c = r.headers()[SET_COOKIE].to_str().unwrap();
@@ -45,7 +45,12 @@ async fn session(s: &TestServer) -> String {
 }
 
 /// A request of a logged-in browser.
-async fn visit(s: &TestServer, cookie: &str, method: Method, path: &str) -> reqwest::Response {
+pub(crate) async fn visit(
+    s: &TestServer,
+    cookie: &str,
+    method: Method,
+    path: &str,
+) -> reqwest::Response {
     client()
         .request(method, format!("{}{path}", s.url))
         .header(COOKIE, cookie)

@@ -44,8 +44,8 @@ async fn a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs(b: Backend) {
         &prompt,
     ]
     .iter()
-        .map(|a| a.as_bytes().to_vec())
-        .collect();
+    .map(|a| a.as_bytes().to_vec())
+    .collect();
     assert_eq!(argv.len(), want.len());
     assert!(argv == want, "argv differs");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;

@@ -78,7 +78,11 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     let lines = s.tmp().join("transcript.jsonl");
     std::fs::write(
         &lines,
-        format!("{}\n{}\n", prompt("go"), assistant("msg_A", 10, 20, 100, 1000)),
+        format!(
+            "{}\n{}\n",
+            prompt("go"),
+            assistant("msg_A", 10, 20, 100, 1000)
+        ),
     )
     .unwrap();
     let script = s.tmp().join("claude.sh");
@@ -98,16 +102,27 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
         .await;
     let rid = id(&run);
     // lab chose the session id before the start, and gave it to the CLI.
-    let session = run["cli_session_id"].as_str().expect("a session id").to_owned();
+    let session = run["cli_session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
     assert_eq!(session.len(), 36, "{session}");
     let argv = s.record(rid, "argv").await;
     let argv: Vec<&[u8]> = argv.split(|&b| b == 0).collect();
-    let at = argv.iter().position(|a| *a == b"--session-id").expect("--session-id");
+    let at = argv
+        .iter()
+        .position(|a| *a == b"--session-id")
+        .expect("--session-id");
     assert_eq!(argv[at + 1], session.as_bytes());
 
     // Sonnet 4.5: $3 in, $15 out, $0.30 read, $3.75 written (5 minutes).
     let cost = |i: i64, o: i64, r: i64, w: i64| i * 3000 + o * 15000 + r * 300 + w * 3750;
-    wait_usage(&s, rid, (10, 20, 100, 1000, 1, Some(cost(10, 20, 100, 1000)))).await;
+    wait_usage(
+        &s,
+        rid,
+        (10, 20, 100, 1000, 1, Some(cost(10, 20, 100, 1000))),
+    )
+    .await;
     let transcript = String::from_utf8(s.record(rid, "transcript").await).unwrap();
     let transcript = std::path::PathBuf::from(transcript.trim());
 
@@ -118,13 +133,24 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     append(&transcript, head);
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     let r = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
-    assert_eq!(usage(&r), Some((10, 20, 100, 1000, 1, Some(cost(10, 20, 100, 1000)))));
+    assert_eq!(
+        usage(&r),
+        Some((10, 20, 100, 1000, 1, Some(cost(10, 20, 100, 1000))))
+    );
     append(&transcript, &format!("{tail}\n{}\n", prompt("more")));
-    wait_usage(&s, rid, (10, 50, 100, 1000, 2, Some(cost(10, 50, 100, 1000)))).await;
+    wait_usage(
+        &s,
+        rid,
+        (10, 50, 100, 1000, 2, Some(cost(10, 50, 100, 1000))),
+    )
+    .await;
 
     // After a restart, the read goes on from its offset: nothing twice.
     let s = s.restart().await;
-    append(&transcript, &format!("{}\n", assistant("msg_B", 1, 1, 0, 0)));
+    append(
+        &transcript,
+        &format!("{}\n", assistant("msg_B", 1, 1, 0, 0)),
+    );
     let want = (11, 51, 100, 1000, 2, Some(cost(11, 51, 100, 1000)));
     wait_usage(&s, rid, want).await;
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
@@ -140,6 +166,41 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
         .unwrap();
     assert_eq!(usage(&listed), Some(want));
     assert_eq!(listed["cli_session_id"], session.as_str());
+
+    // labctl shows it: a compact column in ps, every count in show.
+    use crate::labctl::{labctl, ok};
+    let ps = ok(&labctl(&s, &["ps"]));
+    assert!(ps.contains("TOKENS/COST"), "{ps}");
+    assert!(ps.contains("1.2k/$0.00"), "{ps}");
+    let show = ok(&labctl(&s, &["show", &rid.to_string()]));
+    for line in [
+        format!("cli session    {session}"),
+        "input tokens   11".to_owned(),
+        "output tokens  51".to_owned(),
+        "cache read     100".to_owned(),
+        "cache written  1000".to_owned(),
+        "turns          2".to_owned(),
+        "cost           $0.0046".to_owned(),
+    ] {
+        assert!(show.contains(&line), "{line:?} missing from:\n{show}");
+    }
+
+    // And the run page.
+    use crate::pages_input::{session as browser, visit};
+    let cookie = browser(&s).await;
+    let page = visit(&s, &cookie, reqwest::Method::GET, &format!("/runs/{rid}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    for html in [
+        format!("<dd class=\"mono\">{session}</dd>"),
+        "<dt>output tokens</dt><dd>51</dd>".to_owned(),
+        "<dt>turns</dt><dd>2</dd>".to_owned(),
+        "<dt>cost</dt><dd>$0.0046</dd>".to_owned(),
+    ] {
+        assert!(page.contains(&html), "{html:?} missing from the run page");
+    }
     s.stop().await;
 }
 
@@ -188,7 +249,19 @@ async fn a_codex_rollout_is_found_by_its_folder(b: Backend) {
     let rid = id(&run);
     assert!(run["cli_session_id"].is_null(), "{run}");
     // gpt-5-codex: $1.25 in, $0.125 cached, $10 out.
-    let r = wait_usage(&s, rid, (400, 50, 600, 0, 1, Some(400 * 1250 + 600 * 125 + 50 * 10000))).await;
+    let r = wait_usage(
+        &s,
+        rid,
+        (
+            400,
+            50,
+            600,
+            0,
+            1,
+            Some(400 * 1250 + 600 * 125 + 50 * 10000),
+        ),
+    )
+    .await;
     assert_eq!(r["cli_session_id"], sid);
     s.stop().await;
 }
