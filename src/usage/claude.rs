@@ -266,7 +266,8 @@ mod tests {
             );
             t.feed(Format::Claude, format!("{line}\n").as_bytes());
         }
-        assert_eq!(t.usage.input_tokens, 3 << 50);
+        assert_eq!(t.usage.input_tokens, super::super::MAX_TOTAL);
+        assert_eq!(t.usage.cost_nano_usd, Some(super::super::MAX_TOTAL));
         assert!(t.usage.cost_nano_usd.unwrap() > 0);
         // A negative or fractional count is not a count: the line is ignored.
         let before = t.clone();

@@ -22,6 +22,11 @@ use prices::Tokens;
 /// The longest transcript line lab reads; a longer one is skipped whole.
 pub const MAX_LINE: usize = 4 << 20;
 
+/// The most a run's total may reach (tokens, or billionths of a dollar):
+/// far beyond any real run, low enough that the ledger's sums over many
+/// runs a hostile agent inflated cannot overflow.
+pub const MAX_TOTAL: i64 = 1 << 46;
+
 /// Which CLI wrote a transcript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -126,7 +131,11 @@ impl Tally {
             return;
         }
         let u = &mut self.usage;
-        let add = |total: &mut i64, n: i64| *total = total.saturating_add(n.saturating_mul(sign));
+        let add = |total: &mut i64, n: i64| {
+            *total = total
+                .saturating_add(n.saturating_mul(sign))
+                .clamp(0, MAX_TOTAL)
+        };
         add(&mut u.input_tokens, t.input);
         add(&mut u.output_tokens, t.output);
         add(&mut u.cache_read_tokens, t.cache_read);
@@ -135,13 +144,16 @@ impl Tally {
             t.cache_write_5m.saturating_add(t.cache_write_1h),
         );
         u.cost_nano_usd = match (u.cost_nano_usd, prices::price(model)) {
-            (Some(c), Some(p)) => Some(c.saturating_add(t.cost_nano(p).saturating_mul(sign))),
+            (Some(c), Some(p)) => Some(
+                c.saturating_add(t.cost_nano(p).saturating_mul(sign))
+                    .clamp(0, MAX_TOTAL),
+            ),
             _ => None,
         };
     }
 
     fn turn(&mut self) {
-        self.usage.turns = self.usage.turns.saturating_add(1);
+        self.usage.turns = self.usage.turns.saturating_add(1).min(MAX_TOTAL);
     }
 }
 

@@ -287,3 +287,93 @@ async fn usage_is_null_until_known(b: Backend) {
 }
 
 on_both!(usage_is_null_until_known);
+
+/// The AFK ledger adds the runs' tokens and cost per outcome and per
+/// model/effort, and says what a resolved issue costs; a run whose model
+/// has no price makes its groups' cost unknown, not smaller.
+async fn the_ledger_counts_tokens_and_cost(b: Backend) {
+    use lab::domain::Usage;
+    use lab::store::{ClaimResult, UsageRead};
+    let (store, _d) = crate::store::open(&b).await;
+    let repo = store
+        .create_repo(&crate::store::new_repo("a"))
+        .await
+        .unwrap();
+    // (issue, model, outcome, tokens in, cost in billionths; None: unpriced)
+    let runs: [(i64, &str, &str, i64, Option<i64>); 5] = [
+        (1, "sonnet", "succeeded", 1000, Some(2_000_000_000)),
+        (2, "sonnet", "failed", 500, Some(1_000_000_000)),
+        (3, "sonnet", "succeeded", 300, Some(1_000_000_000)),
+        (4, "fable", "succeeded", 700, None),
+        (5, "sonnet", "", 0, Some(0)),
+    ];
+    for (issue, model, outcome, tokens, cost) in runs {
+        let ClaimResult::Claimed(c) = store
+            .claim_issue(repo.id, "a", issue, "n", 9, 9, lab::store::now_ms())
+            .await
+            .unwrap()
+        else {
+            panic!("issue {issue} not claimed");
+        };
+        let run = 100 + issue;
+        store.attach_run(c.id, run, model, "high").await.unwrap();
+        if !outcome.is_empty() {
+            assert!(
+                store
+                    .finish_claim(c.id, outcome.parse().unwrap(), "")
+                    .await
+                    .unwrap()
+            );
+        }
+        let mut read = UsageRead {
+            transcript: Some(format!("/t/{run}.jsonl")),
+            ..UsageRead::default()
+        };
+        read.tally.usage = Usage {
+            input_tokens: tokens - tokens / 10,
+            output_tokens: tokens / 10,
+            cost_nano_usd: cost,
+            ..Usage::default()
+        };
+        store.save_usage_read(run, &read).await.unwrap();
+    }
+    let l = lab::service::afk::ledger(&store).await.unwrap();
+    let sonnet = l
+        .by_model
+        .iter()
+        .find(|r| r.model.as_deref() == Some("sonnet"))
+        .unwrap();
+    assert_eq!((sonnet.runs, sonnet.succeeded, sonnet.tokens), (4, 2, 1800));
+    assert_eq!(sonnet.cost_usd, Some(4.0));
+    assert_eq!(sonnet.cost_per_success_usd, Some(2.0));
+    let fable = l
+        .by_model
+        .iter()
+        .find(|r| r.model.as_deref() == Some("fable"))
+        .unwrap();
+    assert_eq!(
+        (fable.tokens, fable.cost_usd, fable.cost_per_success_usd),
+        (700, None, None)
+    );
+    let outcome = |o: Option<&str>| {
+        let r = l
+            .by_outcome
+            .iter()
+            .find(|r| r.outcome.as_deref() == o)
+            .unwrap_or_else(|| panic!("no {o:?} row in {:?}", l.by_outcome));
+        (r.runs, r.tokens, r.cost_usd)
+    };
+    assert_eq!(outcome(Some("succeeded")), (3, 2000, None));
+    assert_eq!(outcome(Some("failed")), (1, 500, Some(1.0)));
+    assert_eq!(outcome(None), (1, 0, Some(0.0)));
+    assert_eq!(l.by_outcome.len(), 3);
+    assert_eq!(l.by_repo[0].tokens, 2500);
+    assert_eq!(l.by_repo[0].cost_usd, None);
+    // The ledger outlives the runs' rows: usage is kept by run id.
+    assert_eq!(
+        store.afk_ledger(lab::store::LedgerBy::Repo).await.unwrap()[0].tokens,
+        2500
+    );
+}
+
+on_both!(the_ledger_counts_tokens_and_cost);
