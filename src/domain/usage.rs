@@ -43,7 +43,7 @@ pub fn nano_to_usd(nano: i64) -> f64 {
 pub fn compact_tokens(n: i64) -> String {
     match n {
         ..1_000 => n.to_string(),
-        ..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
         _ => format!("{:.1}M", n as f64 / 1e6),
     }
 }
