@@ -222,14 +222,7 @@ fn is_file(p: &Path) -> bool {
 /// made), without blocking (a FIFO planted there opens at once, and is
 /// refused).
 fn open(home: &Path, path: &Path) -> Option<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.file_type().is_file() {
-        return None;
-    }
+    let f = open_regular(path)?;
     let rel = path.strip_prefix(home).ok()?;
     let expected = home.canonicalize().ok()?.join(rel);
     let opened = std::fs::read_link(format!("/proc/self/fd/{}", {
@@ -240,15 +233,19 @@ fn open(home: &Path, path: &Path) -> Option<std::fs::File> {
     (opened == expected).then_some(f)
 }
 
-fn first_line(path: &Path) -> Option<Vec<u8>> {
+/// A regular file, opened without following a link at its end and without
+/// blocking.
+fn open_regular(path: &Path) -> Option<std::fs::File> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .ok()?;
-    if !f.metadata().ok()?.file_type().is_file() {
-        return None;
-    }
+    f.metadata().ok()?.file_type().is_file().then_some(f)
+}
+
+fn first_line(path: &Path) -> Option<Vec<u8>> {
+    let f = open_regular(path)?;
     let mut buf = Vec::new();
     f.take(MAX_META).read_to_end(&mut buf).ok()?;
     let end = buf.iter().position(|&b| b == b'\n')?;

@@ -230,17 +230,36 @@ mod tests {
         assert_eq!(u.cost_nano_usd, Some(nano));
     }
 
+    /// What the pinned CLI wrote itself, offline (long texts cut, paths
+    /// changed): one prompt, and a `<synthetic>` message with no tokens
+    /// ("Not logged in"), among lines of other types (`queue-operation`,
+    /// `attachment`, `api-request-blob` with a `message` of role user,
+    /// `api-request`, `last-prompt`, `cost-state`).
+    #[test]
+    fn what_the_pinned_cli_wrote_counts_one_prompt_and_nothing_else() {
+        let real = include_str!("../../tests/fixtures/claude-2.1.332-offline.jsonl");
+        let mut t = Tally::default();
+        assert_eq!(t.feed(Format::Claude, real.as_bytes()), real.len());
+        assert_eq!(
+            t.usage,
+            crate::domain::Usage {
+                turns: 1,
+                cost_nano_usd: Some(0),
+                ..crate::domain::Usage::default()
+            }
+        );
+        // It named its file after the session id lab gave it, in the folder
+        // of its working directory.
+        assert!(real.contains(r#""cwd":"/var/lib/lab/workspaces/9""#));
+    }
+
     #[test]
     fn read_in_pieces_it_counts_the_same() {
-        let mut whole = Tally::default();
-        whole.feed(Format::Claude, FIXTURE.as_bytes());
-        for cut in [1, 100, 700, 1500, FIXTURE.len() - 3] {
-            let mut t = Tally::default();
-            let used = t.feed(Format::Claude, &FIXTURE.as_bytes()[..cut]);
-            let rest = t.feed(Format::Claude, &FIXTURE.as_bytes()[used..]);
-            assert_eq!(used + rest, FIXTURE.len(), "cut at {cut}");
-            assert_eq!(t, whole, "cut at {cut}");
-        }
+        super::super::assert_pieces_count_as_whole(
+            Format::Claude,
+            FIXTURE,
+            &[1, 100, 700, 1500, FIXTURE.len() - 3],
+        );
     }
 
     #[test]
@@ -262,7 +281,7 @@ mod tests {
         let mut t = Tally::default();
         for i in 0..3 {
             let line = format!(
-                r#"{{"type":"assistant","message":{{"id":"m{i}","model":"claude-sonnet-4-5","usage":{{"input_tokens":18446744073709551615,"output_tokens":18446744073709551615}}}}}}"#
+                r#"{{"type":"assistant","message":{{"id":"m{i}","model":"claude-sonnet-4-6","usage":{{"input_tokens":18446744073709551615,"output_tokens":18446744073709551615}}}}}}"#
             );
             t.feed(Format::Claude, format!("{line}\n").as_bytes());
         }
@@ -271,7 +290,7 @@ mod tests {
         assert!(t.usage.cost_nano_usd.unwrap() > 0);
         // A negative or fractional count is not a count: the line is ignored.
         let before = t.clone();
-        let line = r#"{"type":"assistant","message":{"id":"x","model":"claude-sonnet-4-5","usage":{"input_tokens":-1,"output_tokens":1.5}}}"#;
+        let line = r#"{"type":"assistant","message":{"id":"x","model":"claude-sonnet-4-6","usage":{"input_tokens":-1,"output_tokens":1.5}}}"#;
         t.feed(Format::Claude, format!("{line}\n").as_bytes());
         assert_eq!(t, before);
     }

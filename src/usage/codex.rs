@@ -14,10 +14,17 @@
 //!   `reasoning_output_tokens`, `total_tokens`}: `cached_input_tokens` is part
 //!   of `input_tokens`, and `reasoning_output_tokens` part of `output_tokens`
 //!   (Codex's own `blended_total` is non-cached input plus output);
-//! - `event_msg` with `payload.type` `user_message`: a prompt (a turn).
+//! - `event_msg` with `payload.type` `task_started` (`turn_started` is its
+//!   alias): a turn, which a prompt starts. (0.171.0's `codex exec` writes no
+//!   `user_message` event for its prompt, only an `item_completed` one, so
+//!   turns are counted by their start.)
 //!
 //! Totals are cumulative, so each count adds what grew since the last one,
-//! priced at the model of the turn.
+//! priced at the model of the turn. Checked against the source (the
+//! `RolloutLine`, `RolloutItem`, `EventMsg`, `TokenUsage` and
+//! `TokenUsageInfo` types of `codex-rs/protocol`), the event names in the
+//! pinned binary, and a rollout the pinned 0.171.0 wrote offline
+//! (`session_meta`, `task_started`, `turn_context` with `model`).
 
 use serde::Deserialize;
 
@@ -102,7 +109,7 @@ pub(super) fn line(t: &mut Tally, bytes: &[u8]) {
                 return;
             };
             match (e.kind.as_str(), e.info) {
-                ("user_message", _) => t.turn(),
+                ("task_started" | "turn_started", _) => t.turn(),
                 ("token_count", Some(info)) => {
                     let now = info.total_token_usage.tokens();
                     let before = t.carry.total.unwrap_or_default();
@@ -156,6 +163,22 @@ mod tests {
         assert_eq!(session_meta(b"garbage"), None);
     }
 
+    /// What the pinned `codex exec` wrote itself, offline (long texts cut,
+    /// paths changed): its session, one turn, no token count.
+    #[test]
+    fn what_the_pinned_cli_wrote_names_its_session_and_one_turn() {
+        let real = include_str!("../../tests/fixtures/codex-0.171.0-offline.jsonl");
+        let first = real.lines().next().unwrap();
+        let meta = session_meta(first.as_bytes()).unwrap();
+        assert_eq!(meta.id, "01a23186-f20d-7192-ae81-06859cb377d8");
+        assert_eq!(meta.cwd, "/var/lib/lab/workspaces/10");
+        let mut t = Tally::default();
+        assert_eq!(t.feed(Format::Codex, real.as_bytes()), real.len());
+        assert_eq!(t.usage.turns, 1);
+        assert_eq!(t.usage.tokens(), 0);
+        assert_eq!(t.carry.model.as_deref(), Some("gpt-6.2-sol"));
+    }
+
     #[test]
     fn cumulative_counts_add_what_grew_at_the_turns_model() {
         let mut t = Tally::default();
@@ -182,14 +205,11 @@ mod tests {
 
     #[test]
     fn read_in_pieces_it_counts_the_same() {
-        let mut whole = Tally::default();
-        whole.feed(Format::Codex, FIXTURE.as_bytes());
-        for cut in [1, 500, 1200, FIXTURE.len() - 2] {
-            let mut t = Tally::default();
-            let used = t.feed(Format::Codex, &FIXTURE.as_bytes()[..cut]);
-            t.feed(Format::Codex, &FIXTURE.as_bytes()[used..]);
-            assert_eq!(t, whole, "cut at {cut}");
-        }
+        super::super::assert_pieces_count_as_whole(
+            Format::Codex,
+            FIXTURE,
+            &[1, 500, 1200, FIXTURE.len() - 2],
+        );
     }
 
     #[test]

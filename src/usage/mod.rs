@@ -165,6 +165,21 @@ fn count(n: Option<u64>) -> i64 {
         .min(1 << 50)
 }
 
+/// Checks that a fixture read whole counts as read in two pieces cut
+/// anywhere (the offset kept between reads).
+#[cfg(test)]
+pub(crate) fn assert_pieces_count_as_whole(format: Format, fixture: &str, cuts: &[usize]) {
+    let mut whole = Tally::default();
+    assert_eq!(whole.feed(format, fixture.as_bytes()), fixture.len());
+    for &cut in cuts {
+        let mut t = Tally::default();
+        let used = t.feed(format, &fixture.as_bytes()[..cut]);
+        let rest = t.feed(format, &fixture.as_bytes()[used..]);
+        assert_eq!(used + rest, fixture.len(), "cut at {cut}");
+        assert_eq!(t, whole, "cut at {cut}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,7 +75,10 @@ fn by_hand(claims: &[Claim], by: LedgerBy) -> Ledger {
                 c.effort.clone().unwrap_or_default(),
             ),
             LedgerBy::Outcome => (
-                c.outcome.map(Outcome::as_str).unwrap_or_default().to_owned(),
+                c.outcome
+                    .map(Outcome::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
                 String::new(),
             ),
         };

@@ -18,7 +18,8 @@ fn assistant(msg: &str, input: u64, output: u64, read: u64, written: u64) -> Str
         "requestId": format!("req_{msg}"),
         "message": {
             "id": msg, "type": "message", "role": "assistant",
-            "model": "claude-sonnet-4-5-20250929",
+            // What the pinned Claude Code calls "sonnet".
+            "model": "claude-sonnet-5-5",
             "content": [{"type": "text", "text": "working"}],
             "stop_reason": null, "stop_sequence": null,
             "usage": {
@@ -115,8 +116,8 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
         .expect("--session-id");
     assert_eq!(argv[at + 1], session.as_bytes());
 
-    // Sonnet 4.5: $3 in, $15 out, $0.30 read, $3.75 written (5 minutes).
-    let cost = |i: i64, o: i64, r: i64, w: i64| i * 3000 + o * 15000 + r * 300 + w * 3750;
+    // Sonnet 5.5: $2 in, $10 out, $0.10 read, $2.50 written (5 minutes).
+    let cost = |i: i64, o: i64, r: i64, w: i64| i * 2000 + o * 10000 + r * 100 + w * 2500;
     wait_usage(
         &s,
         rid,
@@ -180,7 +181,7 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
         "cache read     100".to_owned(),
         "cache written  1000".to_owned(),
         "turns          2".to_owned(),
-        "cost           $0.0046".to_owned(),
+        "cost           $0.0030".to_owned(),
     ] {
         assert!(show.contains(&line), "{line:?} missing from:\n{show}");
     }
@@ -197,7 +198,7 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
         format!("<dd class=\"mono\">{session}</dd>"),
         "<dt>output tokens</dt><dd>51</dd>".to_owned(),
         "<dt>turns</dt><dd>2</dd>".to_owned(),
-        "<dt>cost</dt><dd>$0.0046</dd>".to_owned(),
+        "<dt>cost</dt><dd>$0.0030</dd>".to_owned(),
     ] {
         assert!(page.contains(&html), "{html:?} missing from the run page");
     }
@@ -219,7 +220,7 @@ async fn a_codex_rollout_is_found_by_its_folder(b: Backend) {
     std::fs::write(
         &rest,
         concat!(
-            r#"{"timestamp":"2026-12-01T10:00:00.131Z","type":"event_msg","payload":{"type":"user_message","message":"go","images":[]}}"#,
+            r#"{"timestamp":"2026-12-01T10:00:00.131Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1","started_at":1796127257,"model_context_window":475000}}"#,
             "\n",
             r#"{"timestamp":"2026-12-01T10:00:00.132Z","type":"turn_context","payload":{"cwd":"/w","approval_policy":"never","sandbox_policy":{"type":"workspace-write"},"model":"gpt-5-codex","effort":"high","summary":"auto"}}"#,
             "\n",
