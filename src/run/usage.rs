@@ -28,7 +28,8 @@ const MAX_META: u64 = 1 << 20;
 
 impl Runner {
     /// One usage pass over this node's runs; returns how many runs' usage
-    /// changed.
+    /// changed. A run whose usage cannot be read or stored is logged and
+    /// left for the next pass; the others go on.
     pub async fn tally_usage(&self) -> Result<usize, StoreError> {
         let runs = self
             .store
@@ -36,8 +37,12 @@ impl Runner {
             .await?;
         let mut changed = 0;
         for run in runs {
-            if self.tally_run(&run).await? {
-                changed += 1;
+            match self.tally_run(&run).await {
+                Ok(true) => changed += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(run = run.id, error = %e, "could not read the run's usage")
+                }
             }
         }
         Ok(changed)
