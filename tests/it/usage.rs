@@ -378,3 +378,55 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
 }
 
 on_both!(the_ledger_counts_tokens_and_cost);
+
+/// The agent can write its CLI's folder: a transcript it links to a file
+/// elsewhere (or a project folder it links elsewhere) is not read.
+async fn a_transcript_through_a_link_is_not_read(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let elsewhere = s.tmp().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        elsewhere.join("t.jsonl"),
+        format!("{}\n{}\n", prompt("go"), assistant("msg_A", 10, 20, 0, 0)),
+    )
+    .unwrap();
+    for (name, link) in [
+        // The file is a link.
+        (
+            "file.sh",
+            "mkdir -p \"$d\" && ln -s {e}/t.jsonl \"$d/$FAKE_SESSION_ID.jsonl\"",
+        ),
+        // The project folder is a link to a folder holding the session.
+        (
+            "dir.sh",
+            "mkdir -p \"$(dirname \"$d\")\" && ln -s {e} \"$d\" && \
+             ln -s t.jsonl {e}/$FAKE_SESSION_ID.jsonl 2>/dev/null; true",
+        ),
+    ] {
+        let script = s.tmp().join(name);
+        std::fs::write(
+            &script,
+            format!(
+                "d=\"$HOME/.claude/projects/$(pwd | sed 's/[^a-zA-Z0-9]/-/g')\"\n{}\n\
+                 echo done > \"$FAKE_REC/linked\"\nwhile :; do sleep 1; done\n",
+                link.replace("{e}", &elsewhere.display().to_string())
+            ),
+        )
+        .unwrap();
+        let run = s
+            .start_run("r", &format!("FAKE_RUN={}", script.display()))
+            .await;
+        let rid = id(&run);
+        s.record(rid, "linked").await;
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        let r = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
+        assert!(
+            usage(&r).is_none_or(|u| u.0 == 0 && u.1 == 0 && u.4 == 0),
+            "{name}: {r}"
+        );
+    }
+    s.stop().await;
+}
+
+on_both!(a_transcript_through_a_link_is_not_read);
