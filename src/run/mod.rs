@@ -18,6 +18,7 @@ mod reconcile;
 mod runner;
 pub mod sandbox;
 pub mod tmux;
+mod transcript;
 mod usage;
 pub mod workspace;
 

@@ -4,27 +4,31 @@
 //!
 //! It reads the live runs of this node, and each run once more after it
 //! ended (then marks it done). The transcript is the agent's to write, so it
-//! is treated as hostile: opened without following a link (nor one below
-//! the CLI's folder), only a regular file, at most [`READ_BUDGET`] bytes a
-//! pass, lines capped by `usage::MAX_LINE`.
+//! is treated as hostile: opened as `transcript.rs` says, at most
+//! [`READ_BUDGET`] bytes a pass (and as much again over its sub-agents'
+//! transcripts), lines capped by `usage::MAX_LINE`.
+//!
+//! Claude Code writes each sub-agent's transcript beside the session's
+//! (`<session>/subagents/agent-*.jsonl`); their tokens and cost are the
+//! run's too, each file read on from an offset of its own (`Carry::parts`).
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::Runner;
+use super::transcript::{find, open};
 use crate::domain::Run;
 use crate::store::{StoreError, UsageRead, now_ms};
-use crate::usage::{Format, claude, codex};
+use crate::usage::{Format, Part, Tally};
 
 /// The most one pass reads of one transcript.
 const READ_BUDGET: u64 = 16 << 20;
 
+/// The most sub-agent transcripts of one session lab reads.
+const MAX_PARTS: usize = 32;
+
 /// How long after its end a run's transcript is still looked for.
 const ENDED_WINDOW_MS: i64 = 3_600_000;
-
-/// The longest rollout first line (`session_meta`) lab reads.
-const MAX_META: u64 = 1 << 20;
 
 impl Runner {
     /// One usage pass over this node's runs; returns how many runs' usage
@@ -69,7 +73,7 @@ impl Runner {
                 read.transcript = found.map(|f| f.path.to_string_lossy().into_owned());
             }
             let at_end = match read.transcript.clone() {
-                Some(path) => read_on(format, &home, Path::new(&path), &mut read),
+                Some(path) => read_transcript(format, &home, Path::new(&path), &mut read),
                 None => true,
             };
             read.done = ended && at_end;
@@ -99,232 +103,106 @@ impl Runner {
     }
 }
 
-/// A transcript found, and the session it names (Codex).
-struct Found {
-    path: PathBuf,
-    session: Option<String>,
+/// Reads a run's transcript on, and its sub-agents' (Claude Code).
+/// Returns whether every read reached its end (or cannot read at all).
+fn read_transcript(format: Format, home: &Path, path: &Path, read: &mut UsageRead) -> bool {
+    let mut budget = READ_BUDGET;
+    let mut at_end = read_on(
+        format,
+        home,
+        path,
+        &mut read.offset,
+        &mut read.tally,
+        &mut budget,
+    );
+    if format != Format::Claude {
+        return at_end;
+    }
+    let mut budget = READ_BUDGET;
+    for (name, part_path) in parts(path) {
+        let part = read.tally.carry.parts.remove(&name).unwrap_or_default();
+        let (mut offset, mut sub) = (
+            part.offset,
+            Tally {
+                usage: read.tally.usage.clone(),
+                carry: part.carry,
+            },
+        );
+        at_end &= read_on(format, home, &part_path, &mut offset, &mut sub, &mut budget);
+        read.tally.usage = sub.usage;
+        read.tally.carry.parts.insert(
+            name,
+            Part {
+                offset,
+                carry: sub.carry,
+            },
+        );
+    }
+    at_end
 }
 
-/// The workspace as the agent saw it (the sandbox binds its real path), and
-/// as lab recorded it.
-fn workspace_paths(run: &Run) -> Vec<PathBuf> {
-    let Some(ws) = run.workspace.as_deref().map(PathBuf::from) else {
+/// The sub-agents' transcripts of a Claude Code session, by name, at most
+/// [`MAX_PARTS`] (in name order).
+fn parts(session: &Path) -> Vec<(String, PathBuf)> {
+    let dir = session.with_extension("").join("subagents");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
-    let mut out = vec![ws.clone()];
-    if let Ok(real) = ws.canonicalize()
-        && real != ws
-    {
-        out.push(real);
-    }
+    let mut out: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            (name.starts_with("agent-") && name.ends_with(".jsonl")).then(|| (name, e.path()))
+        })
+        .collect();
+    out.sort();
+    out.truncate(MAX_PARTS);
     out
 }
 
-fn find(format: Format, home: &Path, run: &Run) -> Option<Found> {
-    let cwds = workspace_paths(run);
-    match format {
-        Format::Claude => {
-            let session = run.cli_session_id.as_deref()?;
-            cwds.iter().find_map(|cwd| {
-                let path = match claude::transcript(home, cwd, session) {
-                    Some(p) => p,
-                    None => long_project(home, cwd, session)?,
-                };
-                is_file(&path).then_some(Found {
-                    path,
-                    session: None,
-                })
-            })
-        }
-        Format::Codex => find_rollout(home, &cwds, run.created_at),
-    }
-}
-
-/// A project folder whose name Claude Code cut and hashed: the one that
-/// starts with the cut name and holds the session.
-fn long_project(home: &Path, cwd: &Path, session: &str) -> Option<PathBuf> {
-    let (prefix, _) = claude::project_dir_name(cwd);
-    let prefix = format!("{prefix}-");
-    std::fs::read_dir(home.join("projects"))
-        .ok()?
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path().join(format!("{session}.jsonl")))
-        .find(|p| is_file(p))
-}
-
-/// The rollout of a Codex session started in one of `cwds` at or after the
-/// run was created: looked for in the date folders around its creation (the
-/// folders are by local date), earliest session first.
-fn find_rollout(home: &Path, cwds: &[PathBuf], created_ms: i64) -> Option<Found> {
-    let sessions = home.join("sessions");
-    let day_ms = 86_400_000;
-    let mut best: Option<(String, Found)> = None;
-    for offset in [-1, 0, 1] {
-        let (y, m, d) = civil_date(created_ms + offset * day_ms);
-        let dir = sessions.join(format!("{y:04}/{m:02}/{d:02}"));
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !(name.starts_with("rollout-") && name.ends_with(".jsonl")) {
-                continue;
-            }
-            let path = e.path();
-            let recent = e
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .is_some_and(|t| {
-                    t.duration_since(std::time::UNIX_EPOCH)
-                        .is_ok_and(|d| d.as_millis() as i64 >= created_ms - 60_000)
-                });
-            if !recent {
-                continue;
-            }
-            let Some(meta) = first_line(&path).and_then(|l| codex::session_meta(&l)) else {
-                continue;
-            };
-            if !cwds.iter().any(|c| Path::new(&meta.cwd) == c) {
-                continue;
-            }
-            if best.as_ref().is_none_or(|(ts, _)| meta.timestamp < *ts) {
-                best = Some((
-                    meta.timestamp,
-                    Found {
-                        path,
-                        session: Some(meta.id),
-                    },
-                ));
-            }
-        }
-    }
-    best.map(|(_, f)| f)
-}
-
-/// The year, month and day (UTC) of a time in ms.
-fn civil_date(ms: i64) -> (i64, u32, u32) {
-    // Howard Hinnant's days-to-civil.
-    let z = ms.div_euclid(86_400_000) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-fn is_file(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file())
-}
-
-/// Opens a transcript for reading: a regular file, reached through no link
-/// below the CLI's folder (`home`, which may itself be a link the operator
-/// made), without blocking (a FIFO planted there opens at once, and is
-/// refused).
-fn open(home: &Path, path: &Path) -> Option<std::fs::File> {
-    let f = open_regular(path)?;
-    let rel = path.strip_prefix(home).ok()?;
-    let expected = home.canonicalize().ok()?.join(rel);
-    let opened = std::fs::read_link(format!("/proc/self/fd/{}", {
-        use std::os::fd::AsRawFd;
-        f.as_raw_fd()
-    }))
-    .ok()?;
-    (opened == expected).then_some(f)
-}
-
-/// A regular file, opened without following a link at its end and without
-/// blocking.
-fn open_regular(path: &Path) -> Option<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
-    f.metadata().ok()?.file_type().is_file().then_some(f)
-}
-
-fn first_line(path: &Path) -> Option<Vec<u8>> {
-    let f = open_regular(path)?;
-    let mut buf = Vec::new();
-    f.take(MAX_META).read_to_end(&mut buf).ok()?;
-    let end = buf.iter().position(|&b| b == b'\n')?;
-    buf.truncate(end);
-    Some(buf)
-}
-
-/// Reads the transcript on from `read.offset`, whole lines only, at most
-/// [`READ_BUDGET`] bytes. Returns whether it reached the end (or cannot
+/// Reads one file on from `offset`, whole lines only, at most `budget`
+/// bytes (taken from it). Returns whether it reached the end (or cannot
 /// read at all).
-fn read_on(format: Format, home: &Path, path: &Path, read: &mut UsageRead) -> bool {
+fn read_on(
+    format: Format,
+    home: &Path,
+    path: &Path,
+    offset: &mut i64,
+    tally: &mut Tally,
+    budget: &mut u64,
+) -> bool {
     let Some(mut f) = open(home, path) else {
         return true;
     };
     let Ok(len) = f.metadata().map(|m| m.len()) else {
         return true;
     };
-    let offset = u64::try_from(read.offset).unwrap_or(0);
-    if len < offset {
+    let from = u64::try_from(*offset).unwrap_or(0);
+    if len < from {
         // Cut short under lab: what it held was counted; count what comes
         // after the cut.
-        read.offset = i64::try_from(len).unwrap_or(i64::MAX);
+        *offset = i64::try_from(len).unwrap_or(i64::MAX);
         return true;
     }
-    if f.seek(SeekFrom::Start(offset)).is_err() {
+    if *budget == 0 {
+        return len == from;
+    }
+    if f.seek(SeekFrom::Start(from)).is_err() {
         return true;
     }
     let mut buf = Vec::new();
-    if f.take(READ_BUDGET).read_to_end(&mut buf).is_err() {
+    if f.take(*budget).read_to_end(&mut buf).is_err() {
         return true;
     }
-    let used = read.tally.feed(format, &buf);
-    read.offset = read.offset.saturating_add(used as i64);
-    (buf.len() as u64) < READ_BUDGET
+    *budget -= buf.len() as u64;
+    let used = tally.feed(format, &buf);
+    *offset = offset.saturating_add(used as i64);
+    from + (buf.len() as u64) == len
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_utc_days() {
-        assert_eq!(civil_date(0), (1970, 1, 1));
-        assert_eq!(civil_date(1_764_583_200_000), (2025, 12, 1));
-        assert_eq!(civil_date(951_782_400_000), (2000, 2, 29));
-        assert_eq!(civil_date(-1), (1969, 12, 31));
-    }
-
-    #[test]
-    fn a_transcript_is_read_only_as_a_regular_file_below_the_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(home.join("projects/p")).unwrap();
-        let real = home.join("projects/p/s.jsonl");
-        std::fs::write(&real, "x\n").unwrap();
-        assert!(open(&home, &real).is_some());
-        // A link as the file, or below the folder, is not followed.
-        let secret = dir.path().join("secret");
-        std::fs::write(&secret, "token\n").unwrap();
-        let link = home.join("projects/p/l.jsonl");
-        std::os::unix::fs::symlink(&secret, &link).unwrap();
-        assert!(open(&home, &link).is_none());
-        std::os::unix::fs::symlink(dir.path(), home.join("projects/q")).unwrap();
-        assert!(open(&home, &home.join("projects/q/secret")).is_none());
-        // A FIFO opens without blocking, and is refused.
-        let fifo = home.join("projects/p/f.jsonl");
-        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert!(open(&home, &fifo).is_none());
-        // The folder itself may be a link the operator made.
-        let alias = dir.path().join("alias");
-        std::os::unix::fs::symlink(&home, &alias).unwrap();
-        assert!(open(&alias, &alias.join("projects/p/s.jsonl")).is_some());
-    }
 
     #[test]
     fn reading_on_counts_only_what_was_appended() {
@@ -334,7 +212,7 @@ mod tests {
         let prompt = r#"{"type":"user","message":{"role":"user","content":"go"}}"#;
         std::fs::write(&path, format!("{prompt}\n{{\"type\":")).unwrap();
         let mut read = UsageRead::default();
-        assert!(read_on(Format::Claude, home, &path, &mut read));
+        assert!(read_transcript(Format::Claude, home, &path, &mut read));
         assert_eq!(read.tally.usage.turns, 1);
         assert_eq!(read.offset as usize, prompt.len() + 1);
         // The partial line is finished, and another added.
@@ -348,12 +226,52 @@ mod tests {
             "\"user\",\"message\":{{\"role\":\"user\",\"content\":\"and\"}}}}\n{prompt}\n"
         )
         .unwrap();
-        assert!(read_on(Format::Claude, home, &path, &mut read));
+        assert!(read_transcript(Format::Claude, home, &path, &mut read));
         assert_eq!(read.tally.usage.turns, 3);
         let len = std::fs::metadata(&path).unwrap().len();
         assert_eq!(read.offset as u64, len);
         // Nothing new: nothing counted twice.
-        assert!(read_on(Format::Claude, home, &path, &mut read));
+        assert!(read_transcript(Format::Claude, home, &path, &mut read));
         assert_eq!(read.tally.usage.turns, 3);
+    }
+
+    #[test]
+    fn sub_agents_transcripts_count_for_the_run_each_from_its_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let main = home.join("s.jsonl");
+        let msg = |id: &str, out: u64| {
+            format!(
+                r#"{{"type":"assistant","isSidechain":true,"message":{{"id":"{id}","model":"claude-sonnet-4-6","role":"assistant","usage":{{"input_tokens":1,"output_tokens":{out}}}}}}}"#
+            )
+        };
+        std::fs::write(&main, format!("{}\n", msg("m0", 1))).unwrap();
+        let subs = home.join("s/subagents");
+        std::fs::create_dir_all(&subs).unwrap();
+        std::fs::write(subs.join("agent-a.jsonl"), format!("{}\n", msg("a1", 10))).unwrap();
+        std::fs::write(
+            subs.join("agent-b.jsonl"),
+            format!("{}\n{}", msg("b1", 100), msg("b2", 7)),
+        )
+        .unwrap();
+        std::fs::write(subs.join("notes.txt"), format!("{}\n", msg("x", 1000))).unwrap();
+        let mut read = UsageRead::default();
+        read_transcript(Format::Claude, home, &main, &mut read);
+        assert_eq!(read.tally.usage.output_tokens, 111);
+        // More lines: only they are counted (b2's line is now whole).
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(subs.join("agent-b.jsonl"))
+            .unwrap();
+        use std::io::Write;
+        writeln!(f).unwrap();
+        read_transcript(Format::Claude, home, &main, &mut read);
+        assert_eq!(read.tally.usage.output_tokens, 118);
+        read_transcript(Format::Claude, home, &main, &mut read);
+        assert_eq!(read.tally.usage.output_tokens, 118);
+        assert_eq!(read.tally.usage.input_tokens, 4);
+        assert_eq!(read.tally.carry.parts.len(), 2);
+        // Sub-agents' prompts are no turns of the run.
+        assert_eq!(read.tally.usage.turns, 0);
     }
 }

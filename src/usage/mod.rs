@@ -14,6 +14,8 @@ pub mod claude;
 pub mod codex;
 pub mod prices;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::domain::Usage;
@@ -90,6 +92,19 @@ pub struct Carry {
     /// The read stopped inside a line too long to read: skip to its end.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skipping: bool,
+    /// Claude Code: the sub-agents' transcripts, by file name, each with
+    /// where its read stopped.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parts: BTreeMap<String, Part>,
+}
+
+/// One more transcript of the same run (a sub-agent's): how far it was
+/// read, and its reader's carry. Its counts go into the run's totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    pub offset: i64,
+    #[serde(default)]
+    pub carry: Carry,
 }
 
 /// One API message as counted.
