@@ -24,8 +24,9 @@ pub struct LedgerRow {
     /// Every token the runs used (input, output, cache read and written), as
     /// far as lab has read their transcripts.
     pub tokens: i64,
-    /// What the runs cost, in US dollars; `null` when one of them used a
-    /// model without a price.
+    /// What the runs cost, in US dollars (those whose transcript was read);
+    /// `null` when one of them used a model without a price, or none was
+    /// read.
     pub cost_usd: Option<f64>,
     /// What a resolved issue costs: the group's whole cost over its
     /// successes; `null` without a success or a known cost.

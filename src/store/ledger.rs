@@ -71,7 +71,7 @@ impl Store {
                CASE WHEN SUM(unpriced) > 0 THEN NULL ELSE CAST(SUM(cost) AS BIGINT) END AS cost_nano \
              FROM (SELECT {k} AS name, {s} AS sub, outcome, ended_at - started_at AS d, \
                      u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_creation_tokens AS tokens, \
-                     u.cost_nano_usd AS cost, \
+                     CASE WHEN u.transcript IS NOT NULL THEN u.cost_nano_usd END AS cost, \
                      CASE WHEN u.transcript IS NOT NULL AND u.cost_nano_usd IS NULL THEN 1 ELSE 0 END AS unpriced, \
                      ROW_NUMBER() OVER w AS rn, \
                      COUNT(ended_at - started_at) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING \

@@ -301,12 +301,14 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
         .await
         .unwrap();
     // (issue, model, outcome, tokens in, cost in billionths; None: unpriced)
-    let runs: [(i64, &str, &str, i64, Option<i64>); 5] = [
+    let runs: [(i64, &str, &str, i64, Option<i64>); 6] = [
         (1, "sonnet", "succeeded", 1000, Some(2_000_000_000)),
         (2, "sonnet", "failed", 500, Some(1_000_000_000)),
         (3, "sonnet", "succeeded", 300, Some(1_000_000_000)),
         (4, "fable", "succeeded", 700, None),
         (5, "sonnet", "", 0, Some(0)),
+        // Its transcript was never found (the pass read it a last time).
+        (6, "opus", "failed", 0, Some(0)),
     ];
     for (issue, model, outcome, tokens, cost) in runs {
         let ClaimResult::Claimed(c) = store
@@ -327,7 +329,8 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
             );
         }
         let mut read = UsageRead {
-            transcript: Some(format!("/t/{run}.jsonl")),
+            transcript: (issue != 6).then(|| format!("/t/{run}.jsonl")),
+            done: issue == 6,
             ..UsageRead::default()
         };
         read.tally.usage = Usage {
@@ -365,9 +368,16 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
         (r.runs, r.tokens, r.cost_usd)
     };
     assert_eq!(outcome(Some("succeeded")), (3, 2000, None));
-    assert_eq!(outcome(Some("failed")), (1, 500, Some(1.0)));
+    assert_eq!(outcome(Some("failed")), (2, 500, Some(1.0)));
+    let opus = l
+        .by_model
+        .iter()
+        .find(|r| r.model.as_deref() == Some("opus"))
+        .unwrap();
+    assert_eq!((opus.runs, opus.tokens, opus.cost_usd), (1, 0, None));
     assert_eq!(outcome(None), (1, 0, Some(0.0)));
     assert_eq!(l.by_outcome.len(), 3);
+    assert_eq!(l.by_repo[0].runs, 6);
     assert_eq!(l.by_repo[0].tokens, 2500);
     assert_eq!(l.by_repo[0].cost_usd, None);
     // The ledger outlives the runs' rows: usage is kept by run id.
