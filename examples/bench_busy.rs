@@ -156,7 +156,7 @@ async fn main() {
     // (how it logged before), and bare tmux: the same agents, at once.
     let (mut writer, writer_sock) = lab_with(&t.join("writer"), &agent, n, &[]).await;
     let (mut piped, piped_sock) =
-        lab_with(&t.join("piped"), &agent, n, &[("LAB_PIPE_LOGS", "1")]).await;
+        lab_with(&t.join("piped"), &agent, n, &[("LAB_PIPE_LOGS", "true")]).await;
     let bare_sock = t.join("bare.sock");
     for i in 0..n {
         let ok = Command::new("tmux")

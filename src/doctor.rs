@@ -342,6 +342,7 @@ async fn argv_finding(runner: &Runner, p: &dyn Provider, bin: &Path) -> Vec<Find
         working_dir: runner.cfg.data_dir.clone(),
         sandboxed: true,
         hook_command: runner.hook_command(p),
+        session_id: p.takes_session_id().then(crate::run::new_session_id),
     };
     let verdict =
         cli_check::check(p, bin, &p.command_line(&spec), runner.cfg.sandbox.bwrap()).await;

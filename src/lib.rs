@@ -21,6 +21,7 @@ pub mod service;
 pub mod settings;
 pub mod state;
 pub mod store;
+pub mod usage;
 pub mod validate;
 pub mod web;
 

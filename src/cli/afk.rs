@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT, seg};
 use super::output::{self, s, table};
-use crate::domain::IssueState;
+use crate::domain::{IssueState, compact_cost, compact_tokens};
 
 #[derive(Subcommand)]
 pub enum AfkCommand {
@@ -140,6 +140,8 @@ pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
                 output::json(&v);
             } else {
                 print_status(&v);
+                let l = client.get("/api/v1/afk/ledger").await?;
+                print_by_outcome(&l);
             }
         }
         AfkCommand::Pause { repo } => toggle(client, repo, "pause").await?,
@@ -403,6 +405,9 @@ pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
             s(&r["failed"]),
             s(&r["timed_out"]),
             secs(&r["median_seconds"]),
+            tokens(r),
+            compact_cost(r["cost_usd"].as_f64()),
+            compact_cost(r["cost_per_success_usd"].as_f64()),
         ]
     };
     let by_repo: Vec<Vec<String>> = v["by_repo"]
@@ -421,21 +426,45 @@ pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
         println!("no AFK runs yet");
         return Ok(());
     }
-    table(
-        &["REPO", "RUNS", "SUCCEEDED", "FAILED", "TIMED OUT", "MEDIAN"],
-        &by_repo,
-    );
+    let counts = [
+        "RUNS",
+        "SUCCEEDED",
+        "FAILED",
+        "TIMED OUT",
+        "MEDIAN",
+        "TOKENS",
+        "COST",
+        "PER SUCCESS",
+    ];
+    table(&[&["REPO"][..], &counts].concat(), &by_repo);
     println!();
-    table(
-        &[
-            "MODEL · EFFORT",
-            "RUNS",
-            "SUCCEEDED",
-            "FAILED",
-            "TIMED OUT",
-            "MEDIAN",
-        ],
-        &by_model,
-    );
+    table(&[&["MODEL · EFFORT"][..], &counts].concat(), &by_model);
+    print_by_outcome(&v);
     Ok(())
+}
+
+/// A ledger row's tokens, compact.
+fn tokens(r: &Value) -> String {
+    compact_tokens(r["tokens"].as_i64().unwrap_or(0))
+}
+
+/// What the AFK runs of each outcome used.
+fn print_by_outcome(ledger: &Value) {
+    let rows: Vec<Vec<String>> = ledger["by_outcome"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            vec![
+                r["outcome"].as_str().unwrap_or("live").to_owned(),
+                s(&r["runs"]),
+                tokens(r),
+                compact_cost(r["cost_usd"].as_f64()),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        println!();
+        table(&["OUTCOME", "RUNS", "TOKENS", "COST"], &rows);
+    }
 }

@@ -76,6 +76,13 @@ enum Command {
     Start(runs::StartArgs),
     /// List runs (live ones unless --all).
     Ps(runs::PsArgs),
+    /// Show one run: its values, state, CLI session and usage.
+    Show {
+        /// Run id.
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Attach this terminal to a run's tmux session (detach: Ctrl-b d).
     Attach {
         /// Run id.
@@ -192,6 +199,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Resolve(args) => repos::resolve(&client, args).await,
         Command::Start(args) => runs::start(&client, args).await,
         Command::Ps(args) => runs::ps(&client, args).await,
+        Command::Show { run, json } => runs::show(&client, &run, json).await,
         Command::Attach { run } => runs::attach(&client, &run).await,
         Command::Stop { run, json } => runs::stop(&client, &run, json).await,
         Command::Logs(args) => runs::logs(&client, args).await,

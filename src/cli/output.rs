@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::domain::{compact_cost, compact_tokens};
+
 /// Prints `v` as pretty JSON.
 pub fn json(v: &Value) {
     println!(
@@ -300,6 +302,7 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
                 s(&r["model"]["value"]),
                 s(&r["effort"]["value"]),
                 age(&r["created_at"]),
+                usage_cell(&r["usage"]),
                 if r["state_reason"].is_null() || r["state"] == "running" {
                     s(&r["session"])
                 } else {
@@ -329,10 +332,74 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
             "MODEL",
             "EFFORT",
             "AGE",
+            "TOKENS/COST",
             "SESSION / REASON",
         ],
         &rows,
     );
+}
+
+/// A run's usage in one cell: every token, and the cost (`?` when a model
+/// has no price); `-` until known.
+fn usage_cell(u: &Value) -> String {
+    if u.is_null() {
+        return "-".to_owned();
+    }
+    let n = |k: &str| u[k].as_i64().unwrap_or(0);
+    let tokens = n("input_tokens")
+        .saturating_add(n("output_tokens"))
+        .saturating_add(n("cache_read_tokens"))
+        .saturating_add(n("cache_creation_tokens"));
+    format!(
+        "{}/{}",
+        compact_tokens(tokens),
+        compact_cost(u["cost_usd"].as_f64())
+    )
+}
+
+/// One run, field by field (`labctl show`).
+pub fn run_detail(r: &Value, as_json: bool) {
+    if as_json {
+        return json(r);
+    }
+    let u = &r["usage"];
+    let mut rows = vec![
+        ("run", s(&r["id"])),
+        ("repo", s(&r["repo"])),
+        ("kind", s(&r["kind"])),
+        ("state", state(r)),
+        ("reason", s(&r["state_reason"])),
+        ("provider", s(&r["provider"])),
+        ("model", s(&r["model"]["value"])),
+        ("effort", s(&r["effort"]["value"])),
+        ("branch", s(&r["branch"])),
+        ("workspace", s(&r["workspace"])),
+        ("session", s(&r["session"])),
+        ("cli session", s(&r["cli_session_id"])),
+        ("created", s(&r["created_at"])),
+        ("ended", s(&r["ended_at"])),
+    ];
+    if u.is_null() {
+        rows.push(("usage", "not known yet".to_owned()));
+    } else {
+        rows.extend([
+            ("input tokens", s(&u["input_tokens"])),
+            ("output tokens", s(&u["output_tokens"])),
+            ("cache read", s(&u["cache_read_tokens"])),
+            ("cache written", s(&u["cache_creation_tokens"])),
+            ("turns", s(&u["turns"])),
+            (
+                "cost",
+                match u["cost_usd"].as_f64() {
+                    Some(c) => format!("${c:.4}"),
+                    None => "unknown (a model without a price)".to_owned(),
+                },
+            ),
+        ]);
+    }
+    for (k, v) in rows {
+        println!("{k:<14} {v}");
+    }
 }
 
 pub fn run_started(r: &Value) {

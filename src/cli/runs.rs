@@ -190,6 +190,12 @@ fn is_live(state: &str) -> bool {
     state.parse::<RunState>().is_ok_and(RunState::is_active)
 }
 
+pub async fn show(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
+    let r = client.get(&run_path(run)?).await?;
+    output::run_detail(&r, as_json);
+    Ok(())
+}
+
 pub async fn attach(client: &Client, run: &str) -> CliResult<()> {
     let run = client.get(&run_path(run)?).await?;
     attach_to(&run)

@@ -15,6 +15,7 @@ mod provenance;
 mod run;
 mod spelled;
 mod stop;
+mod usage;
 
 pub use agent::{AGENT_REASON_CHARS, AgentBy, AgentState, AgentStatus, agent_reason};
 pub use change::Change;
@@ -27,6 +28,7 @@ pub use output::{OutputFormat, ScreenFormat};
 pub use provenance::{Layer, Sourced};
 pub use run::{Run, RunKind, RunState};
 pub use stop::StopCause;
+pub use usage::{Usage, compact_cost, compact_tokens, nano_to_usd};
 
 /// A time lab stored (milliseconds since the epoch) as RFC 3339: UTC, with
 /// milliseconds, the way every API body and page shows times.

@@ -148,6 +148,12 @@ pub struct Run {
     pub stop_cause: Option<super::StopCause>,
     /// What its agent is doing (ADR 13); `None` until known.
     pub agent: Option<super::AgentStatus>,
+    /// The agent CLI's own session id (Claude Code's `--session-id`, the
+    /// id of a Codex rollout), once known.
+    pub cli_session_id: Option<String>,
+    /// What the agent used, from its CLI's transcript; `None` until the
+    /// transcript was found.
+    pub usage: Option<super::Usage>,
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use super::schema;
 use crate::domain::rfc3339;
 use crate::state::AppState;
 
-use crate::domain::{OutputFormat, Run, RunKind, RunState, Sourced, StopCause};
+use crate::domain::{OutputFormat, Run, RunKind, RunState, Sourced, StopCause, Usage};
 use crate::run::{Runner, log};
 use crate::service;
 use crate::store::{RepoKey, RunFilter};
@@ -62,6 +62,43 @@ pub struct RunBody {
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
+    /// The agent CLI's own session id: the `--session-id` lab gave Claude
+    /// Code, or the id of the run's Codex rollout once found; `null` until
+    /// known.
+    pub cli_session_id: Option<String>,
+    /// What the agent used, read from its CLI's transcript; `null` until the
+    /// transcript is found.
+    pub usage: Option<UsageBody>,
+}
+
+/// Tokens, turns and cost of a run, from its CLI's own transcript.
+#[derive(Serialize, ToSchema, Debug, Clone, PartialEq)]
+pub struct UsageBody {
+    /// Input tokens not read from a cache.
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    /// Input tokens read from the provider's prompt cache.
+    pub cache_read_tokens: i64,
+    /// Input tokens written to the prompt cache (0 for Codex).
+    pub cache_creation_tokens: i64,
+    /// Prompts the agent was given.
+    pub turns: i64,
+    /// US dollars at lab's dated price table; `null` when a model the run
+    /// used has no price there.
+    pub cost_usd: Option<f64>,
+}
+
+impl From<&Usage> for UsageBody {
+    fn from(u: &Usage) -> Self {
+        UsageBody {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cache_read_tokens: u.cache_read_tokens,
+            cache_creation_tokens: u.cache_creation_tokens,
+            turns: u.turns,
+            cost_usd: u.cost_usd(),
+        }
+    }
 }
 
 impl RunBody {
@@ -95,6 +132,8 @@ impl RunBody {
             created_at: rfc3339(r.created_at),
             started_at: r.started_at.map(rfc3339),
             ended_at: r.ended_at.map(rfc3339),
+            usage: r.usage.as_ref().map(UsageBody::from),
+            cli_session_id: r.cli_session_id,
         }
     }
 }

@@ -90,6 +90,11 @@ impl Provider for ClaudeCode {
             "--effort".to_owned(),
             spec.effort.clone(),
         ];
+        if let Some(id) = &spec.session_id {
+            // Names the session's transcript, from which lab reads usage.
+            args.push("--session-id".to_owned());
+            args.push(id.clone());
+        }
         let mut env = vec![("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned())];
         // One `--settings` layer: Claude Code merges it with the user's
         // settings files (their hooks run too), it replaces none of them.
@@ -127,6 +132,10 @@ impl Provider for ClaudeCode {
             // It overrides --effort.
             env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".to_owned()],
         }
+    }
+
+    fn takes_session_id(&self) -> bool {
+        true
     }
 
     fn prepare(&self, spec: &SpawnSpec) -> Vec<ConfigEdit> {

@@ -79,6 +79,9 @@ pub struct SpawnSpec {
     /// the agent's state to lab (`labctl hook <provider>`, ADR 13); `None`:
     /// no hooks.
     pub hook_command: Option<Vec<String>>,
+    /// The session id lab chose for the run (a v4 UUID), for a CLI that
+    /// takes one ([`Provider::takes_session_id`]).
+    pub session_id: Option<String>,
 }
 
 impl SpawnSpec {
@@ -122,6 +125,13 @@ pub trait Provider: Send + Sync + 'static {
     fn spawn_options(&self) -> &'static [OptionSpec];
     /// Turns a spawn spec into a command line. Pure: no IO, no process.
     fn command_line(&self, spec: &SpawnSpec) -> CommandLine;
+
+    /// Whether the CLI takes the session id lab chooses
+    /// ([`SpawnSpec::session_id`]); otherwise lab reads the CLI's own from its
+    /// transcript.
+    fn takes_session_id(&self) -> bool {
+        false
+    }
 
     /// What must be in the CLI's own config so that this start meets no
     /// first-run dialog (folder trust, onboarding, model notices).

@@ -20,6 +20,7 @@ fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> Sp
         working_dir: "/work/demo".into(),
         sandboxed: false,
         hook_command: None,
+        session_id: Some("0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37".into()),
     }
 }
 
@@ -48,6 +49,8 @@ fn claude_hooks_share_the_one_settings_layer_with_bypass() {
             "sonnet"
             "--effort"
             "high"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "bypassPermissions"
             "--settings"
@@ -70,6 +73,8 @@ fn claude_hooks_without_bypass() {
             "sonnet"
             "--effort"
             "high"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--settings"
             "{\"hooks\":{\"SessionStart\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"UserPromptSubmit\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"PostToolUse\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"Notification\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}],\"StopFailure\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/lab/bin/labctl' 'hook' 'claude-code'\",\"timeout\":10}]}]}}"
             env DISABLE_AUTOUPDATER="1"
@@ -134,6 +139,8 @@ fn claude_manual_without_prompt() {
             "opus"
             "--effort"
             "max"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             env DISABLE_AUTOUPDATER="1"
             env -CLAUDE_CODE_EFFORT_LEVEL
         "#]],
@@ -150,6 +157,8 @@ fn claude_manual_with_prompt() {
             "sonnet"
             "--effort"
             "low"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--"
             "fix the build"
             env DISABLE_AUTOUPDATER="1"
@@ -176,6 +185,8 @@ fn claude_ultracode_prepends_its_directive_to_a_prompt() {
             "opus"
             "--effort"
             "xhigh"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "bypassPermissions"
             "--settings"
@@ -203,6 +214,8 @@ fn claude_ultracode_adds_nothing_to_an_empty_prompt() {
             "opus"
             "--effort"
             "high"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "dontAsk"
             env DISABLE_AUTOUPDATER="1"
@@ -226,6 +239,8 @@ fn claude_ultracode_off_leaves_the_prompt_alone() {
             "haiku"
             "--effort"
             "medium"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "dontAsk"
             "--"
@@ -253,6 +268,8 @@ fn claude_in_lab_s_sandbox_says_so() {
             "opus"
             "--effort"
             "high"
+            "--session-id"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
             "--permission-mode"
             "bypassPermissions"
             "--settings"

@@ -222,6 +222,7 @@ impl Runner {
         let sandboxed = self.may_run(p, &resolved, &req).await?;
         let token = new_token();
         let token_hash = hex::encode(digest(&token));
+        let cli_session = p.takes_session_id().then(super::new_session_id);
 
         let mut in_flight = InFlight::new(self);
         let t = std::time::Instant::now();
@@ -237,6 +238,7 @@ impl Runner {
                     node: &self.cfg.node,
                     token_hash: &token_hash,
                     sandboxed,
+                    cli_session_id: cli_session.as_deref(),
                 },
                 |id| RunPlaces {
                     session: session_name(&req.repo.name, id),
@@ -354,6 +356,7 @@ impl Runner {
             working_dir: self.workspaces.path_for(run.id),
             sandboxed: run.sandboxed,
             hook_command: self.hook_command(p),
+            session_id: run.cli_session_id.clone(),
         };
         let workspace = async {
             let t = std::time::Instant::now();

@@ -20,11 +20,30 @@ mod runner;
 pub mod sandbox;
 pub mod screen;
 pub mod tmux;
+mod transcript;
+mod usage;
 pub mod workspace;
 
 pub use launch::{LaunchError, LaunchRequest, LaunchTimings};
 pub use reconcile::PassReport;
 pub use runner::{RunError, Runner, RunnerConfig};
+
+/// A new session id for an agent CLI: a random (version 4) UUID.
+pub fn new_session_id() -> String {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).expect("the OS random source failed");
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex::encode(b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
 
 /// The tmux session name of a run: made by lab, never taken from input.
 /// Only `[a-z0-9_-]` reach tmux, so no name is read as a format, a target
@@ -61,6 +80,20 @@ pub fn branch_name(id: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn session_ids_are_v4_uuids() {
+        let a = new_session_id();
+        assert_eq!(a.len(), 36);
+        let parts: Vec<&str> = a.split('-').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(parts[2].starts_with('4'));
+        assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"));
+        assert_ne!(a, new_session_id());
+    }
 
     #[test]
     fn session_names_are_clean_and_carry_the_run_id() {

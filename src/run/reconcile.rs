@@ -29,6 +29,9 @@ use crate::store::{Ending, StoreError};
 /// the run as exited with an unknown status.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
+/// How often the usage pass reads on in the runs' transcripts.
+const USAGE_EVERY: Duration = Duration::from_secs(1);
+
 /// What one pass saw and did.
 #[derive(Debug, Default, Clone)]
 pub struct PassReport {
@@ -398,14 +401,16 @@ impl Runner {
         Ok(removed)
     }
 
-    /// Runs a pass every `reconcile_every` until `shutdown` turns true, and
-    /// the workspace retention about once a minute.
+    /// Runs a pass every `reconcile_every` until `shutdown` turns true, the
+    /// usage pass about every [`USAGE_EVERY`] and the workspace retention
+    /// about once a minute.
     pub fn spawn_loop(
         self: Arc<Self>,
         mut shutdown: watch::Receiver<bool>,
     ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut last_expiry = Instant::now();
+            let mut last_usage = Instant::now();
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep(self.cfg.reconcile_every) => {}
@@ -416,6 +421,12 @@ impl Runner {
                 }
                 if let Err(e) = self.reconcile(false).await {
                     tracing::warn!(error = %e, "reconcile pass failed");
+                }
+                if last_usage.elapsed() >= USAGE_EVERY {
+                    last_usage = Instant::now();
+                    if let Err(e) = self.tally_usage().await {
+                        tracing::warn!(error = %e, "usage pass failed");
+                    }
                 }
                 if last_expiry.elapsed() >= Duration::from_secs(60) {
                     last_expiry = Instant::now();
@@ -493,6 +504,8 @@ mod tests {
             workspace_removed_at: None,
             sandboxed: true,
             stop_cause: None,
+            cli_session_id: None,
+            usage: None,
             agent: agent.map(|(state, by)| AgentStatus {
                 state,
                 reason: None,

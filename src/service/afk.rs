@@ -3,58 +3,91 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::domain::nano_to_usd;
 use crate::store::{LedgerBy, LedgerCount, Store, StoreError};
 
-/// Outcomes of one group of AFK runs.
+/// Outcomes, tokens and cost of one group of AFK runs.
 #[derive(Serialize, ToSchema, Default, Clone, PartialEq, Debug)]
 pub struct LedgerRow {
     pub repo: Option<String>,
     pub model: Option<String>,
     pub effort: Option<String>,
+    /// The group's outcome, in `by_outcome` (`null` there for runs that have
+    /// none yet).
+    pub outcome: Option<String>,
     pub runs: usize,
     pub succeeded: usize,
     pub failed: usize,
     pub timed_out: usize,
     /// Median duration of the ended runs, in seconds.
     pub median_seconds: Option<f64>,
+    /// Every token the runs used (input, output, cache read and written), as
+    /// far as lab has read their transcripts.
+    pub tokens: i64,
+    /// What the runs cost, in US dollars (those whose transcript was read);
+    /// `null` when one of them used a model without a price, or none was
+    /// read.
+    pub cost_usd: Option<f64>,
+    /// What a resolved issue costs: the group's whole cost over its
+    /// successes; `null` without a success or a known cost.
+    pub cost_per_success_usd: Option<f64>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct LedgerBody {
     pub by_repo: Vec<LedgerRow>,
     pub by_model: Vec<LedgerRow>,
+    /// By outcome: what succeeded, failed and timed-out runs used.
+    pub by_outcome: Vec<LedgerRow>,
 }
 
-/// The ledger: AFK runs grouped by repo and by model/effort, counted by the
-/// database over every AFK run, each list sorted by its group.
+/// The ledger: AFK runs grouped by repo, by model/effort and by outcome,
+/// counted by the database over every AFK run, each list sorted by its
+/// group.
 pub async fn ledger(store: &Store) -> Result<LedgerBody, StoreError> {
-    let (repos, models) = tokio::try_join!(
+    let (repos, models, outcomes) = tokio::try_join!(
         store.afk_ledger(LedgerBy::Repo),
-        store.afk_ledger(LedgerBy::Model)
+        store.afk_ledger(LedgerBy::Model),
+        store.afk_ledger(LedgerBy::Outcome),
     )?;
     let row = |c: LedgerCount, by: LedgerBy| {
-        let (repo, model, effort) = match by {
-            LedgerBy::Repo => (Some(c.name), None, None),
-            LedgerBy::Model => (None, Some(c.name), Some(c.sub)),
-        };
+        let (mut repo, mut model, mut effort, mut outcome) = (None, None, None, None);
+        match by {
+            LedgerBy::Repo => repo = Some(c.name),
+            LedgerBy::Model => (model, effort) = (Some(c.name), Some(c.sub)),
+            LedgerBy::Outcome => outcome = Some(c.name).filter(|o| !o.is_empty()),
+        }
         let n = |v: i64| usize::try_from(v).unwrap_or(0);
+        let cost_usd = c.cost_nano.map(nano_to_usd);
         LedgerRow {
             repo,
             model,
             effort,
+            outcome,
             runs: n(c.runs),
             succeeded: n(c.succeeded),
             failed: n(c.failed),
             timed_out: n(c.timed_out),
             median_seconds: c.median_ms.map(|ms| ms / 1000.0),
+            tokens: c.tokens,
+            cost_usd,
+            cost_per_success_usd: cost_usd
+                .filter(|_| c.succeeded > 0)
+                .map(|usd| usd / c.succeeded as f64),
         }
     };
-    let mut by_repo: Vec<LedgerRow> = repos.into_iter().map(|c| row(c, LedgerBy::Repo)).collect();
-    let mut by_model: Vec<LedgerRow> = models
-        .into_iter()
-        .map(|c| row(c, LedgerBy::Model))
-        .collect();
+    let rows = |counts: Vec<LedgerCount>, by| -> Vec<LedgerRow> {
+        counts.into_iter().map(|c| row(c, by)).collect()
+    };
+    let mut by_repo = rows(repos, LedgerBy::Repo);
+    let mut by_model = rows(models, LedgerBy::Model);
+    let mut by_outcome = rows(outcomes, LedgerBy::Outcome);
     by_repo.sort_by(|a, b| a.repo.cmp(&b.repo));
     by_model.sort_by(|a, b| (&a.model, &a.effort).cmp(&(&b.model, &b.effort)));
-    Ok(LedgerBody { by_repo, by_model })
+    by_outcome.sort_by(|a, b| a.outcome.cmp(&b.outcome));
+    Ok(LedgerBody {
+        by_repo,
+        by_model,
+        by_outcome,
+    })
 }

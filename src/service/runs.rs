@@ -3,9 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::domain::{
-    AgentBy, AgentState, Key, Run, RunKind, RunState, ScreenFormat, StopCause,
-};
+use crate::domain::{AgentBy, AgentState, Key, Run, RunKind, RunState, ScreenFormat, StopCause};
 use crate::run::screen::Shot;
 use crate::run::tmux::TmuxError;
 use crate::run::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner};

@@ -1,6 +1,8 @@
-//! The AFK ledger, counted by the database: runs, outcomes and the median
-//! duration per repo and per model/effort, over every AFK run there ever
-//! was. Nothing is capped, and no claim row leaves the database.
+//! The AFK ledger, counted by the database: runs, outcomes, the median
+//! duration, tokens and cost per repo, per model/effort and per outcome,
+//! over every AFK run there ever was. Nothing is capped, and no claim row
+//! leaves the database. Tokens and cost are the runs' usage (`run_usage`,
+//! kept after a run is removed).
 //!
 //! The median is portable SQL (window functions, which SQLite and
 //! PostgreSQL both have): the durations of a group are numbered in order,
@@ -25,6 +27,11 @@ pub struct LedgerCount {
     pub timed_out: i64,
     /// Median of `ended_at - started_at` over the group's ended runs.
     pub median_ms: Option<f64>,
+    /// Every token the group's runs used, as far as read.
+    pub tokens: i64,
+    /// Their cost in billionths of a dollar; `None` when a run of the group
+    /// used a model without a price (or none has a known usage).
+    pub cost_nano: Option<i64>,
 }
 
 /// Which grouping.
@@ -32,6 +39,8 @@ pub struct LedgerCount {
 pub enum LedgerBy {
     Repo,
     Model,
+    /// By outcome (`''` for runs that have none yet).
+    Outcome,
 }
 
 impl LedgerBy {
@@ -39,6 +48,7 @@ impl LedgerBy {
         match self {
             LedgerBy::Repo => ("repo_name", "''"),
             LedgerBy::Model => ("COALESCE(model, '')", "COALESCE(effort, '')"),
+            LedgerBy::Outcome => ("COALESCE(outcome, '')", "''"),
         }
     }
 }
@@ -56,12 +66,18 @@ impl Store {
                SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ('{ok}', '{late}') \
                    THEN 1 ELSE 0 END) AS failed, \
                SUM(CASE WHEN outcome = '{late}' THEN 1 ELSE 0 END) AS timed_out, \
-               CAST(AVG(CASE WHEN rn * 2 BETWEEN n AND n + 2 THEN d END) AS DOUBLE PRECISION) AS median_ms \
+               CAST(AVG(CASE WHEN rn * 2 BETWEEN n AND n + 2 THEN d END) AS DOUBLE PRECISION) AS median_ms, \
+               CAST(COALESCE(SUM(tokens), 0) AS BIGINT) AS tokens, \
+               CASE WHEN SUM(unpriced) > 0 THEN NULL ELSE CAST(SUM(cost) AS BIGINT) END AS cost_nano \
              FROM (SELECT {k} AS name, {s} AS sub, outcome, ended_at - started_at AS d, \
+                     u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_creation_tokens AS tokens, \
+                     CASE WHEN u.transcript IS NOT NULL THEN u.cost_nano_usd END AS cost, \
+                     CASE WHEN u.transcript IS NOT NULL AND u.cost_nano_usd IS NULL THEN 1 ELSE 0 END AS unpriced, \
                      ROW_NUMBER() OVER w AS rn, \
                      COUNT(ended_at - started_at) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING \
                                                           AND UNBOUNDED FOLLOWING) AS n \
-                   FROM afk_claims WHERE run_id IS NOT NULL \
+                   FROM afk_claims c LEFT JOIN run_usage u ON u.run_id = c.run_id \
+                   WHERE c.run_id IS NOT NULL \
                    WINDOW w AS (PARTITION BY {k}, {s} ORDER BY ended_at - started_at NULLS LAST)) AS t \
              GROUP BY name, sub"
         );

@@ -20,6 +20,7 @@ mod repos;
 mod runs;
 mod sessions;
 mod settings;
+mod usage;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -39,6 +40,7 @@ pub use outbox::Due;
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
 pub use sessions::WebSession;
+pub use usage::UsageRead;
 
 pub(crate) use reads::on_read;
 

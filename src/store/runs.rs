@@ -6,7 +6,7 @@ use sqlx::FromRow;
 
 use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
 use crate::domain::{
-    AgentBy, AgentState, AgentStatus, Layer, Run, RunKind, RunState, Sourced, StopCause,
+    AgentBy, AgentState, AgentStatus, Layer, Run, RunKind, RunState, Sourced, StopCause, Usage,
 };
 use crate::resolve::Resolved;
 
@@ -17,7 +17,11 @@ pub(crate) const ACTIVE_STATES_SQL: &str = "('starting', 'running', 'waiting')";
 const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
      exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause, \
-     agent_state, agent_reason, agent_since, agent_by";
+     agent_state, agent_reason, agent_since, agent_by, cli_session_id";
+
+/// A run's usage, for reads of runs joined with `run_usage` ([`USAGE_JOIN`]).
+const USAGE_COLUMNS: &str = "u.transcript AS usage_transcript, u.input_tokens AS usage_input,      u.output_tokens AS usage_output, u.cache_read_tokens AS usage_cache_read,      u.cache_creation_tokens AS usage_cache_creation, u.turns AS usage_turns,      u.cost_nano_usd AS usage_cost";
+const USAGE_JOIN: &str = "LEFT JOIN run_usage u ON u.run_id = runs.id";
 
 #[derive(FromRow)]
 struct RunRow {
@@ -53,6 +57,43 @@ struct RunRow {
     agent_reason: Option<String>,
     agent_since: Option<i64>,
     agent_by: Option<String>,
+    cli_session_id: Option<String>,
+    #[sqlx(flatten)]
+    usage: UsageColumns,
+}
+
+/// The usage columns of a joined read; absent (all `None`) elsewhere.
+#[derive(FromRow, Default)]
+struct UsageColumns {
+    #[sqlx(default)]
+    usage_transcript: Option<String>,
+    #[sqlx(default)]
+    usage_input: Option<i64>,
+    #[sqlx(default)]
+    usage_output: Option<i64>,
+    #[sqlx(default)]
+    usage_cache_read: Option<i64>,
+    #[sqlx(default)]
+    usage_cache_creation: Option<i64>,
+    #[sqlx(default)]
+    usage_turns: Option<i64>,
+    #[sqlx(default)]
+    usage_cost: Option<i64>,
+}
+
+impl UsageColumns {
+    /// Known once the transcript was found.
+    fn usage(&self) -> Option<Usage> {
+        self.usage_transcript.as_ref()?;
+        Some(Usage {
+            input_tokens: self.usage_input.unwrap_or(0),
+            output_tokens: self.usage_output.unwrap_or(0),
+            cache_read_tokens: self.usage_cache_read.unwrap_or(0),
+            cache_creation_tokens: self.usage_cache_creation.unwrap_or(0),
+            turns: self.usage_turns.unwrap_or(0),
+            cost_nano_usd: self.usage_cost,
+        })
+    }
 }
 
 fn layer(s: &str) -> Result<Layer> {
@@ -78,6 +119,8 @@ impl TryFrom<RunRow> for Run {
             (None, _) => None,
         };
         Ok(Run {
+            usage: r.usage.usage(),
+            cli_session_id: r.cli_session_id,
             id: r.id,
             kind: r.kind.parse().map_err(|e| corrupt("kind", e))?,
             repo_id: r.repo_id,
@@ -127,6 +170,8 @@ pub struct NewRun<'a> {
     pub token_hash: &'a str,
     /// Whether the run starts in lab's sandbox.
     pub sandboxed: bool,
+    /// The session id lab chose for the agent CLI, when the CLI takes one.
+    pub cli_session_id: Option<&'a str>,
 }
 
 /// Where a run lives, derived from its id once the id is known.
@@ -180,8 +225,8 @@ impl Store {
         let row: RunRow = on_db!(self.db(), pool => {
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO runs (kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
-                 options, prompt, state, node, session, token_hash, created_at, sandboxed) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14) RETURNING id",
+                 options, prompt, state, node, session, token_hash, created_at, sandboxed, cli_session_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14, $15) RETURNING id",
             )
             .bind(new.kind.as_str())
             .bind(new.repo_id)
@@ -197,6 +242,7 @@ impl Store {
             .bind(new.token_hash)
             .bind(now)
             .bind(new.sandboxed)
+            .bind(new.cli_session_id)
             .fetch_one(pool)
             .await?;
             let p = places(id);
@@ -213,7 +259,7 @@ impl Store {
     }
 
     pub async fn run(&self, id: i64) -> Result<Run> {
-        let sql = format!("SELECT {COLUMNS} FROM runs WHERE id = $1");
+        let sql = format!("SELECT {COLUMNS}, {USAGE_COLUMNS} FROM runs {USAGE_JOIN} WHERE id = $1");
         let row: Option<RunRow> = on_db!(self.db(), pool => {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?
         });
@@ -222,7 +268,8 @@ impl Store {
 
     /// Runs, newest first.
     pub async fn runs(&self, f: &RunFilter) -> Result<Vec<Run>> {
-        let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1 = 1");
+        let mut sql =
+            format!("SELECT {COLUMNS}, {USAGE_COLUMNS} FROM runs {USAGE_JOIN} WHERE 1 = 1");
         let mut n = 0;
         let mut next = || {
             n += 1;
@@ -265,6 +312,20 @@ impl Store {
         );
         let rows: Vec<RunRow> = on_db!(self.db(), pool => {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(node).fetch_all(pool).await?
+        });
+        rows.into_iter().map(Run::try_from).collect()
+    }
+
+    /// The runs of `node` whose transcript the usage pass reads: the live
+    /// ones, and those that ended after `ended_since` (ms) and were not read
+    /// a last time.
+    pub async fn runs_to_tally(&self, node: &str, ended_since: i64) -> Result<Vec<Run>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs {USAGE_JOIN} WHERE node = $1 AND (state IN {ACTIVE_STATES_SQL} \
+             OR (ended_at >= $2 AND (u.done IS NULL OR NOT u.done))) ORDER BY id LIMIT 200"
+        );
+        let rows: Vec<RunRow> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(node).bind(ended_since).fetch_all(pool).await?
         });
         rows.into_iter().map(Run::try_from).collect()
     }

@@ -25,6 +25,17 @@ struct AfkPage {
     recent: Vec<Claim>,
     by_repo: Vec<LedgerRow>,
     by_model: Vec<LedgerRow>,
+    by_outcome: Vec<LedgerRow>,
+}
+
+/// A ledger row's tokens, compact.
+pub fn tokens(r: &LedgerRow) -> String {
+    crate::domain::compact_tokens(r.tokens)
+}
+
+/// A cost in dollars, or `?` when unknown.
+pub fn cost(usd: &Option<f64>) -> String {
+    crate::domain::compact_cost(*usd)
 }
 
 /// "42 s", "3.5 min", or "-".
@@ -62,6 +73,7 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
         recent: claims,
         by_repo: l.by_repo,
         by_model: l.by_model,
+        by_outcome: l.by_outcome,
     })
 }
 

@@ -123,7 +123,9 @@ async fn run(State(app): State<AppState>, _s: BrowserSession, Path(id): Path<i64
                     }
                 }
             }
-            if looked.elapsed() >= STATE_POLL || ended {
+            // Sent whenever the run read last differs from what was sent
+            // (the run is read again every STATE_POLL, below).
+            {
                 let state = json!({"state": r.state.as_str(), "detail": detail(&r),
                                    "agent": agent_line(&r)})
                 .to_string();

@@ -98,6 +98,8 @@ struct RunPage {
     live: bool,
     /// What a live run's agent is doing, from its CLI's hooks (ADR 13).
     agent: Option<AgentLine>,
+    /// The run's usage, row by row; empty until known.
+    usage: Vec<(&'static str, String)>,
 }
 
 /// A run's agent state as its page shows it (and its live events send).
@@ -115,6 +117,27 @@ pub(super) fn agent_line(r: &Run) -> Option<AgentLine> {
         reason: a.reason.clone().unwrap_or_default(),
         since: short_time(a.since),
     })
+}
+
+/// A run's usage as the run page lists it.
+fn usage_rows(r: &Run) -> Vec<(&'static str, String)> {
+    let Some(u) = &r.usage else {
+        return Vec::new();
+    };
+    vec![
+        ("input tokens", u.input_tokens.to_string()),
+        ("output tokens", u.output_tokens.to_string()),
+        ("cache read", u.cache_read_tokens.to_string()),
+        ("cache written", u.cache_creation_tokens.to_string()),
+        ("turns", u.turns.to_string()),
+        (
+            "cost",
+            match u.cost_usd() {
+                Some(c) => format!("${c:.4}"),
+                None => "unknown: a model without a price".to_owned(),
+            },
+        ),
+    ]
 }
 
 async fn dashboard(State(app): State<AppState>, session: BrowserSession) -> Response {
@@ -334,6 +357,7 @@ async fn show(
         attach: format!("labctl attach {id}"),
         history,
         screen,
+        usage: usage_rows(&run),
         live: run.state.is_active(),
         agent: agent_line(&run),
         run,

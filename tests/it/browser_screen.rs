@@ -53,6 +53,8 @@ async fn the_run_page_shows_the_screen_and_takes_replies(b: Backend) {
     )
     .await
     .ok();
+    let api = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
+    assert_eq!(api["agent_state"]["state"], "waiting", "{api}");
     wait::until("the question on the page", wait::secs(10), async || {
         let el = br.driver.find(By::Id("agent")).await.ok()?;
         let t = el.text().await.ok()?;

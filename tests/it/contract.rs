@@ -53,6 +53,8 @@ fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
                         "hook".into(),
                         p.id().into(),
                     ]),
+                    // lab gives each Claude Code run a session id of its own.
+                    session_id: p.takes_session_id().then(lab::run::new_session_id),
                 });
             }
         }
@@ -83,6 +85,11 @@ async fn contract(id: &'static str) {
         assert!(cl.args[n - 1].ends_with(PROMPT));
         let mut key = cl.args.clone();
         key.pop();
+        // Each spec has a session id of its own (the CLI refuses one already
+        // in use); argvs that differ only by it are one to check.
+        if let Some(i) = key.iter().position(|a| a == "--session-id") {
+            key[i + 1] = "<session id>".into();
+        }
         key.extend(cl.env.iter().map(|(k, v)| format!("{k}={v}")));
         distinct.entry(key).or_insert(cl);
     }

@@ -393,10 +393,20 @@ async fn issues_afk_and_ledger(b: Backend) {
     )
     .await;
     assert_eq!(ledger["by_repo"][0]["runs"], 1);
+    // The fake agent writes no transcript: no tokens, and no known cost.
+    assert_eq!(ledger["by_outcome"][0]["outcome"], "failed", "{ledger}");
+    assert_eq!(ledger["by_outcome"][0]["tokens"], 0, "{ledger}");
+    assert!(ledger["by_outcome"][0]["cost_usd"].is_null(), "{ledger}");
     let out = ok(&labctl(&s, &["ledger"]));
     assert!(out.contains("web") && out.contains("FAILED"), "{out}");
+    assert!(
+        out.contains("TOKENS") && out.contains("PER SUCCESS"),
+        "{out}"
+    );
+    assert!(out.contains("OUTCOME"), "{out}");
     let out = ok(&labctl(&s, &["afk", "status"]));
     assert!(out.contains("#1") && out.contains("failed"), "{out}");
+    assert!(out.contains("OUTCOME") && out.contains("TOKENS"), "{out}");
 
     let (c, err) = code(&labctl(&s, &["pr", "create", "--title", "x"]));
     assert_eq!(c, 2, "{err}");

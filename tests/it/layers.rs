@@ -10,6 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["provider", "lock", "to_the_end", "init_tls", "init_logging"],
     &["validate"],
     &["domain"],
+    &["usage"],
     &["settings"],
     &["repo"],
     &["resolve"],

@@ -36,3 +36,4 @@ mod screen;
 mod store;
 mod store_cache;
 mod store_ledger;
+mod usage;

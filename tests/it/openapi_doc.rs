@@ -215,3 +215,39 @@ fn operations_that_reach_a_forge_document_its_failures() {
     }
     assert!(seen >= 7, "{seen} forge operations");
 }
+
+/// A run's CLI session and usage, and the ledger's tokens and cost, are in
+/// the document with the contract's names.
+#[test]
+fn usage_is_documented() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let run = &schemas["RunBody"]["properties"];
+    assert!(run["cli_session_id"].is_object(), "{run}");
+    assert!(run["usage"].is_object(), "{run}");
+    let usage = &schemas["UsageBody"];
+    let mut fields: Vec<&str> = usage["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            "cache_creation_tokens",
+            "cache_read_tokens",
+            "cost_usd",
+            "input_tokens",
+            "output_tokens",
+            "turns"
+        ]
+    );
+    let ledger = &schemas["LedgerBody"]["properties"];
+    assert!(ledger["by_outcome"].is_object(), "{ledger}");
+    let row = &schemas["LedgerRow"]["properties"];
+    for f in ["outcome", "tokens", "cost_usd", "cost_per_success_usd"] {
+        assert!(row[f].is_object(), "LedgerRow.{f}");
+    }
+}

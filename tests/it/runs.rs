@@ -40,11 +40,14 @@ async fn a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs(b: Backend) {
         "claude-code".into(),
     ];
     let settings = json!({"hooks": lab::provider::hooks::claude_hooks(&hook)}).to_string();
+    let session = run["cli_session_id"].as_str().unwrap();
     let want: Vec<Vec<u8>> = [
         "--model",
         "sonnet",
         "--effort",
         "high",
+        "--session-id",
+        session,
         "--settings",
         &settings,
         "--",

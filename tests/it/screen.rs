@@ -202,7 +202,10 @@ async fn input_is_typed_as_it_is(b: Backend) {
     assert_eq!(run["agent_state"]["state"], "idle", "{run}");
     s.post(&path, json!({"keys": ["Escape"]})).await.expect(202);
     let run = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
-    assert_eq!(run["agent_state"]["state"], "idle", "a key alone is no prompt");
+    assert_eq!(
+        run["agent_state"]["state"], "idle",
+        "a key alone is no prompt"
+    );
     s.post(&path, json!({"text": "next task", "keys": ["Enter"]}))
         .await
         .expect(202);

@@ -74,6 +74,13 @@ fn by_hand(claims: &[Claim], by: LedgerBy) -> Ledger {
                 c.model.clone().unwrap_or_default(),
                 c.effort.clone().unwrap_or_default(),
             ),
+            LedgerBy::Outcome => (
+                c.outcome
+                    .map(Outcome::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                String::new(),
+            ),
         };
         let g = groups.entry(key).or_default();
         g.0.push(c);
@@ -132,7 +139,7 @@ async fn the_database_counts_the_ledger_as_memory_did(b: Backend) {
 
     let claims = store.claims(i64::MAX).await.unwrap();
     assert_eq!(claims.len(), 9);
-    for by in [LedgerBy::Repo, LedgerBy::Model] {
+    for by in [LedgerBy::Repo, LedgerBy::Model, LedgerBy::Outcome] {
         let want = by_hand(&claims, by);
         let got = from_db(store.afk_ledger(by).await.unwrap());
         assert_eq!(

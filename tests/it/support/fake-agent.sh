@@ -7,6 +7,8 @@
 #   FAKE_LINES=<n>    print n numbered lines first
 #   FAKE_TICK_MS=<ms> print a numbered line every ms milliseconds
 #   FAKE_RUN=<file>   run the shell script <file> (given its path), then exit with its status
+#                     (it sees FAKE_REC, its record folder, and FAKE_SESSION_ID, the
+#                     --session-id lab passed, if any)
 #   FAKE_ASK_MS=<ms>  show Claude Code's "Not logged in" screen for ms milliseconds, then clear it
 #   FAKE_HOOKS        like Claude Code, run the hooks of its --settings JSON (Codex: its
 #                     -c notify=[...] program) with payloads in the CLIs' formats: a session
@@ -28,6 +30,12 @@ pwd > "$d/cwd"
 echo $$ > "$d/pid"
 prompt=
 for a in "$@"; do prompt=$a; done
+# The session id lab chose (Claude Code's --session-id), for scripts that
+# write the CLI's transcript.
+FAKE_SESSION_ID=
+prev=
+for a in "$@"; do [ "$prev" = --session-id ] && FAKE_SESSION_ID=$a; prev=$a; done
+export FAKE_SESSION_ID
 # Scripts the agent runs record beside it (its workspace's parent is lab's,
 # hidden by the sandbox).
 export FAKE_REC="$d"

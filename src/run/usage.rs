@@ -1,0 +1,277 @@
+//! The usage pass: reads on in each run's transcript from where the last
+//! read stopped, and stores the totals (with `usage::Tally`), so requests
+//! only read stored numbers and a restart never reads from zero.
+//!
+//! It reads the live runs of this node, and each run once more after it
+//! ended (then marks it done). The transcript is the agent's to write, so it
+//! is treated as hostile: opened as `transcript.rs` says, at most
+//! [`READ_BUDGET`] bytes a pass (and as much again over its sub-agents'
+//! transcripts), lines capped by `usage::MAX_LINE`.
+//!
+//! Claude Code writes each sub-agent's transcript beside the session's
+//! (`<session>/subagents/agent-*.jsonl`); their tokens and cost are the
+//! run's too, each file read on from an offset of its own (`Carry::parts`).
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::Runner;
+use super::transcript::{find, open};
+use crate::domain::Run;
+use crate::store::{StoreError, UsageRead, now_ms};
+use crate::usage::{Format, Part, Tally};
+
+/// The most one pass reads of one transcript.
+const READ_BUDGET: u64 = 16 << 20;
+
+/// The most sub-agent transcripts of one session lab reads.
+const MAX_PARTS: usize = 32;
+
+/// How long after its end a run's transcript is still looked for.
+const ENDED_WINDOW_MS: i64 = 3_600_000;
+
+impl Runner {
+    /// One usage pass over this node's runs; returns how many runs' usage
+    /// changed. A run whose usage cannot be read or stored is logged and
+    /// left for the next pass; the others go on.
+    pub async fn tally_usage(&self) -> Result<usize, StoreError> {
+        let runs = self
+            .store
+            .runs_to_tally(&self.cfg.node, now_ms() - ENDED_WINDOW_MS)
+            .await?;
+        let mut changed = 0;
+        for run in runs {
+            match self.tally_run(&run).await {
+                Ok(true) => changed += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(run = run.id, error = %e, "could not read the run's usage")
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    async fn tally_run(&self, run: &Run) -> Result<bool, StoreError> {
+        let Some(format) = Format::of(&run.provider) else {
+            return Ok(false);
+        };
+        let before = self.store.usage_read(run.id).await?;
+        if before.done {
+            return Ok(false);
+        }
+        let ended = !run.state.is_active();
+        let home = self.cli_home(format);
+        let run2 = run.clone();
+        let start = before.clone();
+        let (read, session) = tokio::task::spawn_blocking(move || {
+            let mut read = start;
+            let mut session = None;
+            if read.transcript.is_none() {
+                let found = find(format, &home, &run2);
+                session = found.as_ref().and_then(|f| f.session.clone());
+                read.transcript = found.map(|f| f.path.to_string_lossy().into_owned());
+            }
+            let at_end = match read.transcript.clone() {
+                Some(path) => read_transcript(format, &home, Path::new(&path), &mut read),
+                None => true,
+            };
+            read.done = ended && at_end;
+            (read, session)
+        })
+        .await
+        .unwrap_or_else(|_| (before.clone(), None));
+        if let Some(id) = session {
+            self.store.set_cli_session_id(run.id, &id).await?;
+        }
+        if read == before {
+            return Ok(false);
+        }
+        self.store.save_usage_read(run.id, &read).await?;
+        Ok(true)
+    }
+
+    /// The CLI's own folder as runs see it: its variable in the runs'
+    /// environment, else its folder in the agents' home.
+    fn cli_home(&self, format: Format) -> PathBuf {
+        let (var, default) = format.home();
+        let env = super::env::inherited(std::env::vars(), &[var], &self.cfg.run_env);
+        match env.get(var).filter(|d| !d.is_empty()) {
+            Some(d) => PathBuf::from(d),
+            None => self.cfg.agent_home.join(default),
+        }
+    }
+}
+
+/// Reads a run's transcript on, and its sub-agents' (Claude Code).
+/// Returns whether every read reached its end (or cannot read at all).
+fn read_transcript(format: Format, home: &Path, path: &Path, read: &mut UsageRead) -> bool {
+    let mut budget = READ_BUDGET;
+    let mut at_end = read_on(
+        format,
+        home,
+        path,
+        &mut read.offset,
+        &mut read.tally,
+        &mut budget,
+    );
+    if format != Format::Claude {
+        return at_end;
+    }
+    let mut budget = READ_BUDGET;
+    for (name, part_path) in parts(path) {
+        let part = read.tally.carry.parts.remove(&name).unwrap_or_default();
+        let (mut offset, mut sub) = (
+            part.offset,
+            Tally {
+                usage: read.tally.usage.clone(),
+                carry: part.carry,
+            },
+        );
+        at_end &= read_on(format, home, &part_path, &mut offset, &mut sub, &mut budget);
+        read.tally.usage = sub.usage;
+        read.tally.carry.parts.insert(
+            name,
+            Part {
+                offset,
+                carry: sub.carry,
+            },
+        );
+    }
+    at_end
+}
+
+/// The sub-agents' transcripts of a Claude Code session, by name, at most
+/// [`MAX_PARTS`] (in name order).
+fn parts(session: &Path) -> Vec<(String, PathBuf)> {
+    let dir = session.with_extension("").join("subagents");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            (name.starts_with("agent-") && name.ends_with(".jsonl")).then(|| (name, e.path()))
+        })
+        .collect();
+    out.sort();
+    out.truncate(MAX_PARTS);
+    out
+}
+
+/// Reads one file on from `offset`, whole lines only, at most `budget`
+/// bytes (taken from it). Returns whether it reached the end (or cannot
+/// read at all).
+fn read_on(
+    format: Format,
+    home: &Path,
+    path: &Path,
+    offset: &mut i64,
+    tally: &mut Tally,
+    budget: &mut u64,
+) -> bool {
+    let Some(mut f) = open(home, path) else {
+        return true;
+    };
+    let Ok(len) = f.metadata().map(|m| m.len()) else {
+        return true;
+    };
+    let from = u64::try_from(*offset).unwrap_or(0);
+    if len < from {
+        // Cut short under lab: what it held was counted; count what comes
+        // after the cut.
+        *offset = i64::try_from(len).unwrap_or(i64::MAX);
+        return true;
+    }
+    if *budget == 0 {
+        return len == from;
+    }
+    if f.seek(SeekFrom::Start(from)).is_err() {
+        return true;
+    }
+    let mut buf = Vec::new();
+    if f.take(*budget).read_to_end(&mut buf).is_err() {
+        return true;
+    }
+    *budget -= buf.len() as u64;
+    let used = tally.feed(format, &buf);
+    *offset = offset.saturating_add(used as i64);
+    from + (buf.len() as u64) == len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_on_counts_only_what_was_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let path = home.join("t.jsonl");
+        let prompt = r#"{"type":"user","message":{"role":"user","content":"go"}}"#;
+        std::fs::write(&path, format!("{prompt}\n{{\"type\":")).unwrap();
+        let mut read = UsageRead::default();
+        assert!(read_transcript(Format::Claude, home, &path, &mut read));
+        assert_eq!(read.tally.usage.turns, 1);
+        assert_eq!(read.offset as usize, prompt.len() + 1);
+        // The partial line is finished, and another added.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        use std::io::Write;
+        write!(
+            f,
+            "\"user\",\"message\":{{\"role\":\"user\",\"content\":\"and\"}}}}\n{prompt}\n"
+        )
+        .unwrap();
+        assert!(read_transcript(Format::Claude, home, &path, &mut read));
+        assert_eq!(read.tally.usage.turns, 3);
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(read.offset as u64, len);
+        // Nothing new: nothing counted twice.
+        assert!(read_transcript(Format::Claude, home, &path, &mut read));
+        assert_eq!(read.tally.usage.turns, 3);
+    }
+
+    #[test]
+    fn sub_agents_transcripts_count_for_the_run_each_from_its_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let main = home.join("s.jsonl");
+        let msg = |id: &str, out: u64| {
+            format!(
+                r#"{{"type":"assistant","isSidechain":true,"message":{{"id":"{id}","model":"claude-sonnet-4-6","role":"assistant","usage":{{"input_tokens":1,"output_tokens":{out}}}}}}}"#
+            )
+        };
+        std::fs::write(&main, format!("{}\n", msg("m0", 1))).unwrap();
+        let subs = home.join("s/subagents");
+        std::fs::create_dir_all(&subs).unwrap();
+        std::fs::write(subs.join("agent-a.jsonl"), format!("{}\n", msg("a1", 10))).unwrap();
+        std::fs::write(
+            subs.join("agent-b.jsonl"),
+            format!("{}\n{}", msg("b1", 100), msg("b2", 7)),
+        )
+        .unwrap();
+        std::fs::write(subs.join("notes.txt"), format!("{}\n", msg("x", 1000))).unwrap();
+        let mut read = UsageRead::default();
+        read_transcript(Format::Claude, home, &main, &mut read);
+        assert_eq!(read.tally.usage.output_tokens, 111);
+        // More lines: only they are counted (b2's line is now whole).
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(subs.join("agent-b.jsonl"))
+            .unwrap();
+        use std::io::Write;
+        writeln!(f).unwrap();
+        read_transcript(Format::Claude, home, &main, &mut read);
+        assert_eq!(read.tally.usage.output_tokens, 118);
+        read_transcript(Format::Claude, home, &main, &mut read);
+        assert_eq!(read.tally.usage.output_tokens, 118);
+        assert_eq!(read.tally.usage.input_tokens, 4);
+        assert_eq!(read.tally.carry.parts.len(), 2);
+        // Sub-agents' prompts are no turns of the run.
+        assert_eq!(read.tally.usage.turns, 0);
+    }
+}
