@@ -29,6 +29,10 @@ use crate::store::{Ending, StoreError};
 /// the run as exited with an unknown status.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
+/// Every how many passes a run's changing screen is read (3 s at the
+/// default pass interval).
+const SCREENS_EVERY: u32 = 3;
+
 /// How often the usage pass reads on in the runs' transcripts.
 const USAGE_EVERY: Duration = Duration::from_secs(1);
 
@@ -268,6 +272,7 @@ impl Runner {
         report: &mut PassReport,
     ) -> Result<(), StoreError> {
         let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
+        let screens_every = self.cfg.reconcile_every * SCREENS_EVERY;
         {
             let mut seen = self.log_seen.lock().expect("poisoned");
             seen.retain(|id, _| runs.iter().any(|r| r.id == *id));
@@ -283,7 +288,17 @@ impl Runner {
                     .as_deref()
                     .and_then(|p| std::fs::metadata(p).ok())
                     .map_or(0, |m| m.len());
-                if seen.get(&run.id) != Some(&size) {
+                // A screen that changed is read again at most every
+                // SCREENS_EVERY passes: a busy agent redraws many times a
+                // second, and reading every busy screen every pass cost the
+                // tmux server more than the agents' own output (the hooks
+                // report what matters at once; `look_again` forgets a run
+                // so that its next pass reads it).
+                let due = match seen.get(&run.id) {
+                    None => true,
+                    Some((at, when)) => *at != size && when.elapsed() >= screens_every,
+                };
+                if due {
                     changed.push((run, pane, size));
                 }
             }
@@ -306,7 +321,7 @@ impl Runner {
             self.log_seen
                 .lock()
                 .expect("poisoned")
-                .insert(run.id, *size);
+                .insert(run.id, (*size, Instant::now()));
             let Some(p) = crate::provider::get(&run.provider) else {
                 continue;
             };

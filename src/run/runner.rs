@@ -86,8 +86,12 @@ pub struct Runner {
     /// One reconcile pass at a time.
     pub(super) pass_lock: tokio::sync::Mutex<()>,
     pub(super) last_pass: Mutex<Option<super::PassReport>>,
-    /// The log size of each live run when lab last read its screen.
-    pub(super) log_seen: Mutex<HashMap<i64, u64>>,
+    /// The log size of each live run when lab last read its screen, and
+    /// when that was.
+    pub(super) log_seen: Mutex<HashMap<i64, (u64, std::time::Instant)>>,
+    /// Live runs whose usage did not change at the last read: when to read
+    /// again, and the wait after that (doubling, see `usage.rs`).
+    pub(super) usage_rest: Mutex<HashMap<i64, (std::time::Instant, Duration)>>,
     /// Dead panes whose exit status tmux has not reported yet, since when.
     pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
     /// Runs' screens, replayed from their logs when someone looks.
@@ -97,9 +101,11 @@ pub struct Runner {
 impl Runner {
     /// Makes the next reconcile pass read this run's screen even if its log
     /// did not grow: a hook changed its state, and a screen no hook reports
-    /// (a login screen drawn before the hook came) must be seen again.
+    /// (a login screen drawn before the hook came) must be seen again; and
+    /// the next usage pass read its transcript.
     pub fn look_again(&self, run: i64) {
         self.log_seen.lock().expect("poisoned").remove(&run);
+        self.usage_rest.lock().expect("poisoned").remove(&run);
     }
 
     pub fn new(store: Store, cfg: RunnerConfig) -> anyhow::Result<Runner> {
@@ -130,6 +136,7 @@ impl Runner {
             last_pass: Mutex::new(None),
             exit_wait: Mutex::new(HashMap::new()),
             log_seen: Mutex::new(HashMap::new()),
+            usage_rest: Mutex::new(HashMap::new()),
             screens: super::screen::Screens::new(super::tmux::PANE_ROWS, super::tmux::PANE_COLS),
         })
     }

@@ -30,6 +30,13 @@ const MAX_PARTS: usize = 32;
 /// How long after its end a run's transcript is still looked for.
 const ENDED_WINDOW_MS: i64 = 3_600_000;
 
+/// The longest a live run's transcript goes unread, in reconcile passes: a
+/// run whose usage did not change is read again after 1 pass, then 2, 4, 8,
+/// 16 (16 s at the default interval), and every pass again once it changes
+/// (a hook resets it too). A hundred idle runs cost a few reads a second,
+/// not a hundred.
+const REST_MAX: u32 = 16;
+
 impl Runner {
     /// One usage pass over this node's runs; returns how many runs' usage
     /// changed. A run whose usage cannot be read or stored is logged and
@@ -40,10 +47,35 @@ impl Runner {
             .runs_to_tally(&self.cfg.node, now_ms() - ENDED_WINDOW_MS)
             .await?;
         let mut changed = 0;
+        let now = std::time::Instant::now();
+        self.usage_rest
+            .lock()
+            .expect("poisoned")
+            .retain(|id, _| runs.iter().any(|r| r.id == *id && r.state.is_active()));
         for run in runs {
+            let resting = run.state.is_active()
+                && self
+                    .usage_rest
+                    .lock()
+                    .expect("poisoned")
+                    .get(&run.id)
+                    .is_some_and(|(next, _)| *next > now);
+            if resting {
+                continue;
+            }
             match self.tally_run(&run).await {
-                Ok(true) => changed += 1,
-                Ok(false) => {}
+                Ok(true) => {
+                    changed += 1;
+                    self.usage_rest.lock().expect("poisoned").remove(&run.id);
+                }
+                Ok(false) => {
+                    let mut rest = self.usage_rest.lock().expect("poisoned");
+                    let pass = self.cfg.reconcile_every;
+                    let wait = rest
+                        .get(&run.id)
+                        .map_or(pass, |(_, w)| (*w * 2).min(pass * REST_MAX));
+                    rest.insert(run.id, (now + wait, wait));
+                }
                 Err(e) => {
                     tracing::warn!(run = run.id, error = %e, "could not read the run's usage")
                 }
