@@ -45,7 +45,6 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         database_url,
         public_url: None,
         reconcile_ms: 1000,
-        pipe_logs: false,
         notify_retry_ms: 1000,
         lab_exe: Some(lab_bin()),
         provider_bins: [("claude-code".to_owned(), agent.to_path_buf())].into(),

@@ -7,8 +7,8 @@
 //!
 //! Counted for lab: its own process (with the tmux clients it started and
 //! reaped), its tmux server, and every other process lab put under that
-//! server that is not the agent (pipe-pane log writers, exec shims, the
-//! sandbox's bubblewrap). Counted for bare tmux: its server. The agents
+//! server that is not the agent (the pipe-pane log processes, exec shims,
+//! the sandbox's bubblewrap). Counted for bare tmux: its server. The agents
 //! themselves (the same perl loop on both sides) are not counted.
 //! `idle` runs agents that print nothing after their first line.
 
@@ -152,11 +152,8 @@ async fn main() {
     let t = tmp.path();
     let agent = t.join("agent");
     script(&agent, if idle { IDLE } else { BUSY });
-    // lab as it is (one log writer), lab with a pipe-pane process per run
-    // (how it logged before), and bare tmux: the same agents, at once.
-    let (mut writer, writer_sock) = lab_with(&t.join("writer"), &agent, n, &[]).await;
-    let (mut piped, piped_sock) =
-        lab_with(&t.join("piped"), &agent, n, &[("LAB_PIPE_LOGS", "true")]).await;
+    // lab and bare tmux: the same agents, at once.
+    let (mut lab, lab_sock) = lab_with(&t.join("lab"), &agent, n, &[]).await;
     let bare_sock = t.join("bare.sock");
     for i in 0..n {
         let ok = Command::new("tmux")
@@ -181,19 +178,9 @@ async fn main() {
     }
     // Settle: every agent up, first passes done.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let (ws, ps, bs) = (
-        server_pid(&writer_sock),
-        server_pid(&piped_sock),
-        server_pid(&bare_sock),
-    );
-    let (wl, pl) = (writer.id(), piped.id());
-    let measure = |p: &Procs| {
-        (
-            lab_ticks(p, wl, ws),
-            lab_ticks(p, pl, ps),
-            ticks(p, &[bs], &[bs]),
-        )
-    };
+    let (ls, bs) = (server_pid(&lab_sock), server_pid(&bare_sock));
+    let lp = lab.id();
+    let measure = |p: &Procs| (lab_ticks(p, lp, ls), ticks(p, &[bs], &[bs]));
     let before = measure(&all_procs());
     let began = Instant::now();
     tokio::time::sleep(Duration::from_secs(secs)).await;
@@ -201,39 +188,33 @@ async fn main() {
     let wall = began.elapsed().as_secs_f64();
     let hz = 100.0; // USER_HZ
     let pct = |a: u64, b: u64| (a.saturating_sub(b)) as f64 / hz / wall * 100.0;
-    let bare = pct(after.2, before.2);
+    let bare = pct(after.1, before.1);
     let kind = if idle { "idle" } else { "busy" };
     println!("{n} {kind} agents on each, {wall:.0} s window, % of one core:\n");
+    println!("| what | lab | bare tmux (baseline) |\n|---|---|---|");
+    let l: Vec<f64> = (0..3).map(|i| pct(after.0[i], before.0[i])).collect();
     println!(
-        "| what | lab (log writer) | lab (pipe-pane per run) | bare tmux |\n|---|---|---|---|"
+        "| lab's process (with reaped tmux clients) | {:.2} | – |",
+        l[0]
     );
-    let w: Vec<f64> = (0..3).map(|i| pct(after.0[i], before.0[i])).collect();
-    let p: Vec<f64> = (0..3).map(|i| pct(after.1[i], before.1[i])).collect();
+    println!("| tmux server | {:.2} | {bare:.2} |", l[1]);
     println!(
-        "| lab's process (with reaped tmux clients) | {:.2} | {:.2} | – |",
-        w[0], p[0]
+        "| pipe-pane log processes, shims, sandboxes | {:.2} | – |",
+        l[2]
     );
-    println!("| tmux server | {:.2} | {:.2} | {bare:.2} |", w[1], p[1]);
+    let total: f64 = l.iter().sum();
+    println!("| all | {total:.2} | {bare:.2} |");
     println!(
-        "| log writer / pipe-pane processes, shims, sandboxes | {:.2} | {:.2} | – |",
-        w[2], p[2]
+        "| **lab's overhead over bare tmux** | **{:.2}** | – |",
+        total - bare
     );
-    let (wt, pt): (f64, f64) = (w.iter().sum(), p.iter().sum());
-    println!("| all | {wt:.2} | {pt:.2} | {bare:.2} |");
-    println!(
-        "| **overhead over bare tmux** | **{:.2}** | **{:.2}** | – |",
-        wt - bare,
-        pt - bare
-    );
-    for sock in [&bare_sock, &writer_sock, &piped_sock] {
+    for sock in [&bare_sock, &lab_sock] {
         let _ = Command::new("tmux")
             .arg("-S")
             .arg(sock)
             .arg("kill-server")
             .status();
     }
-    for c in [&mut writer, &mut piped] {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    let _ = lab.kill();
+    let _ = lab.wait();
 }

@@ -38,10 +38,6 @@ pub struct ServeConfig {
     /// Milliseconds between reconcile passes.
     #[arg(long, env = "LAB_RECONCILE_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub reconcile_ms: u64,
-    /// Log each run through its own `pipe-pane` process instead of lab's one
-    /// log writer (for comparing the two; the writer is the default).
-    #[arg(long, env = "LAB_PIPE_LOGS", hide = true)]
-    pub pipe_logs: bool,
     /// Milliseconds before a failed notification is tried again the first
     /// time (then twice as long each time, at most 5 minutes).
     #[arg(long, env = "LAB_NOTIFY_RETRY_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
@@ -360,7 +356,6 @@ async fn runner_config(
         lab_url,
         bins,
         reconcile_every: std::time::Duration::from_millis(cfg.reconcile_ms),
-        log_writer: !cfg.pipe_logs,
         stop_grace: std::time::Duration::from_secs(3),
         agent_home: match &cfg.agent_home {
             Some(h) => h.clone(),

@@ -24,10 +24,6 @@ enum Command {
     /// becomes the agent. Used by lab itself.
     #[command(name = "__exec", hide = true)]
     Exec { launch_file: std::path::PathBuf },
-    /// The log writer: carries every run pane's output to its log, from the
-    /// pane of lab's control session. Used by lab itself.
-    #[command(name = "__logger", hide = true)]
-    Logger { socket: std::path::PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -35,9 +31,6 @@ fn main() -> ExitCode {
     if let Command::Exec { launch_file } = &cli.command {
         // No runtime, no logging: become the agent as directly as possible.
         return ExitCode::from(lab::run::exec::exec_main(launch_file).clamp(0, 255) as u8);
-    }
-    if let Command::Logger { socket } = &cli.command {
-        return ExitCode::from(lab::run::logger::logger_main(socket).clamp(0, 255) as u8);
     }
     lab::init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -60,7 +53,7 @@ fn main() -> ExitCode {
                 }
                 Ok(())
             }
-            Command::Exec { .. } | Command::Logger { .. } => unreachable!("handled above"),
+            Command::Exec { .. } => unreachable!("handled above"),
         }
     });
     match result {

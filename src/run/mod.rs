@@ -13,7 +13,6 @@ pub mod env;
 pub mod exec;
 mod launch;
 pub mod log;
-pub mod logger;
 pub mod proctree;
 mod reconcile;
 mod runner;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::exec::AgentExit;
-use super::tmux::{CONTROL_SESSION, Pane};
+use super::tmux::Pane;
 use super::{Runner, SESSION_PREFIX, proctree, session_run_id};
 use crate::domain::{AgentBy, AgentState, Run, RunState};
 use crate::provider::Provider;
@@ -79,7 +79,6 @@ impl Runner {
             }
         };
         report.checked = runs.len();
-        self.keep_logger(&panes).await;
         let by_session: HashMap<&str, &Pane> =
             panes.iter().map(|p| (p.session.as_str(), p)).collect();
         let owned: HashSet<&str> = runs.iter().map(|r| r.session.as_str()).collect();
@@ -122,16 +121,6 @@ impl Runner {
                     } else {
                         "its tmux session vanished"
                     };
-                    // Its window may live on, linked in the log writer's
-                    // session: the agent goes with its session, as before.
-                    if let Some(linked) = run.pid.and_then(|pid| {
-                        panes
-                            .iter()
-                            .find(|p| p.session == CONTROL_SESSION && p.pid == pid)
-                    }) && let Err(e) = self.tmux.kill_window(&linked.window_id).await
-                    {
-                        tracing::warn!(run = run.id, error = %e, "could not close the window of a vanished session");
-                    }
                     let ended = self
                         .store
                         .finish_run(
@@ -155,7 +144,7 @@ impl Runner {
         }
 
         for pane in &panes {
-            if owned.contains(pane.session.as_str()) || pane.session == CONTROL_SESSION {
+            if owned.contains(pane.session.as_str()) {
                 continue;
             }
             let owner = match session_run_id(&pane.session) {
@@ -193,35 +182,6 @@ impl Runner {
         self.passes.fetch_add(1, Ordering::Relaxed);
         *self.last_pass.lock().expect("poisoned") = Some(report.clone());
         Ok(report)
-    }
-
-    /// Starts the log writer when its session is missing, and again when
-    /// its pane died (nothing is attached and the pane is dead). From the
-    /// panes this pass listed: no tmux call while it runs.
-    async fn keep_logger(&self, panes: &[Pane]) {
-        if !self.cfg.log_writer {
-            return;
-        }
-        let logger = panes.iter().find(|p| p.is_logger());
-        let restart = match logger {
-            None => false,
-            Some(p) if p.dead && p.attached == 0 => true,
-            Some(_) => return,
-        };
-        if let Err(e) = self.tmux.start_logger(&self.cfg.lab_exe, restart).await {
-            tracing::warn!(error = %e, "could not start the log writer; runs log through pipe-pane meanwhile");
-            return;
-        }
-        // A session made anew has none of the run windows that logged
-        // through the old one (someone killed it): link them again.
-        let orphans: Vec<&str> = panes
-            .iter()
-            .filter(|p| !restart && p.via_writer && !p.dead && p.session != CONTROL_SESSION)
-            .map(|p| p.window_id.as_str())
-            .collect();
-        if let Err(e) = self.tmux.relink(&orphans).await {
-            tracing::warn!(error = %e, "could not link run windows to the new log writer");
-        }
     }
 
     /// How a dead pane's agent ended, once that is known. The exec shim

@@ -29,9 +29,6 @@ pub struct RunnerConfig {
     /// Provider binaries set explicitly (`LAB_<ID>_BIN`), by provider id.
     pub bins: HashMap<String, PathBuf>,
     pub reconcile_every: Duration,
-    /// Whether runs log through lab's one log writer (`run::logger`); else
-    /// each pane gets a `pipe-pane` process.
-    pub log_writer: bool,
     /// How long a stopped process tree gets between SIGTERM and SIGKILL.
     pub stop_grace: Duration,
     /// The agents' home folder (`HOME` in their environment), where their

@@ -299,16 +299,13 @@ async fn attach_joins_the_session(b: Backend) {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // (The log writer's control client is attached to its own session.)
     let attached = wait::within(wait::secs(5), async || {
         let out = Command::new("tmux")
             .args(["-S", &socket, "list-clients", "-F", "#{client_session}"])
             .output()
             .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find(|s| *s != lab::run::tmux::CONTROL_SESSION)
-            .map(str::to_owned)
+        let attached = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        (!attached.is_empty()).then_some(attached)
     })
     .await
     .unwrap_or_default();

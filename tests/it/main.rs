@@ -21,7 +21,6 @@ mod hostile;
 mod labctl;
 mod labctl_limits;
 mod layers;
-mod logger;
 mod notifications;
 mod notifications_ui;
 mod once;

@@ -148,8 +148,6 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
         .map(|r| r["session"].as_str().unwrap().to_owned())
         .collect();
     want.push("intruder".into());
-    // And the log writer's session, which is nobody's run and no stray.
-    want.push(lab::run::tmux::CONTROL_SESSION.into());
     want.sort();
     assert_eq!(sessions(&socket), want);
     let status = lab2.get("/api/v1/status").await.ok();

@@ -19,13 +19,12 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod args;
-pub mod control;
 
 use args::{arg, fmt_arg, shell_quote, socket_path};
 
 use tmux_interface::{
-    CapturePane, DisplayMessage, KillWindow, LinkWindow, ListPanes, NewSession, PipePane,
-    RespawnPane, SendKeys, SetOption, Tmux as TmuxCmd, TmuxCommand, TmuxCommands,
+    CapturePane, KillSession, ListPanes, NewSession, PipePane, SendKeys, SetOption,
+    Tmux as TmuxCmd, TmuxCommand, TmuxCommands,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -50,31 +49,7 @@ pub struct Pane {
     pub status: Option<i64>,
     /// The signal that ended the process, when one did.
     pub signal: Option<i64>,
-    /// The window's index in this session, and its id (`@3`).
-    pub window_index: i64,
-    pub window_id: String,
-    /// How many clients are attached to this session.
-    pub attached: i64,
-    /// Whether the pane's log goes through the log writer (its `@lab_log`
-    /// option is set).
-    pub via_writer: bool,
 }
-
-impl Pane {
-    /// Whether this is the log writer's pane (the control session's first
-    /// window; run windows linked there come after it).
-    pub fn is_logger(&self) -> bool {
-        self.session == CONTROL_SESSION && self.window_index == 0
-    }
-}
-
-/// The session the log writer lives in: its own window first, then every
-/// run's window, linked there so that its control client gets their output
-/// (`run::logger`). It is nobody's run and never a stray.
-pub const CONTROL_SESSION: &str = "lab-logs";
-
-/// The pane option where a run's pane keeps the path of its log.
-pub const LOG_OPTION: &str = "@lab_log";
 
 /// What the pane runs: program and arguments, all made by lab.
 pub struct SpawnArgs<'a> {
@@ -93,7 +68,7 @@ pub struct Tmux {
 pub const PANE_ROWS: u16 = 50;
 pub const PANE_COLS: u16 = 200;
 
-const PANE_FORMAT: &str = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_height}\t#{pane_dead_status}\t#{pane_dead_signal}\t#{window_index}\t#{window_id}\t#{session_attached}\t#{?@lab_log,1,0}";
+const PANE_FORMAT: &str = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_height}\t#{pane_dead_status}\t#{pane_dead_signal}";
 
 /// The only variables a tmux client of lab's keeps: what tmux needs to find
 /// its programs and draw (the locale decides how it reads UTF-8).
@@ -307,7 +282,7 @@ impl Tmux {
         let mut size = 0;
         let mut pending = 0;
         for s in sessions {
-            let kill = kill_run_window(s);
+            let kill = KillSession::new().target_session(format!("={s}")).build();
             size += s.len() + 20;
             batch = batch.add_command(kill);
             pending += 1;
@@ -335,7 +310,10 @@ impl Tmux {
             // One missing session stops the rest of a batch: kill one by one.
             Err(TmuxError::Failed { message, .. }) if message.contains("can't find session") => {
                 for s in all {
-                    let cmd = self.base().command(kill_run_window(s)).build();
+                    let cmd = self
+                        .base()
+                        .command(KillSession::new().target_session(format!("={s}")).build())
+                        .build();
                     match self.run("kill-session", cmd).await {
                         Ok(_) => {}
                         Err(TmuxError::Failed { message, .. })
@@ -383,99 +361,11 @@ impl Tmux {
             .map(drop)
     }
 
-    /// Starts the log writer (`lab __logger`) in the control session, or
-    /// again in its pane when it ended (`restart`). Its window is the
-    /// session's first; run windows are linked after it.
-    pub async fn start_logger(&self, lab_exe: &Path, restart: bool) -> Result<(), TmuxError> {
-        let argv = [
-            lab_exe.to_string_lossy().into_owned(),
-            "__logger".to_owned(),
-            self.socket.to_string_lossy().into_owned(),
-        ];
-        let mut cmd = if restart {
-            RespawnPane::new()
-                .kill()
-                .target_pane(format!("={CONTROL_SESSION}:0.0"))
-                .build()
-        } else {
-            NewSession::new()
-                .detached()
-                .session_name(CONTROL_SESSION)
-                .width(usize::from(PANE_COLS))
-                .height(usize::from(PANE_ROWS))
-                .build()
-        };
-        cmd.push_param("--");
-        for part in &argv {
-            cmd.push_param(arg(part));
-        }
-        match self
-            .run("start the log writer", self.base().command(cmd).build())
-            .await
-        {
-            Ok(_) => Ok(()),
-            // Another node's pass, or this one's last, made it meanwhile.
-            Err(TmuxError::Failed { message, .. }) if message.contains("duplicate session") => {
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Links windows (by id) into the control session again, after it was
-    /// made anew: their panes log through the writer.
-    pub async fn relink(&self, windows: &[&str]) -> Result<(), TmuxError> {
-        let mut cmds = TmuxCommands::new();
-        for id in windows.iter().take(MAX_CAPTURES) {
-            cmds = cmds.add_command(
-                LinkWindow::new()
-                    .after()
-                    .detached()
-                    .src_window((*id).to_owned())
-                    .dst_window(format!("={CONTROL_SESSION}:"))
-                    .build(),
-            );
-        }
-        if windows.is_empty() {
-            return Ok(());
-        }
-        self.run("link-window", chain(self.base(), cmds))
-            .await
-            .map(drop)
-    }
-
-    /// Kills a window (by id, `@3`) in every session it is linked to.
-    pub async fn kill_window(&self, id: &str) -> Result<(), TmuxError> {
-        let cmd = self
-            .base()
-            .command(KillWindow::new().target_window(id.to_owned()).build())
-            .build();
-        match self.run("kill-window", cmd).await {
-            Ok(_) => Ok(()),
-            Err(TmuxError::Failed { message, .. })
-                if message.contains("can't find") || no_server(&message) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
-    }
-
     /// `tmux -V`.
     pub async fn version(&self) -> Result<String, TmuxError> {
         let out = self.run("-V", TmuxCmd::new().version().build()).await?;
         Ok(out.trim().to_owned())
     }
-}
-
-/// Ends a run's session: its one window is killed, wherever it is linked
-/// (also in the log writer's session), which ends the session with it. A
-/// `kill-session` would leave the window, and the agent, alive in the
-/// other session.
-fn kill_run_window(session: &str) -> TmuxCommand<'static> {
-    KillWindow::new()
-        .target_window(format!("={session}:"))
-        .build()
 }
 
 /// Joins commands with tmux's `;` separator into one client call.
@@ -511,74 +401,22 @@ fn parse_pane(line: &str) -> Option<Pane> {
         height,
         status: num(f.next()),
         signal: num(f.next()),
-        window_index: num(f.next()).unwrap_or(0),
-        window_id: f.next().unwrap_or_default().to_owned(),
-        attached: num(f.next()).unwrap_or(0),
-        via_writer: f.next() == Some("1"),
     })
 }
 
-/// How a pane's output reaches its log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogVia {
-    /// The log writer's control client (its window linked into the
-    /// control session).
-    Writer,
-    /// A `pipe-pane` process of its own, when no log writer is attached.
-    Pipe,
-}
-
-/// Sends everything `pane` prints from now on to `log`. Blocking: the exec
-/// shim calls it from inside the pane before it starts the agent, so lab's
-/// own start call is a bare `new-session` and no output is printed before.
-///
-/// When the log writer is attached to the control session, the pane's path
-/// goes into its `@lab_log` option and its window is linked into that
-/// session (one tmux call); else the pane gets a `pipe-pane` of its own (the
-/// command runs under `sh` in the tmux server).
-pub fn attach_log(socket: &Path, pane: &str, log: &Path) -> Result<LogVia, TmuxError> {
+/// Appends everything `pane` prints from now on to `log` (`pipe-pane`; the
+/// command runs under `sh` in the tmux server). Blocking: the exec shim calls
+/// it from inside the pane before it starts the agent, so lab's own start
+/// call is a bare `new-session` and no output is printed before the pipe.
+pub fn attach_log(socket: &Path, pane: &str, log: &Path) -> Result<(), TmuxError> {
     if !pane.starts_with('%') {
         return Err(TmuxError::Setup(format!(
             "not inside a tmux pane (TMUX_PANE is {pane:?})"
         )));
     }
-    let client = || TmuxCmd::new().socket_path(arg(&socket.to_string_lossy()));
-    let writer = client()
-        .command(
-            DisplayMessage::new()
-                .print()
-                .target_pane(format!("={CONTROL_SESSION}:0.0"))
-                .message("#{session_attached} #{pane_dead}")
-                .build(),
-        )
-        .build();
-    // "<clients attached> <pane dead>": the writer is there and alive.
-    let attached = blocking(writer, "display-message").ok().is_some_and(|out| {
-        let mut f = out
-            .split_whitespace()
-            .map(|n| n.parse::<i64>().unwrap_or(0));
-        f.next().unwrap_or(0) > 0 && f.next() == Some(0)
-    });
-    if attached {
-        let mut set = SetOption::new()
-            .pane()
-            .target_pane(arg(pane))
-            .option(LOG_OPTION)
-            .build();
-        set.push_param(arg(&log.to_string_lossy()));
-        let link = LinkWindow::new()
-            .after()
-            .detached()
-            .src_window(arg(pane))
-            .dst_window(format!("={CONTROL_SESSION}:"))
-            .build();
-        let cmds = TmuxCommands::new().add_command(set).add_command(link);
-        if blocking(chain(client(), cmds), "link-window").is_ok() {
-            return Ok(LogVia::Writer);
-        }
-    }
     let pipe_cmd = format!("exec cat >> {}", shell_quote(&log.to_string_lossy()));
-    let cmd = client()
+    let cmd = TmuxCmd::new()
+        .socket_path(arg(&socket.to_string_lossy()))
         .command(
             PipePane::new()
                 .target_pane(arg(pane))
@@ -586,20 +424,15 @@ pub fn attach_log(socket: &Path, pane: &str, log: &Path) -> Result<LogVia, TmuxE
                 .build(),
         )
         .build();
-    blocking(cmd, "pipe-pane").map(|_| LogVia::Pipe)
-}
-
-/// Runs a tmux client and waits for it (the exec shim has no runtime).
-fn blocking(cmd: TmuxCommand<'static>, what: &'static str) -> Result<String, TmuxError> {
     let mut c = cmd.to_command();
     c.stdin(Stdio::null());
     scrub_env(&mut c);
     let out = c.output().map_err(TmuxError::Spawn)?;
     if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        return Ok(());
     }
     Err(TmuxError::Failed {
-        what,
+        what: "pipe-pane",
         message: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
     })
 }
@@ -627,33 +460,25 @@ mod tests {
     #[test]
     fn panes_parse() {
         assert_eq!(
-            parse_pane("lab-1-x\t42\t1\t50\t3\t\t0\t@4\t1"),
+            parse_pane("lab-1-x\t42\t1\t50\t3\t"),
             Some(Pane {
                 session: "lab-1-x".into(),
                 pid: 42,
                 dead: true,
                 height: 50,
                 status: Some(3),
-                signal: None,
-                window_index: 0,
-                window_id: "@4".into(),
-                attached: 1,
-                via_writer: false,
+                signal: None
             })
         );
         assert_eq!(
-            parse_pane("lab-2-x\t43\t0\t50\t\t\t3\t@9\t0"),
+            parse_pane("lab-2-x\t43\t0\t50\t\t"),
             Some(Pane {
                 session: "lab-2-x".into(),
                 pid: 43,
                 dead: false,
                 height: 50,
                 status: None,
-                signal: None,
-                window_index: 3,
-                window_id: "@9".into(),
-                attached: 0,
-                via_writer: false,
+                signal: None
             })
         );
         assert_eq!(parse_pane("garbage"), None);

@@ -76,7 +76,6 @@ impl TestServer {
             database_url: database_url.clone(),
             public_url: None,
             reconcile_ms: 100,
-            pipe_logs: false,
             notify_retry_ms: 50,
             lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
             provider_bins: [
