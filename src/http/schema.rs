@@ -403,6 +403,36 @@ pub fn screen_history() -> ObjectBuilder {
     int(0, crate::run::screen::SCROLLBACK as i64, false)
 }
 
+/// `text` of an input: no control character but line breaks and tabs.
+pub fn input_text() -> ObjectBuilder {
+    matching(
+        false,
+        r"^[^\x00-\x08\x0b-\x1f\x7f-\x9f]*$",
+        crate::validate::MAX_INPUT,
+        "Typed as it is: line breaks and tabs allowed, no other control character \
+         (control keys go in `keys`).",
+    )
+}
+
+/// The body of `POST /runs/{id}/input`: the fields, and something to send
+/// (a non-empty `text` or at least one key).
+pub fn input_request(body: RefOr<Schema>) -> AllOfBuilder {
+    let given_text = ObjectBuilder::new()
+        .property("text", string(false).min_length(Some(1)))
+        .required("text");
+    let given_keys = ObjectBuilder::new()
+        .property("keys", ArrayBuilder::new().min_items(Some(1)))
+        .required("keys");
+    AllOfBuilder::new()
+        .item(body)
+        .item(
+            utoipa::openapi::schema::AnyOfBuilder::new()
+                .item(given_text)
+                .item(given_keys),
+        )
+        .description(Some("Text, keys or both: at least one of them not empty."))
+}
+
 /// `keys` of an input: names from lab's list.
 pub fn input_keys() -> ArrayBuilder {
     let all: Vec<&str> = crate::domain::Key::ALL.iter().map(|k| k.as_str()).collect();

@@ -121,9 +121,10 @@ async fn screen(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InputBody {
-    /// Text, typed as it is (line breaks and tabs allowed; at most 8 KiB).
+    /// Text, typed as it is (line breaks and tabs allowed; at most 16 384
+    /// characters).
     #[serde(default)]
-    #[schema(max_length = 8192)]
+    #[schema(schema_with = schema::input_text)]
     pub text: Option<String>,
     /// Keys pressed after the text, in order: Enter, Escape, Tab, BTab,
     /// Up, Down, Left, Right, Backspace, Space, PageUp, PageDown, C-c, C-d,
@@ -133,9 +134,35 @@ pub struct InputBody {
     pub keys: Vec<String>,
 }
 
+/// The body of `POST /runs/{id}/input`, as the document describes it: an
+/// [`InputBody`] with something to send.
+pub struct InputRequest;
+
+impl utoipa::PartialSchema for InputRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        schema::input_request(utoipa::openapi::Ref::from_schema_name(InputBody::name()).into())
+            .into()
+    }
+}
+
+impl ToSchema for InputRequest {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        schemas.push((
+            InputBody::name().into(),
+            <InputBody as utoipa::PartialSchema>::schema(),
+        ));
+        <InputBody as ToSchema>::schemas(schemas);
+    }
+}
+
 /// Types into a live run's terminal, as a person at it would. Admin only.
 #[utoipa::path(post, path = "/runs/{id}/input", tag = "runs", params(("id" = i64, Path)),
-    request_body = InputBody,
+    request_body = InputRequest,
     responses((status = 202, description = "Sent to the run's terminal"),
               (status = 400, description = "Unknown key name, control characters in text, or nothing to send", body = ErrorBody),
               (status = 404, description = "No such run", body = ErrorBody),

@@ -2,21 +2,19 @@
 
 use super::FieldError;
 
-/// The most text one input request carries: tmux takes a client's command
-/// in one message of about 16 KiB.
-pub const MAX_INPUT: usize = 8 * 1024;
+/// The most characters of text one input request carries (it reaches tmux
+/// in pieces: a client's command travels in one message of about 16 KiB).
+pub const MAX_INPUT: usize = 16 * 1024;
 
 /// Text to type into a run: sent as it is, so it may hold line breaks and
 /// tabs, but no other control character (Escape, Ctrl-C and the like are
-/// keys: `keys`), and at most [`MAX_INPUT`] bytes.
+/// keys: `keys`), and at most [`MAX_INPUT`] characters.
 pub fn input_text(field: &str, value: &str) -> Result<String, FieldError> {
-    if value.len() > MAX_INPUT {
+    let chars = value.chars().count();
+    if chars > MAX_INPUT {
         return Err(FieldError::new(
             field,
-            format!(
-                "is {} bytes; at most {MAX_INPUT} are allowed in one request",
-                value.len()
-            ),
+            format!("is {chars} characters; at most {MAX_INPUT} are allowed in one request"),
         ));
     }
     if let Some(c) = value
@@ -42,9 +40,10 @@ mod tests {
     #[test]
     fn text_is_bounded_and_has_no_control_keys() {
         assert!(input_text("text", "yes, go on\n\tand \"; kill-server").is_ok());
-        assert!(input_text("text", &"x".repeat(MAX_INPUT)).is_ok());
+        assert!(input_text("text", &"é".repeat(MAX_INPUT)).is_ok());
         let e = input_text("text", &"x".repeat(MAX_INPUT + 1)).unwrap_err();
-        assert!(e.message.contains("at most 8192"), "{}", e.message);
+        assert!(e.message.contains("at most 16384"), "{}", e.message);
+        assert!(input_text("text", "\u{85}").is_err(), "C1 controls too");
         let e = input_text("text", "a\x1b[A").unwrap_err();
         assert!(e.message.contains("'\\u{1b}'"), "{}", e.message);
         assert!(input_text("text", "\r").is_err());

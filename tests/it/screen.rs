@@ -178,12 +178,23 @@ async fn input_is_typed_as_it_is(b: Backend) {
             .await;
         assert_eq!(r.status, 202, "{text}: {}", r.body);
     }
+    // A text longer than one tmux call carries, in pieces, in order.
+    // (Lines shorter than a terminal's line buffer, 4095 bytes.)
+    let long: String = (0..60)
+        .map(|i| format!("{i:02} {}", "é".repeat(50)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(long.len() > 4096);
+    s.post(&path, json!({"text": long, "keys": ["Enter"]}))
+        .await
+        .expect(202);
     // Two lines in one text, then Enter.
     s.post(&path, json!({"text": "two\nlines", "keys": ["Enter"]}))
         .await
         .expect(202);
-    let want: String =
-        hostile.iter().map(|t| format!("{t}\n")).collect::<String>() + "two\nlines\n";
+    let want: String = hostile.iter().map(|t| format!("{t}\n")).collect::<String>()
+        + long.as_str()
+        + "\ntwo\nlines\n";
     let typed = wait::until("every line typed", wait::secs(10), async || {
         let got = String::from_utf8(s.record(rid, "typed").await).unwrap();
         if got == want { Ok(got) } else { Err(got) }
@@ -216,8 +227,12 @@ async fn input_is_typed_as_it_is(b: Backend) {
         s.get(&format!("/api/v1/runs/{rid}")).await.ok()["state"],
         "running"
     );
-    // And the screen shows what was typed (the terminal echoes it).
-    let screen = s.get(&format!("/api/v1/runs/{rid}/screen")).await.ok();
+    // And the screen shows what was typed (the terminal echoes it; the long
+    // text scrolled it into the history).
+    let screen = s
+        .get(&format!("/api/v1/runs/{rid}/screen?history=2000"))
+        .await
+        .ok();
     assert!(
         screen["text"]
             .as_str()
@@ -233,7 +248,7 @@ async fn input_is_typed_as_it_is(b: Backend) {
         (json!({"keys": ["Enter;"]}), "keys[0]"),
         (json!({"text": "ok", "keys": ["Enter", "enter"]}), "keys[1]"),
         (json!({"text": "a\u{1b}[A"}), "control"),
-        (json!({"text": "x".repeat(9000)}), "8192"),
+        (json!({"text": "x".repeat(17_000)}), "16384"),
         (json!({}), "nothing to send"),
         (json!({"text": "", "keys": []}), "nothing to send"),
         (json!({"text": 5}), "text"),
