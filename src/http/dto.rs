@@ -6,6 +6,42 @@
 
 use std::collections::BTreeMap;
 
+/// Declares a request body the document describes as another body's schema
+/// plus rules the derive cannot state (`$schema` builds them around a
+/// reference to `$inner`): `pub struct $name;` with its schema.
+macro_rules! refined_body {
+    ($(#[$meta:meta])* $name:ident, $inner:ty, $schema:path) => {
+        $(#[$meta])*
+        pub struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                $schema(
+                    utoipa::openapi::Ref::from_schema_name(<$inner as utoipa::ToSchema>::name())
+                        .into(),
+                )
+                .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn schemas(
+                schemas: &mut Vec<(
+                    String,
+                    utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+                )>,
+            ) {
+                schemas.push((
+                    <$inner as utoipa::ToSchema>::name().into(),
+                    <$inner as utoipa::PartialSchema>::schema(),
+                ));
+                <$inner as utoipa::ToSchema>::schemas(schemas);
+            }
+        }
+    };
+}
+pub(crate) use refined_body;
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

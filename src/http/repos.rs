@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::dto::DefaultsPatchBody;
+use super::dto::{DefaultsPatchBody, refined_body};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Field, whole_number};
 use super::schema;
@@ -159,31 +159,13 @@ pub struct RepoPatchBody {
     pub forge_token: Field<String>,
 }
 
-/// The body of `POST /repos`, as the document describes it: a
-/// [`RepoPatchBody`] with a name and one of `path` and `url`.
-pub struct NewRepoBody;
-
-impl utoipa::PartialSchema for NewRepoBody {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        schema::new_repo(utoipa::openapi::Ref::from_schema_name(RepoPatchBody::name()).into())
-            .into()
-    }
-}
-
-impl ToSchema for NewRepoBody {
-    fn schemas(
-        schemas: &mut Vec<(
-            String,
-            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
-        )>,
-    ) {
-        schemas.push((
-            RepoPatchBody::name().into(),
-            <RepoPatchBody as utoipa::PartialSchema>::schema(),
-        ));
-        <RepoPatchBody as ToSchema>::schemas(schemas);
-    }
-}
+refined_body!(
+    /// The body of `POST /repos`, as the document describes it: a
+    /// [`RepoPatchBody`] with a name and one of `path` and `url`.
+    NewRepoBody,
+    RepoPatchBody,
+    schema::new_repo
+);
 
 impl RepoPatchBody {
     pub fn into_patch(self) -> Result<RepoPatch, validate::Invalid> {

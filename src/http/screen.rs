@@ -9,6 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::dto::refined_body;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::run_id;
@@ -134,31 +135,13 @@ pub struct InputBody {
     pub keys: Vec<String>,
 }
 
-/// The body of `POST /runs/{id}/input`, as the document describes it: an
-/// [`InputBody`] with something to send.
-pub struct InputRequest;
-
-impl utoipa::PartialSchema for InputRequest {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        schema::input_request(utoipa::openapi::Ref::from_schema_name(InputBody::name()).into())
-            .into()
-    }
-}
-
-impl ToSchema for InputRequest {
-    fn schemas(
-        schemas: &mut Vec<(
-            String,
-            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
-        )>,
-    ) {
-        schemas.push((
-            InputBody::name().into(),
-            <InputBody as utoipa::PartialSchema>::schema(),
-        ));
-        <InputBody as ToSchema>::schemas(schemas);
-    }
-}
+refined_body!(
+    /// The body of `POST /runs/{id}/input`, as the document describes it:
+    /// an [`InputBody`] with something to send.
+    InputRequest,
+    InputBody,
+    schema::input_request
+);
 
 /// Types into a live run's terminal, as a person at it would. Admin only.
 #[utoipa::path(post, path = "/runs/{id}/input", tag = "runs", params(("id" = i64, Path)),
