@@ -7,7 +7,7 @@
 //!
 //! Counted for lab: its own process (with the tmux clients it started and
 //! reaped), its tmux server, and every other process lab put under that
-//! server that is not the agent (the pipe-pane log processes, exec shims,
+//! server that is not the agent (exec shims, which copy the output, and
 //! the sandbox's bubblewrap). Counted for bare tmux: its server. The agents
 //! themselves (the same perl loop on both sides) are not counted.
 //! `idle` runs agents that print nothing after their first line.
@@ -199,7 +199,7 @@ async fn main() {
     );
     println!("| tmux server | {:.2} | {bare:.2} |", l[1]);
     println!(
-        "| pipe-pane log processes, shims, sandboxes | {:.2} | – |",
+        "| exec shims (they copy the output), sandboxes | {:.2} | – |",
         l[2]
     );
     let total: f64 = l.iter().sum();

@@ -122,6 +122,16 @@ impl Launch {
 /// draws it in.
 const PANE_VARS: &[&str] = &["TERM", "COLORTERM"];
 
+/// The run's log, appended to (never through a link).
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// Records that the agent never started, as the exit status `code`, and
 /// returns it for the shim to exit with.
 fn failed_to_start(launch: &Launch, code: i64) -> i32 {
@@ -149,46 +159,75 @@ pub fn exec_main(launch_file: &Path) -> i32 {
         }
     };
     let _ = std::fs::remove_file(launch_file);
-    // The log first, so that every later failure is in it.
-    let pane = std::env::var("TMUX_PANE").unwrap_or_default();
-    if let Err(e) = super::tmux::attach_log(&launch.log.socket, &pane, &launch.log.file) {
-        eprintln!("lab: cannot send this pane's output to the run's log: {e}");
-        return failed_to_start(&launch, 126);
+    // The log first, so that every later failure is in it. The agent gets a
+    // terminal of its own, whose output this process copies to the pane and
+    // to the log (`relay.rs`); where that cannot be made, the pane is piped
+    // into the log by tmux (`pipe-pane`) and the agent gets the pane's.
+    let relay = open_log(&launch.log.file)
+        .ok()
+        .and_then(|log| Some((log, super::relay::Pty::open(0).ok()?)));
+    let mut log = relay.as_ref().and_then(|(l, _)| l.try_clone().ok());
+    let mut fail = |msg: String, code: i64| {
+        eprintln!("{msg}");
+        if let Some(l) = log.as_mut() {
+            let _ = writeln!(l, "{msg}\r");
+        }
+        failed_to_start(&launch, code)
+    };
+    if relay.is_none() {
+        let pane = std::env::var("TMUX_PANE").unwrap_or_default();
+        if let Err(e) = super::tmux::attach_log(&launch.log.socket, &pane, &launch.log.file) {
+            return fail(
+                format!("lab: cannot send this pane's output to the run's log: {e}"),
+                126,
+            );
+        }
     }
     if let Err(e) = std::env::set_current_dir(&launch.cwd) {
-        eprintln!(
-            "lab: cannot enter the workspace {}: {e}",
-            launch.cwd.display()
+        return fail(
+            format!(
+                "lab: cannot enter the workspace {}: {e}",
+                launch.cwd.display()
+            ),
+            126,
         );
-        return failed_to_start(&launch, 126);
     }
     let env = launch.environment(std::env::vars());
-    let mut child = match std::process::Command::new(&launch.program)
-        .args(&launch.args)
-        .env_clear()
-        .envs(&env)
-        .spawn()
-    {
+    let mut cmd = std::process::Command::new(&launch.program);
+    cmd.args(&launch.args).env_clear().envs(&env);
+    let spawned = match &relay {
+        Some((_, pty)) => pty.spawn(&mut cmd),
+        None => cmd.spawn(),
+    };
+    let mut child = match spawned {
         Ok(c) => c,
         Err(err) => {
-            eprintln!("lab: cannot start {}: {err}", launch.program.display());
             let code = if err.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
                 126
             };
-            return failed_to_start(&launch, code);
+            return fail(
+                format!("lab: cannot start {}: {err}", launch.program.display()),
+                code,
+            );
         }
     };
     ignore_job_control();
-    let status = loop {
-        match child.wait() {
-            Ok(s) => break s,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                eprintln!("lab: lost the agent: {e}");
-                return 125;
+    let waited = match relay {
+        Some((log, pty)) => pty.relay(0, &mut child, log),
+        None => loop {
+            match child.wait() {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
             }
+        },
+    };
+    let status = match waited {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lab: lost the agent: {e}");
+            return 125;
         }
     };
     use std::os::unix::process::ExitStatusExt;

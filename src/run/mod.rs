@@ -15,6 +15,7 @@ mod launch;
 pub mod log;
 pub mod proctree;
 mod reconcile;
+mod relay;
 mod runner;
 pub mod sandbox;
 pub mod screen;
