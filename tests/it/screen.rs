@@ -76,6 +76,24 @@ async fn the_screen_is_what_tmux_shows(b: Backend) {
     assert_eq!(got[6], "new line");
     assert!(!text.contains("old line") && !text.contains("✽"));
 
+    // The log comes from the run's exec shim (ADR 16): the tmux server
+    // starts no pipe process of its own for it.
+    let socket = Path::new(run["tmux_socket"].as_str().unwrap());
+    let server: i64 = agent::tmux(socket, &["display-message", "-p", "#{pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let children: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i64>().ok())
+        .filter_map(|p| {
+            let st = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let comm = st[st.find('(')? + 1..st.rfind(')')?].to_owned();
+            let ppid: i64 = st[st.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()?;
+            (ppid == server).then_some(comm)
+        })
+        .collect();
+    assert_eq!(children, ["lab"], "only the run's shim");
     let html = s.get(&format!("{path}?format=html")).await.ok();
     assert!(html["text"].is_null());
     let html = html["html"].as_str().unwrap();
