@@ -15,6 +15,11 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// How often, at most, the relay looks at the pane's size and whether the
+/// agent exited while its terminal stays open (a child of its holds it):
+/// an idle run's shim wakes only this often.
+const LOOK_MS: i32 = 1000;
+
 /// A pty pair made for one agent.
 pub struct Pty {
     master: OwnedFd,
@@ -121,7 +126,7 @@ impl Pty {
                 },
             ];
             // SAFETY: two valid pollfd entries.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, 200) };
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, LOOK_MS) };
             if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
                 return last_error();
             }
@@ -148,7 +153,7 @@ impl Pty {
                     _ => outer_open = false,
                 }
             }
-            if agent_gone || looked.elapsed() >= Duration::from_millis(200) || n == 0 {
+            if agent_gone || looked.elapsed() >= Duration::from_millis(LOOK_MS as u64) || n == 0 {
                 looked = Instant::now();
                 let now = size_of(outer);
                 if let Some(ws) = now
