@@ -6,6 +6,7 @@
 //! only by [`proctree`].
 
 pub mod agent_config;
+mod attention;
 pub mod busy;
 pub mod cli_check;
 mod confine;

@@ -1,0 +1,233 @@
+//! The screen check: who needs attention, read from the screens of live
+//! runs whose output grew (one tmux call however many), as the fallback for
+//! what no hook reports (ADR 13). Part of each reconcile pass.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::Runner;
+use super::reconcile::PassReport;
+use super::tmux::Pane;
+use crate::domain::{AgentBy, AgentState, Run, RunState};
+use crate::provider::Provider;
+use crate::store::StoreError;
+
+/// Every how many passes a run's changing screen is read (3 s at the
+/// default pass interval).
+const SCREENS_EVERY: u32 = 3;
+
+impl Runner {
+    /// Needs attention: reads the screens of live runs whose output grew
+    /// since lab last looked (in one tmux call, however many there are), and
+    /// lets each run's provider say whether it waits for a person. A run that
+    /// prints nothing costs nothing.
+    pub(super) async fn watch_screens(
+        &self,
+        runs: &[Run],
+        panes: &HashMap<&str, &Pane>,
+        report: &mut PassReport,
+    ) -> Result<(), StoreError> {
+        let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
+        let screens_every = self.cfg.reconcile_every * SCREENS_EVERY;
+        {
+            let mut seen = self.log_seen.lock().expect("poisoned");
+            seen.retain(|id, _| runs.iter().any(|r| r.id == *id));
+            for run in runs {
+                let Some(pane) = panes.get(run.session.as_str()).filter(|p| !p.dead) else {
+                    continue;
+                };
+                if !matches!(run.state, RunState::Running | RunState::Waiting) {
+                    continue;
+                }
+                let size = run
+                    .log_path
+                    .as_deref()
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .map_or(0, |m| m.len());
+                // A screen that changed is read again at most every
+                // SCREENS_EVERY passes: a busy agent redraws many times a
+                // second, and reading every busy screen every pass cost the
+                // tmux server more than the agents' own output (the hooks
+                // report what matters at once; `look_again` forgets a run
+                // so that its next pass reads it).
+                let due = match seen.get(&run.id) {
+                    None => true,
+                    Some((at, when)) => *at != size && when.elapsed() >= screens_every,
+                };
+                if due {
+                    changed.push((run, pane, size));
+                }
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let wanted: Vec<&Pane> = changed.iter().map(|(_, p, _)| *p).collect();
+        let screens = match self.tmux.screens(&wanted).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read run screens; the next pass retries");
+                return Ok(());
+            }
+        };
+        for (session, screen) in screens {
+            let Some((run, _, size)) = changed.iter().find(|(r, _, _)| r.session == session) else {
+                continue;
+            };
+            self.log_seen
+                .lock()
+                .expect("poisoned")
+                .insert(run.id, (*size, Instant::now()));
+            let Some(p) = crate::provider::get(&run.provider) else {
+                continue;
+            };
+            if let Some((state, why)) = screen_change(run, p, p.attention(&screen))
+                && self
+                    .store
+                    .set_agent_state(run.id, state, why, AgentBy::Screen)
+                    .await?
+            {
+                tracing::info!(run = run.id, state = %state, reason = why.unwrap_or("-"), "run needs attention changed");
+                report.attention.push(run.id);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a screen changes (ADR 13: hooks first, the screen as the fallback).
+/// A screen that asks a person makes the run wait, unless a hook already
+/// reports it waiting (its question is the exact one) or the screen shows
+/// what the CLI's hooks report themselves; a screen that asks nothing ends
+/// only a wait the screen check itself began (the CLI went on: working,
+/// until its next hook says more). A state a hook reported is never undone
+/// by a screen.
+fn screen_change(
+    run: &Run,
+    p: &dyn Provider,
+    reason: Option<&'static str>,
+) -> Option<(AgentState, Option<&'static str>)> {
+    // What a hook (or the launch) reported.
+    let hooked = run.agent.as_ref().filter(|a| a.by != AgentBy::Screen);
+    match reason {
+        Some(r) => {
+            let hook_waits = hooked.is_some_and(|a| a.state == AgentState::Waiting);
+            let hooks_say_it = hooked.is_some() && p.hooked_attention().contains(&r);
+            let already = run.state == RunState::Waiting && run.state_reason.as_deref() == Some(r);
+            (!hook_waits && !hooks_say_it && !already).then_some((AgentState::Waiting, Some(r)))
+        }
+        None => (run.state == RunState::Waiting && hooked.is_none())
+            .then_some((AgentState::Working, None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{AgentStatus, Layer, RunKind, Sourced};
+
+    fn run(state: RunState, reason: Option<&str>, agent: Option<(AgentState, AgentBy)>) -> Run {
+        Run {
+            id: 1,
+            kind: RunKind::Manual,
+            repo_id: None,
+            repo_name: "r".into(),
+            provider: "claude-code".into(),
+            model: Sourced {
+                value: "m".into(),
+                layer: Layer::ProviderDefault,
+            },
+            effort: Sourced {
+                value: "e".into(),
+                layer: Layer::ProviderDefault,
+            },
+            options: Default::default(),
+            prompt: String::new(),
+            state,
+            state_reason: reason.map(str::to_owned),
+            node: "n".into(),
+            session: "s".into(),
+            workspace: None,
+            branch: None,
+            log_path: None,
+            pid: None,
+            pid_start: None,
+            exit_status: None,
+            exit_signal: None,
+            created_at: 0,
+            started_at: None,
+            ended_at: None,
+            workspace_removed_at: None,
+            sandboxed: true,
+            stop_cause: None,
+            cli_session_id: None,
+            usage: None,
+            agent: agent.map(|(state, by)| AgentStatus {
+                state,
+                reason: None,
+                since: 0,
+                by,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_screen_is_the_fallback_and_never_undoes_a_hook() {
+        use AgentBy::{Hook, Screen};
+        use AgentState::{Idle, Waiting, Working};
+        let claude = crate::provider::get("claude-code").unwrap();
+        let login = Some("not logged in: attach and run /login");
+        let permission = Some("waits for a permission answer");
+        let wait = |r| Some((Waiting, r));
+        let table = [
+            // No hook yet: the screen decides, both ways.
+            (run(RunState::Running, None, None), login, wait(login)),
+            (
+                run(RunState::Waiting, login, Some((Waiting, Screen))),
+                None,
+                Some((Working, None)),
+            ),
+            (
+                run(RunState::Waiting, login, Some((Waiting, Screen))),
+                login,
+                None,
+            ),
+            // A hook-reported wait stays, whatever the screen shows.
+            (
+                run(
+                    RunState::Waiting,
+                    Some("Allow Bash?"),
+                    Some((Waiting, Hook)),
+                ),
+                None,
+                None,
+            ),
+            (
+                run(
+                    RunState::Waiting,
+                    Some("Allow Bash?"),
+                    Some((Waiting, Hook)),
+                ),
+                login,
+                None,
+            ),
+            // What the hooks report themselves is theirs to report.
+            (
+                run(RunState::Running, None, Some((Working, Hook))),
+                permission,
+                None,
+            ),
+            // What no hook reports (a login screen) still makes the run wait.
+            (
+                run(RunState::Running, None, Some((Idle, Hook))),
+                login,
+                wait(login),
+            ),
+            // A screen that asks nothing leaves a hook's state alone.
+            (run(RunState::Running, None, Some((Idle, Hook))), None, None),
+        ];
+        for (i, (r, reason, want)) in table.into_iter().enumerate() {
+            assert_eq!(screen_change(&r, claude, reason), want, "row {i}");
+        }
+    }
+}
