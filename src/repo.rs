@@ -44,6 +44,11 @@ pub struct Repo {
     /// Whether runs that ask nobody may start unsandboxed where lab cannot
     /// sandbox; `None` inherits the global setting.
     pub allow_unsandboxed: Option<bool>,
+    /// What lab runs in a run's workspace (sandboxed) after each round of
+    /// its agent once it opened its pull request; exit 0 is green.
+    pub check_command: Option<String>,
+    /// The repo's AFK budgets; `None` inherits the global ones.
+    pub budget: RepoBudget,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -70,6 +75,35 @@ impl Repo {
     }
 }
 
+/// A repo's overrides of the global AFK budgets (`None`: inherit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RepoBudget {
+    pub max_tokens: Option<i64>,
+    pub max_cost_nano_usd: Option<i64>,
+    pub run_timeout_minutes: Option<i64>,
+}
+
+impl RepoBudget {
+    /// The budgets that hold for this repo's AFK runs.
+    pub fn over(&self, global: &crate::settings::AfkLimits) -> Budget {
+        Budget {
+            max_tokens: self.max_tokens.or(global.max_tokens),
+            max_cost_nano_usd: self.max_cost_nano_usd.or(global.max_cost_nano_usd),
+            run_timeout_minutes: self
+                .run_timeout_minutes
+                .unwrap_or(global.run_timeout_minutes),
+        }
+    }
+}
+
+/// What one AFK run may spend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub max_tokens: Option<i64>,
+    pub max_cost_nano_usd: Option<i64>,
+    pub run_timeout_minutes: i64,
+}
+
 /// A change to a repo, or (applied to nothing) a new repo.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepoPatch {
@@ -85,6 +119,10 @@ pub struct RepoPatch {
     pub afk_paused: Change<bool>,
     pub issues: IssueConfigPatch,
     pub allow_unsandboxed: Change<bool>,
+    pub check_command: Change<String>,
+    pub afk_max_tokens: Change<i64>,
+    pub afk_max_cost_nano_usd: Change<i64>,
+    pub afk_run_timeout_minutes: Change<i64>,
 }
 
 /// A new repo from a create request. Its id and times are the store's.
@@ -101,6 +139,8 @@ pub fn create(patch: &RepoPatch) -> Result<Repo, Invalid> {
         afk_max_concurrent: DEFAULT_AFK_MAX_CONCURRENT,
         afk_paused: false,
         allow_unsandboxed: None,
+        check_command: None,
+        budget: RepoBudget::default(),
         issues: IssueConfig::default(),
         created_at: 0,
         updated_at: 0,
@@ -240,6 +280,39 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
         Change::Clear => next.afk_paused = false,
         Change::Set(v) => next.afk_paused = *v,
     }
+    match &patch.check_command {
+        Change::Keep => {}
+        Change::Clear => next.check_command = None,
+        Change::Set(v) if v.trim().is_empty() => next.check_command = None,
+        Change::Set(v) => {
+            if let Some(v) = errs.check(validate::check_command("check_command", v)) {
+                next.check_command = Some(v);
+            }
+        }
+    }
+    let b = current.budget;
+    next.budget = RepoBudget {
+        max_tokens: settings::cap(
+            &patch.afk_max_tokens,
+            b.max_tokens,
+            "afk_max_tokens",
+            settings::MAX_TOKENS,
+            &mut errs,
+        ),
+        max_cost_nano_usd: settings::cost_cap(
+            &patch.afk_max_cost_nano_usd,
+            b.max_cost_nano_usd,
+            "afk_max_cost_usd",
+            &mut errs,
+        ),
+        run_timeout_minutes: settings::cap(
+            &patch.afk_run_timeout_minutes,
+            b.run_timeout_minutes,
+            "afk_run_timeout_minutes",
+            settings::RUN_TIMEOUT_MINUTES,
+            &mut errs,
+        ),
+    };
     next.issues = crate::repo::issue_source::apply(&current.issues, &patch.issues, &mut errs);
     errs.finish()?;
     Ok(next)

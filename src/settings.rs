@@ -18,6 +18,17 @@ pub struct AfkLimits {
     pub max_concurrent: i64,
     pub tick_seconds: i64,
     pub run_timeout_minutes: i64,
+    /// Rounds an AFK run may have on its pull request (the first included).
+    pub max_rounds: i64,
+    /// Attempts at one issue (the first included) before it is given up.
+    pub max_attempts: i64,
+    /// Tokens an AFK run may use; `None`: no cap.
+    pub max_tokens: Option<i64>,
+    /// What an AFK run may cost, in billionths of a dollar; `None`: no cap.
+    pub max_cost_nano_usd: Option<i64>,
+    /// Memory an AFK run is expected to need: a launch waits while the
+    /// machine has less available (0: no check).
+    pub memory_per_run_mb: i64,
 }
 
 impl Default for AfkLimits {
@@ -26,6 +37,11 @@ impl Default for AfkLimits {
             max_concurrent: 2,
             tick_seconds: 30,
             run_timeout_minutes: 60,
+            max_rounds: 3,
+            max_attempts: 2,
+            max_tokens: None,
+            max_cost_nano_usd: None,
+            memory_per_run_mb: 1024,
         }
     }
 }
@@ -34,6 +50,12 @@ impl Default for AfkLimits {
 pub const MAX_CONCURRENT: (i64, i64) = (1, 1000);
 pub const TICK_SECONDS: (i64, i64) = (1, 86_400);
 pub const RUN_TIMEOUT_MINUTES: (i64, i64) = (1, 10_080);
+pub const MAX_ROUNDS: (i64, i64) = (1, 20);
+pub const MAX_ATTEMPTS: (i64, i64) = (1, 10);
+pub const MAX_TOKENS: (i64, i64) = (1_000, 1_000_000_000_000);
+/// US dollars, as billionths.
+pub const MAX_COST_NANO_USD: (i64, i64) = (10_000_000, 1_000_000 * 1_000_000_000);
+pub const MEMORY_PER_RUN_MB: (i64, i64) = (0, 1_048_576);
 
 /// Global settings of runs of every kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -89,6 +111,11 @@ pub struct AfkPatch {
     pub max_concurrent: Change<i64>,
     pub tick_seconds: Change<i64>,
     pub run_timeout_minutes: Change<i64>,
+    pub max_rounds: Change<i64>,
+    pub max_attempts: Change<i64>,
+    pub max_tokens: Change<i64>,
+    pub max_cost_nano_usd: Change<i64>,
+    pub memory_per_run_mb: Change<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -159,6 +186,43 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
             RUN_TIMEOUT_MINUTES,
             &mut errs,
         ),
+        max_rounds: limit(
+            &a.max_rounds,
+            current.afk.max_rounds,
+            d.max_rounds,
+            "max_rounds",
+            MAX_ROUNDS,
+            &mut errs,
+        ),
+        max_attempts: limit(
+            &a.max_attempts,
+            current.afk.max_attempts,
+            d.max_attempts,
+            "max_attempts",
+            MAX_ATTEMPTS,
+            &mut errs,
+        ),
+        max_tokens: cap(
+            &a.max_tokens,
+            current.afk.max_tokens,
+            "afk.max_tokens",
+            MAX_TOKENS,
+            &mut errs,
+        ),
+        max_cost_nano_usd: cost_cap(
+            &a.max_cost_nano_usd,
+            current.afk.max_cost_nano_usd,
+            "afk.max_cost_usd",
+            &mut errs,
+        ),
+        memory_per_run_mb: limit(
+            &a.memory_per_run_mb,
+            current.afk.memory_per_run_mb,
+            d.memory_per_run_mb,
+            "memory_per_run_mb",
+            MEMORY_PER_RUN_MB,
+            &mut errs,
+        ),
     };
     next.runs.workspace_retention_hours = match &patch.runs.workspace_retention_hours {
         Change::Keep => current.runs.workspace_retention_hours,
@@ -181,6 +245,33 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
     };
     errs.finish()?;
     Ok(next)
+}
+
+/// A budget that may be uncapped: cleared means no cap.
+pub fn cap(
+    c: &Change<i64>,
+    cur: Option<i64>,
+    field: &str,
+    (lo, hi): (i64, i64),
+    errs: &mut Errors,
+) -> Option<i64> {
+    match c {
+        Change::Keep => cur,
+        Change::Clear => None,
+        Change::Set(v) => errs.check(validate::int_range(field, *v, lo, hi)).or(cur),
+    }
+}
+
+/// A cost budget (billionths of a dollar) that may be uncapped; the error
+/// speaks dollars.
+pub fn cost_cap(c: &Change<i64>, cur: Option<i64>, field: &str, errs: &mut Errors) -> Option<i64> {
+    match c {
+        Change::Keep => cur,
+        Change::Clear => None,
+        Change::Set(v) => errs
+            .check(validate::dollars(field, *v, MAX_COST_NANO_USD))
+            .or(cur),
+    }
 }
 
 /// Applies a change to one scope's defaults for provider `p`. Field names in

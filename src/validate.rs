@@ -385,6 +385,24 @@ pub fn int_range(field: &str, value: i64, lo: i64, hi: i64) -> Result<i64, Field
     Ok(value)
 }
 
+/// An amount of US dollars held as billionths, within `lo..=hi` (also
+/// billionths); the error names dollars.
+pub fn dollars(field: &str, nano: i64, (lo, hi): (i64, i64)) -> Result<i64, FieldError> {
+    if nano < lo || nano > hi {
+        let usd = |n: i64| n as f64 / 1e9;
+        return Err(FieldError::new(
+            field,
+            format!(
+                "must be an amount of US dollars from {} to {}",
+                usd(lo),
+                usd(hi)
+            ),
+        )
+        .with_value(format!("{}", usd(nano))));
+    }
+    Ok(nano)
+}
+
 /// A closed set of values lab spells one way each (an issue state, an
 /// output format; see `domain`): every value, and its spelling.
 pub trait Choice: Copy + 'static {

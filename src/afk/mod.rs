@@ -9,6 +9,9 @@
 //! Invariant: an issue is claimed (`Store::claim_issue`) before its run is
 //! launched, so two nodes can never both take it.
 
+mod admission;
+mod follow;
+pub mod limits;
 mod outcome;
 pub mod prompt;
 pub mod pull;
@@ -19,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::domain::{IssueState, Run, RunKind};
+use crate::domain::{IssueState, Run, RunIssue, RunKind};
 use crate::issues::{Issue, SourceError, Sources};
 use crate::repo::Repo;
 use crate::run::busy::RunSet;
@@ -73,6 +76,12 @@ pub struct Scheduler {
     /// Ended claims whose issue could not be told, and when to try again
     /// (settling runs every second; a failing forge is not asked that often).
     tell_retry: Mutex<HashMap<i64, Instant>>,
+    /// The check commands of this node's claims' pull requests.
+    checks: follow::Checks,
+    /// Providers held back by a usage limit, and their runs that wait.
+    limits: limits::Limits,
+    /// Why the last tick started nothing for want of memory, if it did.
+    pub admission: Mutex<Option<String>>,
 }
 
 /// Repos whose issues one tick lists at the same time.
@@ -90,6 +99,9 @@ impl Scheduler {
             backoff: Mutex::new(HashMap::new()),
             pr_seen: Mutex::new(HashMap::new()),
             tell_retry: Mutex::new(HashMap::new()),
+            checks: follow::Checks::default(),
+            admission: Mutex::new(None),
+            limits: limits::Limits::default(),
             problems: Mutex::new(BTreeMap::new()),
             ticking: tokio::sync::Mutex::new(()),
         }
@@ -144,6 +156,20 @@ impl Scheduler {
             repos
                 .into_iter()
                 .filter(|r| r.afk_enabled && !r.afk_paused)
+                .filter(|r| match self.limits.holds(&r.provider) {
+                    None => true,
+                    Some(l) => {
+                        self.note(
+                            &r.name,
+                            Some(format!(
+                                "{} is at its usage limit until {}: no new AFK run",
+                                l.provider,
+                                crate::domain::rfc3339(l.until_ms)
+                            )),
+                        );
+                        false
+                    }
+                })
                 .filter(|r| backoff.get(&r.id).is_none_or(|until| now >= *until))
                 .map(|r| {
                     let room = r.afk_max_concurrent - live.get(&r.id).copied().unwrap_or(0);
@@ -153,6 +179,16 @@ impl Scheduler {
                 .collect()
         };
         if global_live >= settings.afk.max_concurrent || with_room.is_empty() {
+            return report;
+        }
+        let (mut admitted, why) =
+            admission::admit(settings.afk.memory_per_run_mb, admission::available_mb());
+        if why.is_some() {
+            tracing::info!(reason = why.as_deref().unwrap_or(""), "AFK launches wait");
+        }
+        let held = why.is_some();
+        *self.admission.lock().expect("poisoned") = why;
+        if held {
             return report;
         }
         // One listing of each repo's issues per tick (more pages only when
@@ -166,9 +202,13 @@ impl Scheduler {
             if global_live >= settings.afk.max_concurrent {
                 break;
             }
+            if admitted == 0 {
+                break;
+            }
             let started = match listed {
                 Ok(issues) => {
-                    self.launch_listed(&repo, issues, listed_at, &settings, room as usize)
+                    let max = (room as usize).min(admitted);
+                    self.launch_listed(&repo, issues, listed_at, &settings, max)
                         .await
                 }
                 Err(e) => Err(e),
@@ -176,6 +216,7 @@ impl Scheduler {
             match started {
                 Ok(runs) => {
                     global_live += runs.len() as i64;
+                    admitted = admitted.saturating_sub(runs.len());
                     report.launched.extend(runs.iter().map(|r| r.id));
                     self.note(&repo.name, None);
                 }
@@ -367,6 +408,18 @@ impl Scheduler {
                 prompt_names_branch: true,
                 env: [("LAB_ISSUE".to_owned(), issue.number.to_string())].into(),
                 afk_claim: Some(claim),
+                issue: Some(RunIssue {
+                    number: issue.number,
+                    title: issue.title.clone(),
+                    url: Some(issue.url.clone().unwrap_or_else(|| {
+                        format!(
+                            "{}/repos/{}/issues/{}",
+                            self.runner.cfg.lab_url.trim_end_matches('/'),
+                            repo.name,
+                            issue.number
+                        )
+                    })),
+                }),
             })
             .await;
         match launched {

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::{PR_GRACE, Scheduler, TickReport};
+use super::{Scheduler, TickReport};
 use crate::domain::{Outcome, Run, StopCause};
 use crate::run::log;
 
@@ -35,7 +35,6 @@ impl Scheduler {
     pub(super) async fn settle(&self, report: &mut TickReport) -> Result<(), StoreError> {
         let store = &self.runner.store;
         let settings = store.settings().await?;
-        let limit_ms = settings.afk.run_timeout_minutes * 60_000;
         for claim in store.active_claims(self.runner.node()).await? {
             let Some(run_id) = claim.run_id else {
                 // A claim whose launch never finished (lab stopped meanwhile).
@@ -57,32 +56,16 @@ impl Scheduler {
                 }
                 Err(e) => return Err(e),
             };
+            let repo = match store.repo(&RepoKey::Id(claim.repo_id)).await {
+                Ok(r) => Some(r),
+                Err(StoreError::NotFound) => None,
+                Err(e) => return Err(e),
+            };
             if run.state.is_active() {
-                let started = run.started_at.unwrap_or(run.created_at);
-                let why = if now_ms() - started > limit_ms {
-                    Some((
-                        StopCause::TimeLimit,
-                        format!(
-                            "timed out: the run took longer than {} minute(s)",
-                            settings.afk.run_timeout_minutes
-                        ),
-                    ))
-                } else if claim.pr_url.is_some() {
-                    let seen = *self
-                        .pr_seen
-                        .lock()
-                        .expect("poisoned")
-                        .entry(claim.id)
-                        .or_insert_with(Instant::now);
-                    (seen.elapsed() >= PR_GRACE).then(|| {
-                        (
-                            StopCause::PullRequest,
-                            "its pull request is open; lab ended the run".to_owned(),
-                        )
-                    })
-                } else {
-                    None
-                };
+                if self.follow_limit(&claim, &run).await {
+                    continue;
+                }
+                let why = self.watch(&claim, &run, repo.as_ref(), &settings).await;
                 let Some((cause, why)) = why else { continue };
                 match self.runner.stop(run_id, cause, &why).await {
                     Ok(r) => run = r,
@@ -95,9 +78,26 @@ impl Scheduler {
                     continue;
                 }
             }
+            if claim.pr_url.is_some()
+                && claim.checks.is_none()
+                && !self.check_after_end(&claim, &run, repo.as_ref()).await
+            {
+                // Its check runs: the outcome waits for it.
+                continue;
+            }
             self.pr_seen.lock().expect("poisoned").remove(&claim.id);
+            self.checks.forget(claim.id);
+            self.limits.forget(claim.id);
+            // The claim as it is now (its checks may have been noted since
+            // it was read).
+            let claim = store.claim_of_run(run_id).await?.unwrap_or(claim);
             let (outcome, detail) = judge(&claim, &run);
-            if store.finish_claim(claim.id, outcome, &detail).await? {
+            let retry_at = (outcome.retryable() && claim.attempt < settings.afk.max_attempts)
+                .then(|| now_ms() + retry_backoff(settings.afk.tick_seconds, claim.attempt));
+            if store
+                .finish_claim_retry(claim.id, outcome, &detail, retry_at)
+                .await?
+            {
                 tracing::info!(
                     run = run_id,
                     issue = claim.issue_number,
@@ -148,9 +148,26 @@ impl Scheduler {
             _ => String::new(),
         };
         let detail = claim.detail.as_deref().unwrap_or("");
+        let attempt = if claim.attempt > 1 {
+            format!(" (attempt {})", claim.attempt)
+        } else {
+            String::new()
+        };
+        let run = format!("{run}{attempt}");
         let text = match outcome {
-            Outcome::Succeeded => {
+            Outcome::PrGreen => {
+                format!(
+                    "lab's {run}{with} opened a pull request for this issue, and its checks passed: {detail}"
+                )
+            }
+            Outcome::PrOpened => {
                 format!("lab's {run}{with} opened a pull request for this issue: {detail}")
+            }
+            Outcome::NeedsHuman => format!(
+                "lab's {run}{with} opened a pull request for this issue, and it needs a person now: {detail}"
+            ),
+            Outcome::OverBudget => {
+                format!("lab's {run}{with} was stopped: it spent more than its budget.\n\n{detail}")
             }
             Outcome::TimedOut => format!(
                 "lab's {run}{with} was stopped at the run time limit without a pull request.\n\n{detail}"
@@ -161,6 +178,15 @@ impl Scheduler {
         };
         let source = self.sources.of(&repo);
         let told = async {
+            if claim.retry_at.is_some() {
+                // Tried again: the issue keeps its ready label.
+                let text = format!(
+                    "{text}\n\nlab tries this issue again (attempt {} of at most {}).",
+                    claim.attempt + 1,
+                    self.runner.store.settings().await?.afk.max_attempts
+                );
+                return source.comment(claim.issue_number, &text).await;
+            }
             source
                 .relabel(claim.issue_number, &repo.afk_label, outcome.label())
                 .await?;
@@ -197,12 +223,38 @@ impl Scheduler {
 /// How long lab waits before telling an issue again after its source failed.
 const TELL_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long a failed attempt waits before the next: a tick for the first,
+/// doubling after each, at most an hour.
+pub fn retry_backoff(tick_seconds: i64, attempt: i64) -> i64 {
+    let doubled = tick_seconds
+        .max(1)
+        .saturating_mul(1 << attempt.clamp(1, 20).saturating_sub(1));
+    doubled.min(3600) * 1000
+}
+
 /// The outcome of an ended run, and what to say about it.
 fn judge(claim: &Claim, run: &Run) -> (Outcome, String) {
-    if let Some(url) = &claim.pr_url {
-        return (Outcome::Succeeded, url.clone());
-    }
     let reason = run.state_reason.clone().unwrap_or_default();
+    match run.stop_cause {
+        Some(StopCause::Budget) => return (Outcome::OverBudget, format!("{reason}.")),
+        Some(StopCause::Rounds) => {
+            let url = claim.pr_url.clone().unwrap_or_default();
+            return (Outcome::NeedsHuman, format!("{url} ({reason})"));
+        }
+        _ => {}
+    }
+    if let Some(url) = &claim.pr_url {
+        return match claim.checks.as_deref() {
+            Some(super::follow::CHECKS_PASSED) => {
+                (Outcome::PrGreen, format!("{url} (its check passed)"))
+            }
+            Some(super::follow::CHECKS_NONE) => {
+                (Outcome::PrGreen, format!("{url} (no checks to pass)"))
+            }
+            Some(other) => (Outcome::PrOpened, format!("{url} (its check: {other})")),
+            None => (Outcome::PrOpened, url.clone()),
+        };
+    }
     let tail = last_lines(run, 20);
     let tail = if tail.is_empty() {
         String::new()

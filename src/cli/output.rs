@@ -212,6 +212,25 @@ pub fn settings(v: &Value, as_json: bool) {
         s(&a["tick_seconds"]),
         s(&a["run_timeout_minutes"])
     );
+    let cap = |v: &Value| {
+        if v.is_null() {
+            "no cap".to_owned()
+        } else {
+            s(v)
+        }
+    };
+    println!(
+        "     {} round(s) on a pull request, {} attempt(s) per issue, token budget {}, cost budget {}, {} MiB per run",
+        s(&a["max_rounds"]),
+        s(&a["max_attempts"]),
+        cap(&a["max_tokens"]),
+        if a["max_cost_usd"].is_null() {
+            "no cap".to_owned()
+        } else {
+            format!("${}", s(&a["max_cost_usd"]))
+        },
+        s(&a["memory_per_run_mb"])
+    );
     println!("('-' inherits)");
 }
 

@@ -112,6 +112,38 @@ pub struct RepoFields {
     /// LAB_GITHUB_TOKEN of lab's environment.
     #[arg(long)]
     forge_token: Option<String>,
+    /// A shell command lab runs in an AFK run's workspace (sandboxed) after
+    /// each round of its agent on its pull request; exit 0 is green; ""
+    /// removes it.
+    #[arg(long)]
+    check_command: Option<String>,
+    /// Tokens an AFK run of this repo may use; "" inherits the global budget.
+    #[arg(long, value_name = "TOKENS")]
+    afk_max_tokens: Option<String>,
+    /// US dollars an AFK run of this repo may cost; "" inherits.
+    #[arg(long, value_name = "USD")]
+    afk_max_cost_usd: Option<String>,
+    /// Minutes an AFK run of this repo may take; "" inherits.
+    #[arg(long, value_name = "MINUTES")]
+    afk_run_timeout_minutes: Option<String>,
+}
+
+/// A number flag where "" means `null` (inherit); anything else must parse.
+pub fn number_or_null(flag: &str, v: Option<String>) -> CliResult<Option<Value>> {
+    match v.as_deref() {
+        None => Ok(None),
+        Some("") => Ok(Some(Value::Null)),
+        Some(s) => s
+            .parse::<i64>()
+            .map(Value::from)
+            .or_else(|_| s.parse::<f64>().map(Value::from))
+            .map(Some)
+            .map_err(|_| {
+                CliError::invalid(format!(
+                    "--{flag} '{s}': expected a number, or \"\" to inherit"
+                ))
+            }),
+    }
 }
 
 /// Splits `KEY=VALUE` options into a JSON object; `KEY=` clears.
@@ -164,6 +196,19 @@ impl RepoFields {
                 "" => Value::Null,
                 v => Value::Bool(v == "true"),
             }),
+        );
+        put("check_command", self.check_command.map(Value::from));
+        put(
+            "afk_max_tokens",
+            number_or_null("afk-max-tokens", self.afk_max_tokens)?,
+        );
+        put(
+            "afk_max_cost_usd",
+            number_or_null("afk-max-cost-usd", self.afk_max_cost_usd)?,
+        );
+        put(
+            "afk_run_timeout_minutes",
+            number_or_null("afk-run-timeout-minutes", self.afk_run_timeout_minutes)?,
         );
         put("issue_source", self.issue_source.map(Value::from));
         put("forge_url", self.forge_url.map(Value::from));

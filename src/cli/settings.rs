@@ -50,6 +50,21 @@ pub struct SetArgs {
     /// Minutes an AFK run may take.
     #[arg(long)]
     run_timeout_minutes: Option<i64>,
+    /// Rounds an AFK run may have on its pull request, the first included.
+    #[arg(long)]
+    max_rounds: Option<i64>,
+    /// Attempts at one issue, the first included.
+    #[arg(long)]
+    max_attempts: Option<i64>,
+    /// Tokens an AFK run may use; "" removes the cap.
+    #[arg(long, value_name = "TOKENS")]
+    max_tokens: Option<String>,
+    /// US dollars an AFK run may cost; "" removes the cap.
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<String>,
+    /// MiB of available memory an AFK launch needs (0: no check).
+    #[arg(long, value_name = "MIB")]
+    memory_per_run_mb: Option<i64>,
     /// Where lab cannot sandbox runs (`labctl doctor`), start runs that ask
     /// nobody anyway, unsandboxed.
     #[arg(long)]
@@ -82,9 +97,20 @@ pub async fn run(client: &Client, cmd: SettingsCommand) -> CliResult<()> {
                 ("max_concurrent", a.max_concurrent),
                 ("tick_seconds", a.tick_seconds),
                 ("run_timeout_minutes", a.run_timeout_minutes),
+                ("max_rounds", a.max_rounds),
+                ("max_attempts", a.max_attempts),
+                ("memory_per_run_mb", a.memory_per_run_mb),
             ] {
                 if let Some(v) = v {
                     afk.insert(k.to_owned(), v.into());
+                }
+            }
+            for (k, flag, v) in [
+                ("max_tokens", "max-tokens", a.max_tokens),
+                ("max_cost_usd", "max-cost-usd", a.max_cost_usd),
+            ] {
+                if let Some(v) = super::repos::number_or_null(flag, v)? {
+                    afk.insert(k.to_owned(), v);
                 }
             }
             let mut body = Map::new();

@@ -6,12 +6,21 @@ use super::spelled::spelled;
 spelled! {
     /// How an AFK run ended for its issue (a claim's outcome).
     pub enum Outcome ("outcome") {
-        /// It opened a pull request.
-        Succeeded = "succeeded",
-        /// It ended without one; its exit status and last lines say why.
+        /// Its pull request's checks passed (or it has none to pass).
+        PrGreen = "pr-green",
+        /// It opened a pull request whose checks were still running when the
+        /// run's time ended.
+        PrOpened = "pr-opened",
+        /// Its rounds on the pull request were used up, or a reviewer asked
+        /// for a person.
+        NeedsHuman = "needs-human",
+        /// It ended without a pull request; its exit status and last lines
+        /// say why.
         Failed = "failed",
         /// It ran past the run time limit and lab stopped it.
-        TimedOut = "timed_out",
+        TimedOut = "timed-out",
+        /// It spent more tokens or money than its budget and lab stopped it.
+        OverBudget = "over-budget",
     }
 }
 
@@ -19,10 +28,28 @@ impl Outcome {
     /// The label its issue gets instead of the ready label.
     pub fn label(self) -> &'static str {
         match self {
-            Outcome::Succeeded => "lab:pr-opened",
+            Outcome::PrGreen => "lab:pr-green",
+            Outcome::PrOpened => "lab:pr-opened",
+            Outcome::NeedsHuman => "lab:needs-human",
             Outcome::Failed => "lab:failed",
             Outcome::TimedOut => "lab:timed-out",
+            Outcome::OverBudget => "lab:over-budget",
         }
+    }
+
+    /// Whether the run left a pull request behind.
+    pub fn has_pull(self) -> bool {
+        matches!(
+            self,
+            Outcome::PrGreen | Outcome::PrOpened | Outcome::NeedsHuman
+        )
+    }
+
+    /// Whether another attempt may do better (`afk.max_attempts`): a run
+    /// that failed or ran out of time; not one that opened a pull request
+    /// or spent its budget.
+    pub fn retryable(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::TimedOut)
     }
 }
 
@@ -32,7 +59,11 @@ mod tests {
 
     #[test]
     fn each_outcome_has_its_label() {
-        let labels: Vec<&str> = Outcome::ALL.iter().map(|o| o.label()).collect();
-        assert_eq!(labels, ["lab:pr-opened", "lab:failed", "lab:timed-out"]);
+        let labels: Vec<String> = Outcome::ALL.iter().map(|o| o.label().to_owned()).collect();
+        let spelled: Vec<String> = Outcome::ALL
+            .iter()
+            .map(|o| format!("lab:{}", o.as_str()))
+            .collect();
+        assert_eq!(labels, spelled);
     }
 }

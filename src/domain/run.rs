@@ -154,6 +154,26 @@ pub struct Run {
     /// What the agent used, from its CLI's transcript; `None` until the
     /// transcript was found.
     pub usage: Option<super::Usage>,
+    /// The issue it works on (an AFK run's; `None` for a manual run started
+    /// without one).
+    pub issue: Option<RunIssue>,
+    /// Which attempt at its issue it is (1 for the first, and for a manual
+    /// run).
+    pub attempt: i64,
+    /// Which round on its pull request it is in (1 until a check or a
+    /// review sends it back to work).
+    pub round: i64,
+    /// How it ended for its issue (AFK runs, once settled).
+    pub outcome: Option<super::Outcome>,
+}
+
+/// The issue a run works on, as it was when the run started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunIssue {
+    pub number: i64,
+    pub title: String,
+    /// Where a person reads it.
+    pub url: Option<String>,
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ pub(super) use spelled;
 use crate::validate::Choice;
 
 /// The value spelled `s`, or an error naming it and the allowed ones:
-/// "unknown outcome 'done'; allowed: succeeded, failed, timed_out".
+/// "unknown outcome 'done'; allowed: pr-green, pr-opened, …".
 pub(super) fn parse<T: Choice>(s: &str, what: &str) -> Result<T, String> {
     T::spelled(s).ok_or_else(|| {
         format!(
@@ -98,13 +98,16 @@ mod tests {
     fn spelled_values_read_back_exactly() {
         spelled_as(
             &[
-                (Outcome::Succeeded, "succeeded"),
+                (Outcome::PrGreen, "pr-green"),
+                (Outcome::PrOpened, "pr-opened"),
+                (Outcome::NeedsHuman, "needs-human"),
                 (Outcome::Failed, "failed"),
-                (Outcome::TimedOut, "timed_out"),
+                (Outcome::TimedOut, "timed-out"),
+                (Outcome::OverBudget, "over-budget"),
             ],
-            "timed-out",
-            "unknown outcome 'timed-out'; allowed: succeeded, failed, timed_out",
-            "must be succeeded, failed or timed_out",
+            "timed_out",
+            "unknown outcome 'timed_out'; allowed: pr-green, pr-opened, needs-human, failed, timed-out, over-budget",
+            "must be pr-green, pr-opened, needs-human, failed, timed-out or over-budget",
         );
         spelled_as(
             &[(IssueState::Open, "open"), (IssueState::Closed, "closed")],

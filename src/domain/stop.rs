@@ -11,5 +11,10 @@ spelled! {
         TimeLimit = "time_limit",
         /// Its pull request was open and its grace period over.
         PullRequest = "pull_request",
+        /// It spent more tokens or money than its AFK budget.
+        Budget = "budget",
+        /// Its rounds on its pull request were used up, or a reviewer asked
+        /// for a person.
+        Rounds = "rounds",
     }
 }

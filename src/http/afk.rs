@@ -107,6 +107,15 @@ pub struct ClaimBody {
     pub pr_url: Option<String>,
     pub outcome: Option<Outcome>,
     pub detail: Option<String>,
+    /// Which attempt at its issue (1 for the first).
+    pub attempt: i64,
+    /// Rounds its run had on its pull request.
+    pub rounds: i64,
+    /// For a failed attempt that is tried again: from when.
+    pub retry_at: Option<String>,
+    /// What its pull request's check said last (`passed`, `none`, or
+    /// `failed: …`).
+    pub checks: Option<String>,
 }
 
 impl From<Claim> for ClaimBody {
@@ -122,6 +131,10 @@ impl From<Claim> for ClaimBody {
             pr_url: c.pr_url,
             outcome: c.outcome,
             detail: c.detail,
+            attempt: c.attempt,
+            rounds: c.rounds,
+            retry_at: c.retry_at.map(crate::domain::rfc3339),
+            checks: c.checks,
         }
     }
 }
@@ -138,6 +151,17 @@ pub struct RepoAfkBody {
     pub problem: Option<String>,
 }
 
+/// A provider held back by a usage limit.
+#[derive(Serialize, ToSchema)]
+pub struct LimitedBody {
+    #[schema(schema_with = super::schema::provider_id)]
+    pub provider: String,
+    /// When lab lets it run again.
+    pub until: String,
+    /// What its CLI said.
+    pub reason: String,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct AfkStatusBody {
     pub paused: bool,
@@ -145,6 +169,14 @@ pub struct AfkStatusBody {
     pub max_concurrent: i64,
     pub tick_seconds: i64,
     pub run_timeout_minutes: i64,
+    /// The scheduler's limits, as `GET /settings` gives them under `afk`.
+    pub limits: super::settings::AfkBody,
+    /// Why AFK launches wait for memory (`afk.memory_per_run_mb`), when
+    /// they do.
+    pub admission: Option<String>,
+    /// Providers lab holds back after their CLI reported a usage limit:
+    /// no new AFK run for them until `until`.
+    pub limited: Vec<LimitedBody>,
     pub repos: Vec<RepoAfkBody>,
     /// The most recent AFK runs, newest first.
     pub recent: Vec<ClaimBody>,
@@ -168,6 +200,18 @@ async fn status_body(app: &AppState) -> ApiResult<AfkStatusBody> {
         max_concurrent: s.afk.max_concurrent,
         tick_seconds: s.afk.tick_seconds,
         run_timeout_minutes: s.afk.run_timeout_minutes,
+        limits: super::settings::AfkBody::from(&s.afk),
+        admission: app.scheduler.admission.lock().expect("poisoned").clone(),
+        limited: app
+            .scheduler
+            .limited()
+            .into_iter()
+            .map(|l| LimitedBody {
+                provider: l.provider,
+                until: crate::domain::rfc3339(l.until_ms),
+                reason: l.reason,
+            })
+            .collect(),
         repos: repos
             .into_iter()
             .map(|r| RepoAfkBody {

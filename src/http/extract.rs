@@ -215,6 +215,16 @@ impl Field<i64> {
     }
 }
 
+impl Field<f64> {
+    pub fn change(self) -> Change<f64> {
+        match self {
+            Field::Absent => Change::Keep,
+            Field::Null => Change::Clear,
+            Field::Value(v) => Change::Set(v),
+        }
+    }
+}
+
 impl Field<bool> {
     pub fn change(self) -> Change<bool> {
         match self {

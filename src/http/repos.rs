@@ -48,6 +48,18 @@ pub struct RepoBody {
     /// Whether runs that ask nobody may start unsandboxed on a machine
     /// where lab cannot sandbox; `null` inherits the global setting.
     pub allow_unsandboxed: Option<bool>,
+    /// What lab runs in an AFK run's workspace (sandboxed) after each round
+    /// of its agent once it opened its pull request; exit 0 is green.
+    pub check_command: Option<String>,
+    /// Tokens an AFK run of this repo may use; `null` inherits
+    /// `afk.max_tokens`.
+    pub afk_max_tokens: Option<i64>,
+    /// US dollars an AFK run of this repo may cost; `null` inherits
+    /// `afk.max_cost_usd`.
+    pub afk_max_cost_usd: Option<f64>,
+    /// Minutes an AFK run of this repo may take; `null` inherits
+    /// `afk.run_timeout_minutes`.
+    pub afk_run_timeout_minutes: Option<i64>,
     #[schema(schema_with = schema::source_kind)]
     pub issue_source: String,
     pub forge_url: Option<String>,
@@ -77,6 +89,10 @@ impl From<Repo> for RepoBody {
             afk_max_concurrent: r.afk_max_concurrent,
             afk_paused: r.afk_paused,
             allow_unsandboxed: r.allow_unsandboxed,
+            check_command: r.check_command,
+            afk_max_tokens: r.budget.max_tokens,
+            afk_max_cost_usd: r.budget.max_cost_nano_usd.map(crate::domain::nano_to_usd),
+            afk_run_timeout_minutes: r.budget.run_timeout_minutes,
             issue_source: r.issues.source.as_str().to_owned(),
             forge_token: r.issues.token_hint(),
             forge_url: r.issues.forge_url,
@@ -145,6 +161,18 @@ pub struct RepoPatchBody {
     #[schema(value_type = Option<bool>)]
     #[serde(default)]
     pub allow_unsandboxed: Field<bool>,
+    #[schema(schema_with = schema::check_command_patch)]
+    #[serde(default)]
+    pub check_command: Field<String>,
+    #[schema(schema_with = schema::max_tokens_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub afk_max_tokens: Field<i64>,
+    #[schema(schema_with = schema::max_cost_usd_patch)]
+    #[serde(default)]
+    pub afk_max_cost_usd: Field<f64>,
+    #[schema(schema_with = schema::run_timeout_minutes_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub afk_run_timeout_minutes: Field<i64>,
     #[schema(schema_with = schema::source_kind_patch)]
     #[serde(default)]
     pub issue_source: Field<String>,
@@ -191,6 +219,10 @@ impl RepoPatchBody {
             afk_max_concurrent: self.afk_max_concurrent.change(),
             afk_paused: self.afk_paused.change(),
             allow_unsandboxed: self.allow_unsandboxed.change(),
+            check_command: self.check_command.change(),
+            afk_max_tokens: self.afk_max_tokens.change(),
+            afk_max_cost_nano_usd: super::settings::usd_to_nano(self.afk_max_cost_usd.change()),
+            afk_run_timeout_minutes: self.afk_run_timeout_minutes.change(),
             issues: crate::repo::issue_source::IssueConfigPatch {
                 source: self.issue_source.change(),
                 forge_url: self.forge_url.change(),

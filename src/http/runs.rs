@@ -17,7 +17,7 @@ use super::schema;
 use crate::domain::rfc3339;
 use crate::state::AppState;
 
-use crate::domain::{OutputFormat, Run, RunKind, RunState, Sourced, StopCause, Usage};
+use crate::domain::{Outcome, OutputFormat, Run, RunKind, RunState, Sourced, StopCause, Usage};
 use crate::run::{Runner, log};
 use crate::service;
 use crate::store::{RepoKey, RunFilter};
@@ -69,6 +69,29 @@ pub struct RunBody {
     /// What the agent used, read from its CLI's transcript; `null` until the
     /// transcript is found.
     pub usage: Option<UsageBody>,
+    /// The issue the run works on; `null` for a manual run started without
+    /// one.
+    pub issue: Option<RunIssueBody>,
+    /// Which attempt at its issue the run is (1 for the first, and for a
+    /// manual run); a failed attempt is tried again up to
+    /// `afk.max_attempts`.
+    pub attempt: i64,
+    /// Which round on its pull request the run is in: 1 until a failing
+    /// check or a review sends it back to work (at most `afk.max_rounds`).
+    pub round: i64,
+    /// How the run ended for its issue (AFK runs, once settled).
+    pub outcome: Option<Outcome>,
+}
+
+/// The issue a run works on, as it was when the run started.
+#[derive(Serialize, ToSchema, Debug, Clone, PartialEq)]
+pub struct RunIssueBody {
+    /// The repo's name.
+    pub repo: String,
+    pub number: i64,
+    pub title: String,
+    /// Where a person reads it: the forge's page, or lab's.
+    pub url: Option<String>,
 }
 
 /// Tokens, turns and cost of a run, from its CLI's own transcript.
@@ -108,7 +131,6 @@ impl RunBody {
             tmux_socket: runner.tmux.socket().to_string_lossy().into_owned(),
             id: r.id,
             kind: r.kind,
-            repo: r.repo_name,
             repo_id: r.repo_id,
             provider: r.provider,
             model: r.model,
@@ -134,6 +156,16 @@ impl RunBody {
             ended_at: r.ended_at.map(rfc3339),
             usage: r.usage.as_ref().map(UsageBody::from),
             cli_session_id: r.cli_session_id,
+            issue: r.issue.map(|i| RunIssueBody {
+                repo: r.repo_name.clone(),
+                number: i.number,
+                title: i.title,
+                url: i.url,
+            }),
+            attempt: r.attempt,
+            round: r.round,
+            outcome: r.outcome,
+            repo: r.repo_name,
         }
     }
 }

@@ -112,6 +112,31 @@ pub struct AfkBody {
     pub tick_seconds: i64,
     /// Minutes an AFK run may take before lab stops it.
     pub run_timeout_minutes: i64,
+    /// Rounds an AFK run may have on its pull request, the first included.
+    pub max_rounds: i64,
+    /// Attempts at one issue, the first included.
+    pub max_attempts: i64,
+    /// Tokens an AFK run may use; `null`: no cap.
+    pub max_tokens: Option<i64>,
+    /// US dollars an AFK run may cost; `null`: no cap.
+    pub max_cost_usd: Option<f64>,
+    /// MiB of available memory an AFK launch needs (0: no check).
+    pub memory_per_run_mb: i64,
+}
+
+impl From<&crate::settings::AfkLimits> for AfkBody {
+    fn from(a: &crate::settings::AfkLimits) -> Self {
+        AfkBody {
+            max_concurrent: a.max_concurrent,
+            tick_seconds: a.tick_seconds,
+            run_timeout_minutes: a.run_timeout_minutes,
+            max_rounds: a.max_rounds,
+            max_attempts: a.max_attempts,
+            max_tokens: a.max_tokens,
+            max_cost_usd: a.max_cost_nano_usd.map(crate::domain::nano_to_usd),
+            memory_per_run_mb: a.memory_per_run_mb,
+        }
+    }
 }
 
 impl SettingsBody {
@@ -121,11 +146,7 @@ impl SettingsBody {
                 .into_iter()
                 .map(|(id, d)| (id.to_owned(), DefaultsBody::from(d)))
                 .collect(),
-            afk: AfkBody {
-                max_concurrent: s.afk.max_concurrent,
-                tick_seconds: s.afk.tick_seconds,
-                run_timeout_minutes: s.afk.run_timeout_minutes,
-            },
+            afk: AfkBody::from(&s.afk),
             runs: RunsBody {
                 workspace_retention_hours: s.runs.workspace_retention_hours,
                 allow_unsandboxed: s.runs.allow_unsandboxed,
@@ -178,6 +199,21 @@ pub struct AfkPatchBody {
     #[schema(schema_with = schema::run_timeout_minutes_patch)]
     #[serde(default, deserialize_with = "whole_number")]
     pub run_timeout_minutes: Field<i64>,
+    #[schema(schema_with = schema::max_rounds_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub max_rounds: Field<i64>,
+    #[schema(schema_with = schema::max_attempts_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub max_attempts: Field<i64>,
+    #[schema(schema_with = schema::max_tokens_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub max_tokens: Field<i64>,
+    #[schema(schema_with = schema::max_cost_usd_patch)]
+    #[serde(default)]
+    pub max_cost_usd: Field<f64>,
+    #[schema(schema_with = schema::memory_per_run_mb_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub memory_per_run_mb: Field<i64>,
 }
 
 impl SettingsPatchBody {
@@ -198,6 +234,11 @@ impl SettingsPatchBody {
                 max_concurrent: self.afk.max_concurrent.change(),
                 tick_seconds: self.afk.tick_seconds.change(),
                 run_timeout_minutes: self.afk.run_timeout_minutes.change(),
+                max_rounds: self.afk.max_rounds.change(),
+                max_attempts: self.afk.max_attempts.change(),
+                max_tokens: self.afk.max_tokens.change(),
+                max_cost_nano_usd: usd_to_nano(self.afk.max_cost_usd.change()),
+                memory_per_run_mb: self.afk.memory_per_run_mb.change(),
             },
             runs: RunsPatch {
                 workspace_retention_hours: self.runs.workspace_retention_hours.change(),
@@ -250,4 +291,15 @@ async fn patch_settings(
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_settings, patch_settings))
+}
+
+/// A dollar amount of a request as billionths (the store's unit); out of
+/// range amounts saturate, and the range check refuses them by name.
+pub fn usd_to_nano(c: crate::domain::Change<f64>) -> crate::domain::Change<i64> {
+    use crate::domain::Change;
+    match c {
+        Change::Keep => Change::Keep,
+        Change::Clear => Change::Clear,
+        Change::Set(usd) => Change::Set((usd * 1e9).round() as i64),
+    }
 }

@@ -248,7 +248,7 @@ impl Provider for ClaudeCode {
             Some("waits at the folder-trust dialog")
         } else if has("Bypass Permissions mode") && has("Yes, I accept") {
             Some("waits at the bypass-permissions confirmation")
-        } else if has("limit reached") || has("usage limit") {
+        } else if super::limits::usage_limit(screen).is_some() {
             Some("usage limit reached")
         } else if has("Do you want to proceed?")
             || has("Do you want to make this edit")

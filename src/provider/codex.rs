@@ -208,7 +208,7 @@ impl Provider for Codex {
             Some("waits at the folder-trust dialog")
         } else if has("Try new model") && has("Use existing model") {
             Some("waits at a model-migration notice")
-        } else if has("usage limit") || has("rate limit") {
+        } else if super::limits::usage_limit(screen).is_some() {
             Some("usage limit reached")
         } else if has("Would you like to run the following command?") || has("Allow command?") {
             Some("waits for an approval")

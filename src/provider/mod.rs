@@ -10,6 +10,7 @@ mod claude_code;
 mod codex;
 pub mod config;
 pub mod hooks;
+pub mod limits;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

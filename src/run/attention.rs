@@ -162,6 +162,10 @@ mod tests {
             stop_cause: None,
             cli_session_id: None,
             usage: None,
+            issue: None,
+            attempt: 1,
+            round: 1,
+            outcome: None,
             agent: agent.map(|(state, by)| AgentStatus {
                 state,
                 reason: None,

@@ -14,8 +14,8 @@ use super::sandbox;
 use super::tmux::SpawnArgs;
 use super::{branch_name, proctree, session_name};
 use crate::auth::{digest, new_token};
-use crate::domain::Run;
 use crate::domain::{Defaults, RunKind};
+use crate::domain::{Run, RunIssue};
 use crate::provider::{Provider, SpawnSpec};
 use crate::repo::Repo;
 use crate::resolve;
@@ -112,6 +112,8 @@ pub struct LaunchRequest {
     /// point cannot leave a started run that its claim does not name (and
     /// whose issue would be given to a second run).
     pub afk_claim: Option<i64>,
+    /// The issue the run works on, when it has one.
+    pub issue: Option<RunIssue>,
 }
 
 /// A launch's marks for reconcile: counted in `pending` until its run is
@@ -239,6 +241,7 @@ impl Runner {
                     token_hash: &token_hash,
                     sandboxed,
                     cli_session_id: cli_session.as_deref(),
+                    issue: req.issue.as_ref(),
                 },
                 |id| RunPlaces {
                     session: session_name(&req.repo.name, id),

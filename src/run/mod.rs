@@ -8,6 +8,7 @@
 pub mod agent_config;
 mod attention;
 pub mod busy;
+pub mod check;
 pub mod cli_check;
 mod confine;
 pub mod env;

@@ -179,6 +179,20 @@ impl Workspaces {
         .await
     }
 
+    /// The commit a branch of the registered repo (or its mirror) points
+    /// at, after [`collect`](Self::collect) brought it in.
+    pub async fn branch_head(&self, repo: &Repo, branch: &str) -> Option<String> {
+        let r = format!("refs/heads/{branch}");
+        git_out(
+            &self.git_dir(repo),
+            &["rev-parse", "--verify", "--quiet", &r],
+            LOCAL_TIMEOUT,
+        )
+        .await
+        .ok()
+        .filter(|s| !s.is_empty())
+    }
+
     async fn refresh_mirror(&self, url: &str, mirror: &Path) -> Result<(), WorkspaceError> {
         if mirror.join("HEAD").is_file() {
             return git(

@@ -19,6 +19,10 @@ pub struct LedgerRow {
     pub succeeded: usize,
     pub failed: usize,
     pub timed_out: usize,
+    /// Rounds on pull requests (each run has at least one).
+    pub rounds: i64,
+    /// Runs that were a second or later attempt at their issue.
+    pub retries: i64,
     /// Median duration of the ended runs, in seconds.
     pub median_seconds: Option<f64>,
     /// Every token the runs used (input, output, cache read and written), as
@@ -68,6 +72,8 @@ pub async fn ledger(store: &Store) -> Result<LedgerBody, StoreError> {
             succeeded: n(c.succeeded),
             failed: n(c.failed),
             timed_out: n(c.timed_out),
+            rounds: c.rounds,
+            retries: c.retries,
             median_seconds: c.median_ms.map(|ms| ms / 1000.0),
             tokens: c.tokens,
             cost_usd,

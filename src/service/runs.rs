@@ -57,6 +57,7 @@ pub async fn start_manual(
         prompt_names_branch: false,
         env: BTreeMap::new(),
         afk_claim: None,
+        issue: None,
     };
     // A task of its own: a client that hangs up mid-launch still gets its
     // run started and recorded, not half of one.

@@ -126,6 +126,11 @@ fn afk_limits_set_and_reset() {
                 max_concurrent: Change::Set(7),
                 tick_seconds: Change::Set(5),
                 run_timeout_minutes: Change::Set(90),
+                max_rounds: Change::Set(5),
+                max_attempts: Change::Set(1),
+                max_tokens: Change::Set(2_000_000),
+                max_cost_nano_usd: Change::Set(2_500_000_000),
+                memory_per_run_mb: Change::Set(0),
             },
             ..SettingsPatch::default()
         },
@@ -136,8 +141,40 @@ fn afk_limits_set_and_reset() {
         AfkLimits {
             max_concurrent: 7,
             tick_seconds: 5,
-            run_timeout_minutes: 90
+            run_timeout_minutes: 90,
+            max_rounds: 5,
+            max_attempts: 1,
+            max_tokens: Some(2_000_000),
+            max_cost_nano_usd: Some(2_500_000_000),
+            memory_per_run_mb: 0,
         }
+    );
+    // Budgets out of range are refused by name, in dollars for the cost.
+    let e = apply(
+        &s,
+        &SettingsPatch {
+            afk: AfkPatch {
+                max_cost_nano_usd: Change::Set(-1),
+                max_rounds: Change::Set(0),
+                ..AfkPatch::default()
+            },
+            ..SettingsPatch::default()
+        },
+    )
+    .unwrap_err();
+    let fields: Vec<_> =
+        e.0.iter()
+            .map(|f| (f.field.as_str(), f.message.as_str()))
+            .collect();
+    assert_eq!(
+        fields,
+        [
+            ("afk.max_rounds", "must be a whole number from 1 to 20"),
+            (
+                "afk.max_cost_usd",
+                "must be an amount of US dollars from 0.01 to 1000000"
+            ),
+        ]
     );
     let s = apply(
         &s,

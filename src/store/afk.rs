@@ -10,7 +10,7 @@ use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
 use crate::domain::Outcome;
 
 const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
-     detail, relabelled, claimed_at, started_at, ended_at";
+     detail, relabelled, claimed_at, started_at, ended_at, attempt, rounds, retry_at, round_key, checks";
 
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct Claim {
@@ -32,6 +32,17 @@ pub struct Claim {
     pub claimed_at: i64,
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
+    /// Which attempt at its issue (1 for the first).
+    pub attempt: i64,
+    /// Rounds its run had on its pull request (1 until sent back to work).
+    pub rounds: i64,
+    /// For a failed attempt that will be tried again: not before then (ms).
+    pub retry_at: Option<i64>,
+    /// What the last round was started for (head and check), so one
+    /// failure starts one round.
+    pub round_key: Option<String>,
+    /// What the pull request's checks said last.
+    pub checks: Option<String>,
 }
 
 /// What a claim attempt found.
@@ -66,8 +77,8 @@ impl Store {
     ) -> Result<ClaimResult> {
         let now = now_ms();
         let insert = format!(
-            "INSERT INTO afk_claims (repo_id, repo_name, issue_number, node, active, claimed_at) \
-             VALUES ($1, $2, $3, $4, TRUE, $5) RETURNING {COLUMNS}"
+            "INSERT INTO afk_claims (repo_id, repo_name, issue_number, node, active, claimed_at, attempt) \
+             VALUES ($1, $2, $3, $4, TRUE, $5, $6) RETURNING {COLUMNS}"
         );
         let r: Result<ClaimResult> = in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE" => {
             let (global,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM afk_claims WHERE active").fetch_one(&mut *tx).await?;
@@ -77,13 +88,28 @@ impl Store {
                 .await?;
             let (taken,): (i64,) = sqlx::query_as(
                 "SELECT COUNT(*) FROM afk_claims WHERE repo_id = $1 AND issue_number = $2 \
-                 AND (active OR (outcome IS NOT NULL AND NOT relabelled) OR relabelled_at >= $3)",
+                 AND (active OR (outcome IS NOT NULL AND NOT relabelled) OR relabelled_at >= $3 OR retry_at > $4)",
             )
             .bind(repo_id)
             .bind(issue)
             .bind(listed_at - CLOCK_SKEW_MS)
+            .bind(now)
             .fetch_one(&mut *tx)
             .await?;
+            // The attempt: the next of a lineage whose last attempt is to be
+            // tried again, else a new lineage's first.
+            let last: Option<(i64, Option<i64>)> = sqlx::query_as(
+                "SELECT attempt, retry_at FROM afk_claims WHERE repo_id = $1 AND issue_number = $2 \
+                 ORDER BY id DESC LIMIT 1",
+            )
+            .bind(repo_id)
+            .bind(issue)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let attempt = match last {
+                Some((n, Some(_))) => n + 1,
+                _ => 1,
+            };
             if global >= global_cap {
                 Ok::<_, StoreError>(ClaimResult::GlobalCap)
             } else if repo >= repo_cap {
@@ -97,6 +123,7 @@ impl Store {
                     .bind(issue)
                     .bind(node)
                     .bind(now)
+                    .bind(attempt)
                     .fetch_one(&mut *tx)
                     .await;
                 match claim {
@@ -173,19 +200,65 @@ impl Store {
 
     /// Records how an active claim's run ended; false when it had already.
     pub async fn finish_claim(&self, claim: i64, outcome: Outcome, detail: &str) -> Result<bool> {
+        self.finish_claim_retry(claim, outcome, detail, None).await
+    }
+
+    /// [`finish_claim`](Self::finish_claim), and when `retry_at` is given,
+    /// the issue is tried again from then by the lineage's next attempt (in
+    /// the same write: no crash leaves a failed attempt neither retried nor
+    /// told).
+    pub async fn finish_claim_retry(
+        &self,
+        claim: i64,
+        outcome: Outcome,
+        detail: &str,
+        retry_at: Option<i64>,
+    ) -> Result<bool> {
         let n = on_db!(self.db(), pool => {
             sqlx::query(
-                "UPDATE afk_claims SET active = FALSE, outcome = $1, detail = $2, ended_at = $3 WHERE id = $4 AND active",
+                "UPDATE afk_claims SET active = FALSE, outcome = $1, detail = $2, ended_at = $3, retry_at = $5 \
+                 WHERE id = $4 AND active",
             )
             .bind(outcome)
             .bind(detail)
             .bind(now_ms())
+            .bind(claim)
+            .bind(retry_at)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// Records a new round of a claim's run, started for `key` (the head
+    /// and the check that failed); false when a round for `key` was
+    /// started already.
+    pub async fn start_round(&self, claim: i64, key: &str) -> Result<bool> {
+        let n = on_db!(self.db(), pool => {
+            sqlx::query(
+                "UPDATE afk_claims SET rounds = rounds + 1, round_key = $1 WHERE id = $2 AND active \
+                 AND (round_key IS NULL OR round_key <> $1)",
+            )
+            .bind(key)
             .bind(claim)
             .execute(pool)
             .await?
             .rows_affected()
         });
         Ok(n == 1)
+    }
+
+    /// Records what a claim's pull request's checks said last.
+    pub async fn set_claim_checks(&self, claim: i64, checks: &str) -> Result<()> {
+        on_db!(self.db(), pool => {
+            sqlx::query("UPDATE afk_claims SET checks = $1 WHERE id = $2")
+                .bind(checks)
+                .bind(claim)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
     }
 
     pub async fn mark_relabelled(&self, claim: i64) -> Result<()> {
@@ -221,9 +294,11 @@ impl Store {
     pub async fn blocked_issues(&self, repo_id: i64) -> Result<Vec<i64>> {
         let rows: Vec<(i64,)> = on_db!(self.db(), pool => {
             sqlx::query_as(
-                "SELECT issue_number FROM afk_claims WHERE repo_id = $1 AND (active OR (outcome IS NOT NULL AND NOT relabelled))",
+                "SELECT issue_number FROM afk_claims WHERE repo_id = $1 \
+                 AND (active OR (outcome IS NOT NULL AND NOT relabelled) OR retry_at > $2)",
             )
             .bind(repo_id)
+            .bind(now_ms())
             .fetch_all(pool)
             .await?
         });

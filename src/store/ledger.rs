@@ -22,9 +22,17 @@ pub struct LedgerCount {
     /// Empty for a repo; the effort for a model.
     pub sub: String,
     pub runs: i64,
+    /// Runs that left a pull request (`pr-green`, `pr-opened`,
+    /// `needs-human`).
     pub succeeded: i64,
+    /// Runs that ended without one and not by the time limit (`failed`,
+    /// `over-budget`, and any outcome lab does not know).
     pub failed: i64,
     pub timed_out: i64,
+    /// Rounds on pull requests, over the group's runs.
+    pub rounds: i64,
+    /// Runs that were a second (or later) attempt at their issue.
+    pub retries: i64,
     /// Median of `ended_at - started_at` over the group's ended runs.
     pub median_ms: Option<f64>,
     /// Every token the group's runs used, as far as read.
@@ -59,17 +67,25 @@ impl Store {
     pub async fn afk_ledger(&self, by: LedgerBy) -> Result<Vec<LedgerCount>> {
         let (k, s) = by.columns();
         // The outcomes as stored (SQL literals: the spellings are lab's own).
-        let (ok, late) = (Outcome::Succeeded.as_str(), Outcome::TimedOut.as_str());
+        let ok = Outcome::ALL
+            .iter()
+            .filter(|o| o.has_pull())
+            .map(|o| format!("'{}'", o.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let late = Outcome::TimedOut.as_str();
         let sql = format!(
             "SELECT name, sub, COUNT(*) AS runs, \
-               SUM(CASE WHEN outcome = '{ok}' THEN 1 ELSE 0 END) AS succeeded, \
-               SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ('{ok}', '{late}') \
+               SUM(CASE WHEN outcome IN ({ok}) THEN 1 ELSE 0 END) AS succeeded, \
+               SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ({ok}, '{late}') \
                    THEN 1 ELSE 0 END) AS failed, \
                SUM(CASE WHEN outcome = '{late}' THEN 1 ELSE 0 END) AS timed_out, \
+               CAST(SUM(rounds) AS BIGINT) AS rounds, \
+               SUM(CASE WHEN attempt > 1 THEN 1 ELSE 0 END) AS retries, \
                CAST(AVG(CASE WHEN rn * 2 BETWEEN n AND n + 2 THEN d END) AS DOUBLE PRECISION) AS median_ms, \
                CAST(COALESCE(SUM(tokens), 0) AS BIGINT) AS tokens, \
                CASE WHEN SUM(unpriced) > 0 THEN NULL ELSE CAST(SUM(cost) AS BIGINT) END AS cost_nano \
-             FROM (SELECT {k} AS name, {s} AS sub, outcome, ended_at - started_at AS d, \
+             FROM (SELECT {k} AS name, {s} AS sub, outcome, rounds, attempt, ended_at - started_at AS d, \
                      u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_creation_tokens AS tokens, \
                      CASE WHEN u.transcript IS NOT NULL THEN u.cost_nano_usd END AS cost, \
                      CASE WHEN u.transcript IS NOT NULL AND u.cost_nano_usd IS NULL THEN 1 ELSE 0 END AS unpriced, \
@@ -120,7 +136,7 @@ mod tests {
         .unwrap();
         let r = store.create_repo(&r).await.unwrap();
         for (issue, outcome) in [
-            (1, Outcome::Succeeded),
+            (1, Outcome::PrGreen),
             (2, Outcome::TimedOut),
             (3, Outcome::Failed),
         ] {

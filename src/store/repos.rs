@@ -9,7 +9,7 @@ use super::{
 };
 use crate::domain::Defaults;
 use crate::repo::issue_source::{IssueConfig, SourceKind};
-use crate::repo::{Repo, RepoSource};
+use crate::repo::{Repo, RepoBudget, RepoSource};
 
 use crate::validate::Invalid;
 
@@ -42,7 +42,8 @@ impl std::fmt::Display for RepoKey {
 const COLUMNS: &str = "r.id, r.name, r.path, r.url, r.default_branch, r.provider, r.model_default, \
      r.effort_default, r.afk_model_default, r.afk_effort_default, r.afk_options, r.afk_enabled, \
      r.afk_label, r.afk_max_concurrent, r.afk_paused, r.issue_source, r.forge_url, r.forge_repo, r.forge_token, \
-     r.allow_unsandboxed, r.created_at, r.updated_at";
+     r.allow_unsandboxed, r.check_command, r.afk_max_tokens, r.afk_max_cost_nano_usd, r.afk_run_timeout_minutes, \
+     r.created_at, r.updated_at";
 
 #[derive(FromRow)]
 struct RepoRow {
@@ -66,6 +67,10 @@ struct RepoRow {
     forge_repo: Option<String>,
     forge_token: Option<String>,
     allow_unsandboxed: Option<bool>,
+    check_command: Option<String>,
+    afk_max_tokens: Option<i64>,
+    afk_max_cost_nano_usd: Option<i64>,
+    afk_run_timeout_minutes: Option<i64>,
     created_at: i64,
     updated_at: i64,
 }
@@ -108,6 +113,12 @@ impl TryFrom<RepoRow> for Repo {
                 forge_token: r.forge_token,
             },
             allow_unsandboxed: r.allow_unsandboxed,
+            check_command: r.check_command,
+            budget: RepoBudget {
+                max_tokens: r.afk_max_tokens,
+                max_cost_nano_usd: r.afk_max_cost_nano_usd,
+                run_timeout_minutes: r.afk_run_timeout_minutes,
+            },
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -219,8 +230,10 @@ impl Store {
         let sql = format!(
             "INSERT INTO repos (name, path, url, default_branch, provider, model_default, effort_default, \
              afk_model_default, afk_effort_default, afk_options, afk_enabled, afk_label, afk_max_concurrent, \
-             afk_paused, issue_source, forge_url, forge_repo, forge_token, allow_unsandboxed, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $20, $14, $14) \
+             afk_paused, issue_source, forge_url, forge_repo, forge_token, allow_unsandboxed, check_command, afk_max_tokens, \
+             afk_max_cost_nano_usd, afk_run_timeout_minutes, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $20, \
+             $21, $22, $23, $24, $14, $14) \
              RETURNING {}",
             COLUMNS.replace("r.", "")
         );
@@ -246,6 +259,10 @@ impl Store {
                 .bind(&repo.issues.forge_repo)
                 .bind(&repo.issues.forge_token)
                 .bind(repo.allow_unsandboxed)
+                .bind(&repo.check_command)
+                .bind(repo.budget.max_tokens)
+                .bind(repo.budget.max_cost_nano_usd)
+                .bind(repo.budget.run_timeout_minutes)
                 .fetch_one(pool)
                 .await
                 .map_err(|e| conflict_on_unique(e, || format!("a repo named '{}' already exists", repo.name)))?
@@ -279,8 +296,9 @@ impl Store {
                              model_default = $6, effort_default = $7, afk_model_default = $8, \
                              afk_effort_default = $9, afk_options = $10, afk_enabled = $11, afk_label = $12, \
                              afk_max_concurrent = $13, updated_at = $14, afk_paused = $16, issue_source = $17, \
-                             forge_url = $18, forge_repo = $19, forge_token = $20, allow_unsandboxed = $21 \
-                             WHERE id = $15",
+                             forge_url = $18, forge_repo = $19, forge_token = $20, allow_unsandboxed = $21, \
+                             check_command = $22, afk_max_tokens = $23, afk_max_cost_nano_usd = $24, \
+                             afk_run_timeout_minutes = $25 WHERE id = $15",
                         )
                         .bind(&next.name)
                         .bind(next.path())
@@ -303,6 +321,10 @@ impl Store {
                         .bind(&next.issues.forge_repo)
                         .bind(&next.issues.forge_token)
                         .bind(next.allow_unsandboxed)
+                        .bind(&next.check_command)
+                        .bind(next.budget.max_tokens)
+                        .bind(next.budget.max_cost_nano_usd)
+                        .bind(next.budget.run_timeout_minutes)
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| conflict_on_unique(e, || format!("a repo named '{name}' already exists")))?;

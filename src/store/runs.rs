@@ -6,7 +6,8 @@ use sqlx::FromRow;
 
 use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
 use crate::domain::{
-    AgentBy, AgentState, AgentStatus, Layer, Run, RunKind, RunState, Sourced, StopCause, Usage,
+    AgentBy, AgentState, AgentStatus, Layer, Run, RunIssue, RunKind, RunState, Sourced, StopCause,
+    Usage,
 };
 use crate::resolve::Resolved;
 
@@ -17,11 +18,18 @@ pub(crate) const ACTIVE_STATES_SQL: &str = "('starting', 'running', 'waiting')";
 const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
      exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause, \
-     agent_state, agent_reason, agent_since, agent_by, cli_session_id";
+     agent_state, agent_reason, agent_since, agent_by, cli_session_id, issue_number, issue_title, issue_url";
 
 /// A run's usage, for reads of runs joined with `run_usage` ([`USAGE_JOIN`]).
-const USAGE_COLUMNS: &str = "u.transcript AS usage_transcript, u.input_tokens AS usage_input,      u.output_tokens AS usage_output, u.cache_read_tokens AS usage_cache_read,      u.cache_creation_tokens AS usage_cache_creation, u.turns AS usage_turns,      u.cost_nano_usd AS usage_cost";
-const USAGE_JOIN: &str = "LEFT JOIN run_usage u ON u.run_id = runs.id";
+/// Also the run's AFK claim's attempt, rounds and outcome (a derived table,
+/// so none of the claim's column names meets one of the run's).
+const USAGE_COLUMNS: &str = "u.transcript AS usage_transcript, u.input_tokens AS usage_input, \
+     u.output_tokens AS usage_output, u.cache_read_tokens AS usage_cache_read, \
+     u.cache_creation_tokens AS usage_cache_creation, u.turns AS usage_turns, \
+     u.cost_nano_usd AS usage_cost, c.claim_attempt, c.claim_rounds, c.claim_outcome";
+const USAGE_JOIN: &str = "LEFT JOIN run_usage u ON u.run_id = runs.id \
+     LEFT JOIN (SELECT run_id AS claim_run, attempt AS claim_attempt, rounds AS claim_rounds, \
+     outcome AS claim_outcome FROM afk_claims) c ON c.claim_run = runs.id";
 
 #[derive(FromRow)]
 struct RunRow {
@@ -58,6 +66,9 @@ struct RunRow {
     agent_since: Option<i64>,
     agent_by: Option<String>,
     cli_session_id: Option<String>,
+    issue_number: Option<i64>,
+    issue_title: Option<String>,
+    issue_url: Option<String>,
     #[sqlx(flatten)]
     usage: UsageColumns,
 }
@@ -79,6 +90,12 @@ struct UsageColumns {
     usage_turns: Option<i64>,
     #[sqlx(default)]
     usage_cost: Option<i64>,
+    #[sqlx(default)]
+    claim_attempt: Option<i64>,
+    #[sqlx(default)]
+    claim_rounds: Option<i64>,
+    #[sqlx(default)]
+    claim_outcome: Option<String>,
 }
 
 impl UsageColumns {
@@ -118,8 +135,24 @@ impl TryFrom<RunRow> for Run {
             }),
             (None, _) => None,
         };
+        let outcome = match r.usage.claim_outcome.as_deref() {
+            Some(o) => Some(o.parse().map_err(|e| corrupt("outcome", e))?),
+            None => None,
+        };
+        let issue = match (r.issue_number, r.issue_title) {
+            (Some(number), Some(title)) => Some(RunIssue {
+                number,
+                title,
+                url: r.issue_url,
+            }),
+            _ => None,
+        };
         Ok(Run {
             usage: r.usage.usage(),
+            issue,
+            attempt: r.usage.claim_attempt.unwrap_or(1),
+            round: r.usage.claim_rounds.unwrap_or(1),
+            outcome,
             cli_session_id: r.cli_session_id,
             id: r.id,
             kind: r.kind.parse().map_err(|e| corrupt("kind", e))?,
@@ -172,6 +205,8 @@ pub struct NewRun<'a> {
     pub sandboxed: bool,
     /// The session id lab chose for the agent CLI, when the CLI takes one.
     pub cli_session_id: Option<&'a str>,
+    /// The issue it works on, when it has one.
+    pub issue: Option<&'a RunIssue>,
 }
 
 /// Where a run lives, derived from its id once the id is known.
@@ -225,8 +260,10 @@ impl Store {
         let row: RunRow = on_db!(self.db(), pool => {
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO runs (kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
-                 options, prompt, state, node, session, token_hash, created_at, sandboxed, cli_session_id) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14, $15) RETURNING id",
+                 options, prompt, state, node, session, token_hash, created_at, sandboxed, cli_session_id, \
+                 issue_number, issue_title, issue_url) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14, $15, $16, $17, $18) \
+                 RETURNING id",
             )
             .bind(new.kind.as_str())
             .bind(new.repo_id)
@@ -243,6 +280,9 @@ impl Store {
             .bind(now)
             .bind(new.sandboxed)
             .bind(new.cli_session_id)
+            .bind(new.issue.map(|i| i.number))
+            .bind(new.issue.map(|i| i.title.as_str()))
+            .bind(new.issue.and_then(|i| i.url.as_deref()))
             .fetch_one(pool)
             .await?;
             let p = places(id);

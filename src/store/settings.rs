@@ -41,6 +41,11 @@ struct GlobalRow {
     afk_max_concurrent: i64,
     afk_tick_seconds: i64,
     afk_run_timeout_minutes: i64,
+    afk_max_rounds: i64,
+    afk_max_attempts: i64,
+    afk_max_tokens: Option<i64>,
+    afk_max_cost_nano_usd: Option<i64>,
+    afk_memory_per_run_mb: i64,
     workspace_retention_hours: Option<i64>,
     allow_unsandboxed: bool,
 }
@@ -48,6 +53,7 @@ struct GlobalRow {
 /// Everything in one round trip: the global row, joined with each provider
 /// row (one row with NULL provider columns when there are none).
 const SELECT_ALL: &str = "SELECT g.afk_max_concurrent, g.afk_tick_seconds, g.afk_run_timeout_minutes, \
+     g.afk_max_rounds, g.afk_max_attempts, g.afk_max_tokens, g.afk_max_cost_nano_usd, g.afk_memory_per_run_mb, \
      g.workspace_retention_hours, g.allow_unsandboxed, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
      p.afk_effort_default, p.afk_options FROM global_settings g LEFT JOIN provider_settings p ON 1 = 1 \
      WHERE g.id = 1 ORDER BY p.provider";
@@ -75,6 +81,11 @@ fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
         afk_max_concurrent: first.g.afk_max_concurrent,
         afk_tick_seconds: first.g.afk_tick_seconds,
         afk_run_timeout_minutes: first.g.afk_run_timeout_minutes,
+        afk_max_rounds: first.g.afk_max_rounds,
+        afk_max_attempts: first.g.afk_max_attempts,
+        afk_max_tokens: first.g.afk_max_tokens,
+        afk_max_cost_nano_usd: first.g.afk_max_cost_nano_usd,
+        afk_memory_per_run_mb: first.g.afk_memory_per_run_mb,
         workspace_retention_hours: first.g.workspace_retention_hours,
         allow_unsandboxed: first.g.allow_unsandboxed,
     };
@@ -99,6 +110,11 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
             max_concurrent: g.afk_max_concurrent,
             tick_seconds: g.afk_tick_seconds,
             run_timeout_minutes: g.afk_run_timeout_minutes,
+            max_rounds: g.afk_max_rounds,
+            max_attempts: g.afk_max_attempts,
+            max_tokens: g.afk_max_tokens,
+            max_cost_nano_usd: g.afk_max_cost_nano_usd,
+            memory_per_run_mb: g.afk_memory_per_run_mb,
         },
         runs: RunSettings {
             workspace_retention_hours: g.workspace_retention_hours,
@@ -207,7 +223,8 @@ impl Store {
                         sqlx::query(
                             "UPDATE global_settings SET afk_max_concurrent = $1, afk_tick_seconds = $2, \
                              afk_run_timeout_minutes = $3, workspace_retention_hours = $4, updated_at = $5, \
-                             allow_unsandboxed = $6 WHERE id = 1",
+                             allow_unsandboxed = $6, afk_max_rounds = $7, afk_max_attempts = $8, afk_max_tokens = $9, \
+                             afk_max_cost_nano_usd = $10, afk_memory_per_run_mb = $11 WHERE id = 1",
                         )
                         .bind(next.afk.max_concurrent)
                         .bind(next.afk.tick_seconds)
@@ -215,6 +232,11 @@ impl Store {
                         .bind(next.runs.workspace_retention_hours)
                         .bind(now)
                         .bind(next.runs.allow_unsandboxed)
+                        .bind(next.afk.max_rounds)
+                        .bind(next.afk.max_attempts)
+                        .bind(next.afk.max_tokens)
+                        .bind(next.afk.max_cost_nano_usd)
+                        .bind(next.afk.memory_per_run_mb)
                         .execute(&mut *tx)
                         .await?;
                     }

@@ -33,6 +33,35 @@ pub fn input_text(field: &str, value: &str) -> Result<String, FieldError> {
     Ok(value.to_owned())
 }
 
+/// The most characters of a repo's check command.
+pub const MAX_CHECK_COMMAND: usize = 4096;
+
+/// A repo's check command: a shell command line lab runs in a run's
+/// workspace, in the run's sandbox (exit 0 is green). Line breaks and tabs
+/// are allowed, no other control character; at most
+/// [`MAX_CHECK_COMMAND`] characters.
+pub fn check_command(field: &str, value: &str) -> Result<String, FieldError> {
+    let chars = value.chars().count();
+    if chars > MAX_CHECK_COMMAND {
+        return Err(FieldError::new(
+            field,
+            format!("is {chars} characters; at most {MAX_CHECK_COMMAND} are allowed"),
+        ));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+    {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "holds the control character {c:?}; a check command may hold line breaks and tabs only"
+            ),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +77,16 @@ mod tests {
         assert!(e.message.contains("'\\u{1b}'"), "{}", e.message);
         assert!(input_text("text", "\r").is_err());
         assert!(input_text("text", "a\0").is_err());
+    }
+
+    #[test]
+    fn a_check_command_is_bounded_text() {
+        assert_eq!(
+            check_command("c", "cargo test\n\tmake").unwrap(),
+            "cargo test\n\tmake"
+        );
+        assert!(check_command("c", &"x".repeat(MAX_CHECK_COMMAND + 1)).is_err());
+        let e = check_command("check_command", "make\r").unwrap_err();
+        assert_eq!(e.field, "check_command");
     }
 }

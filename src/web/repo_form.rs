@@ -3,7 +3,7 @@
 //! patch a posted form makes.
 
 use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
-use super::settings_page::{change, number, option_fields, options_patch};
+use super::settings_page::{change, dollars, number, option_fields, options_patch};
 use crate::domain::{Change, Defaults, RunKind, Sourced};
 use crate::provider::{self, Provider};
 use crate::repo::{self, Repo, RepoPatch};
@@ -286,6 +286,66 @@ pub(super) fn sections(
                 .into(),
             fields: afk,
         },
+        Section {
+            title: "Checks and budgets".into(),
+            intro: "After each round of an AFK run's agent on its pull request, lab runs the check \
+                    command in the run's workspace, in its sandbox; a failure sends the agent back to \
+                    work. Empty budgets inherit the global ones."
+                .into(),
+            fields: vec![
+                FormField::new(
+                    "check_command",
+                    "Check command",
+                    Kind::Text {
+                        value: v("check_command", repo.check_command.as_deref()),
+                        placeholder: "none (e.g. cargo test)".into(),
+                    },
+                )
+                .help("Exit status 0 is green.")
+                .error_from(errors),
+                FormField::new(
+                    "afk_run_timeout_minutes",
+                    "Run time limit (minutes)",
+                    Kind::Number {
+                        value: v(
+                            "afk_run_timeout_minutes",
+                            repo.budget.run_timeout_minutes.map(|n| n.to_string()).as_deref(),
+                        ),
+                        min: crate::settings::RUN_TIMEOUT_MINUTES.0,
+                        max: crate::settings::RUN_TIMEOUT_MINUTES.1,
+                    },
+                )
+                .error_from(errors),
+                FormField::new(
+                    "afk_max_tokens",
+                    "Token budget per run",
+                    Kind::Number {
+                        value: v(
+                            "afk_max_tokens",
+                            repo.budget.max_tokens.map(|n| n.to_string()).as_deref(),
+                        ),
+                        min: crate::settings::MAX_TOKENS.0,
+                        max: crate::settings::MAX_TOKENS.1,
+                    },
+                )
+                .error_from(errors),
+                FormField::new(
+                    "afk_max_cost_usd",
+                    "Cost budget per run (US dollars)",
+                    Kind::Text {
+                        value: v(
+                            "afk_max_cost_usd",
+                            repo.budget
+                                .max_cost_nano_usd
+                                .map(|n| crate::domain::nano_to_usd(n).to_string())
+                                .as_deref(),
+                        ),
+                        placeholder: "the global budget".into(),
+                    },
+                )
+                .error_from(errors),
+            ],
+        },
     ]
 }
 
@@ -338,6 +398,12 @@ pub(super) fn patch_from(
             None => Change::Clear,
         };
         patch.afk_max_concurrent = number(form, "afk_max_concurrent", &mut errs);
+        if form.has("check_command") {
+            patch.check_command = change(form, "check_command");
+            patch.afk_run_timeout_minutes = number(form, "afk_run_timeout_minutes", &mut errs);
+            patch.afk_max_tokens = number(form, "afk_max_tokens", &mut errs);
+            patch.afk_max_cost_nano_usd = dollars(form, "afk_max_cost_usd", &mut errs);
+        }
         patch.issues = crate::repo::issue_source::IssueConfigPatch {
             source: change(form, "issue_source"),
             forge_url: change(form, "forge_url"),

@@ -229,6 +229,61 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
             )
             .help("An AFK run that takes longer is stopped and recorded as timed out.")
             .error_from(errors),
+            FormField::new(
+                "afk.max_rounds",
+                "Rounds on a pull request",
+                num("afk.max_rounds", s.afk.max_rounds, settings::MAX_ROUNDS),
+            )
+            .help("A failing check or a review sends the run back to work this many times, the first round included; then the issue needs a person.")
+            .error_from(errors),
+            FormField::new(
+                "afk.max_attempts",
+                "Attempts per issue",
+                num("afk.max_attempts", s.afk.max_attempts, settings::MAX_ATTEMPTS),
+            )
+            .help("A failed or timed-out run is tried again, as a new run, until this many attempts were made.")
+            .error_from(errors),
+            FormField::new(
+                "afk.max_tokens",
+                "Token budget per run",
+                Kind::Number {
+                    value: v.get(
+                        "afk.max_tokens",
+                        s.afk.max_tokens.map(|t| t.to_string()).as_deref(),
+                    ),
+                    min: settings::MAX_TOKENS.0,
+                    max: settings::MAX_TOKENS.1,
+                },
+            )
+            .help("Empty: no cap. A run past it is stopped and recorded as over budget.")
+            .error_from(errors),
+            FormField::new(
+                "afk.max_cost_usd",
+                "Cost budget per run (US dollars)",
+                Kind::Text {
+                    value: v.get(
+                        "afk.max_cost_usd",
+                        s.afk
+                            .max_cost_nano_usd
+                            .map(|n| crate::domain::nano_to_usd(n).to_string())
+                            .as_deref(),
+                    ),
+                    placeholder: "no cap".into(),
+                },
+            )
+            .help("Empty: no cap. Counted from the run's usage at lab's price table.")
+            .error_from(errors),
+            FormField::new(
+                "afk.memory_per_run_mb",
+                "Memory per run (MiB)",
+                num(
+                    "afk.memory_per_run_mb",
+                    s.afk.memory_per_run_mb,
+                    settings::MEMORY_PER_RUN_MB,
+                ),
+            )
+            .help("An AFK launch waits while the machine has less memory available than this (0: no check).")
+            .error_from(errors),
         ],
     });
     let (lo, hi) = settings::WORKSPACE_RETENTION_HOURS;
@@ -299,6 +354,23 @@ pub fn number(form: &Form, name: &str, errs: &mut ValueErrors) -> Change<i64> {
     }
 }
 
+/// A dollar amount of a posted form, as billionths; empty clears.
+pub fn dollars(form: &Form, name: &str, errs: &mut ValueErrors) -> Change<i64> {
+    match form.value(name) {
+        None => Change::Clear,
+        Some(v) => match v.trim().trim_start_matches('$').parse::<f64>() {
+            Ok(usd) if usd.is_finite() => Change::Set((usd * 1e9).round() as i64),
+            _ => {
+                errs.push(
+                    FieldError::new(name, "must be an amount of US dollars, like 2.50")
+                        .with_value(v),
+                );
+                Change::Keep
+            }
+        },
+    }
+}
+
 /// The options of one provider from a posted form: checkboxes (when the
 /// page showed them) and selects.
 pub fn options_patch(
@@ -360,6 +432,11 @@ fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
         max_concurrent: number(form, "afk.max_concurrent", &mut errs),
         tick_seconds: number(form, "afk.tick_seconds", &mut errs),
         run_timeout_minutes: number(form, "afk.run_timeout_minutes", &mut errs),
+        max_rounds: number(form, "afk.max_rounds", &mut errs),
+        max_attempts: number(form, "afk.max_attempts", &mut errs),
+        max_tokens: number(form, "afk.max_tokens", &mut errs),
+        max_cost_nano_usd: dollars(form, "afk.max_cost_usd", &mut errs),
+        memory_per_run_mb: number(form, "afk.memory_per_run_mb", &mut errs),
     };
     patch.runs = RunsPatch {
         workspace_retention_hours: number(form, "runs.workspace_retention_hours", &mut errs),

@@ -85,7 +85,8 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
     .ok();
     let n = issue(&s, "r", "Make it faster").await;
     let c = outcome(&s, "r", n, 30).await;
-    assert_eq!(c["outcome"], "succeeded", "{c}");
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    assert_eq!(c["checks"], "none", "{c}");
     // The provider applied the repo's AFK option to lab's prompt: the
     // agent's last argument is the directive, then the template.
     let argv = crate::support::agent::argv(&s.record(c["run_id"].as_i64().unwrap(), "argv").await);
@@ -141,7 +142,7 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
         .iter()
         .map(|l| l.as_str().unwrap())
         .collect();
-    assert_eq!(labels, ["lab:pr-opened"]);
+    assert_eq!(labels, ["lab:pr-green"]);
     assert!(
         i["comments"][0]["body"].as_str().unwrap().contains(&pr_url),
         "{i}"
@@ -153,30 +154,106 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
     s.stop().await;
 }
 
-async fn a_failing_agent_is_recorded_as_failed(b: Backend) {
+/// A failed attempt is tried again (`afk.max_attempts`, 2 by default) as a
+/// new run of the same lineage, after a back-off; the last one's failure
+/// goes on the issue.
+async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
     let s = TestServer::start(b).await;
     behave(&s, "echo 'cannot do this: the tests are broken'\nexit 3\n");
     afk_repo(&s, "r").await;
     let n = issue(&s, "r", "Impossible").await;
-    let c = outcome(&s, "r", n, 30).await;
-    assert_eq!(c["outcome"], "failed", "{c}");
-    let detail = c["detail"].as_str().unwrap();
+    let path = format!("/api/v1/repos/r/issues/{n}");
+    let i = wait::until(
+        "the issue labelled lab:failed",
+        wait::secs(60).every_ms(200),
+        async || {
+            let i = s.get(&path).await.ok();
+            if i["labels"] == json!(["lab:failed"]) {
+                Ok(i)
+            } else {
+                Err(i)
+            }
+        },
+    )
+    .await;
+    let comments: Vec<&str> = i["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["body"].as_str().unwrap())
+        .collect();
+    assert_eq!(comments.len(), 2, "{comments:?}");
+    assert!(
+        comments[0].contains("status 3")
+            && comments[0].contains("lab tries this issue again (attempt 2 of at most 2)"),
+        "{}",
+        comments[0]
+    );
+    assert!(
+        comments[1].contains("(attempt 2)") && comments[1].contains("status 3"),
+        "{}",
+        comments[1]
+    );
+    let st = s.get("/api/v1/afk/status").await.ok();
+    let claims: Vec<_> = st["recent"].as_array().unwrap().iter().rev().collect();
+    assert_eq!(claims.len(), 2, "{st}");
+    assert_eq!(
+        claims
+            .iter()
+            .map(|c| (
+                c["attempt"].as_i64().unwrap(),
+                c["outcome"].as_str().unwrap()
+            ))
+            .collect::<Vec<_>>(),
+        [(1, "failed"), (2, "failed")]
+    );
+    assert!(
+        claims[0]["retry_at"].is_string() && claims[1]["retry_at"].is_null(),
+        "{st}"
+    );
+    let detail = claims[1]["detail"].as_str().unwrap();
     assert!(
         detail.contains("status 3") && detail.contains("the tests are broken"),
         "{detail}"
     );
-    let i = told(&s, "r", n).await;
-    assert_eq!(i["labels"], json!(["lab:failed"]));
+    // The second run says which attempt it is, and for which issue.
+    let run = s
+        .get(&format!("/api/v1/runs/{}", claims[1]["run_id"]))
+        .await
+        .ok();
+    assert_eq!(
+        (run["attempt"].as_i64(), run["round"].as_i64()),
+        (Some(2), Some(1)),
+        "{run}"
+    );
+    assert_eq!(run["outcome"], "failed");
+    assert_eq!(run["issue"]["number"], n);
+    assert_eq!(run["issue"]["title"], "Impossible");
+    assert_eq!(run["issue"]["repo"], "r");
     assert!(
-        i["comments"][0]["body"]
+        run["issue"]["url"]
             .as_str()
             .unwrap()
-            .contains("status 3")
+            .ends_with(&format!("/repos/r/issues/{n}")),
+        "{run}"
+    );
+    // No third attempt.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        s.get("/api/v1/runs?kind=afk")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
     );
     let ledger = s.get("/api/v1/afk/ledger").await.ok();
     assert_eq!(ledger["by_repo"][0]["repo"], "r", "{ledger}");
-    assert_eq!(ledger["by_repo"][0]["runs"], 1, "{ledger}");
-    assert_eq!(ledger["by_repo"][0]["failed"], 1, "{ledger}");
+    assert_eq!(ledger["by_repo"][0]["runs"], 2, "{ledger}");
+    assert_eq!(ledger["by_repo"][0]["failed"], 2, "{ledger}");
+    assert_eq!(ledger["by_repo"][0]["retries"], 1, "{ledger}");
+    assert_eq!(ledger["by_repo"][0]["rounds"], 2, "{ledger}");
     assert_eq!(ledger["by_model"][0]["model"], "sonnet", "{ledger}");
     s.stop().await;
 }
@@ -191,7 +268,7 @@ async fn a_hanging_agent_times_out(b: Backend) {
     afk_repo(&s, "r").await;
     s.patch(
         "/api/v1/settings",
-        json!({"afk": {"run_timeout_minutes": 1}}),
+        json!({"afk": {"run_timeout_minutes": 1, "max_attempts": 1}}),
     )
     .await
     .ok();
@@ -212,7 +289,7 @@ async fn a_hanging_agent_times_out(b: Backend) {
         .expect("the hanging child, seen from the host");
     assert!(pid_alive(child));
     let c = outcome(&s, "r", n, 90).await;
-    assert_eq!(c["outcome"], "timed_out", "{c}");
+    assert_eq!(c["outcome"], "timed-out", "{c}");
     assert!(
         c["detail"]
             .as_str()
@@ -350,7 +427,7 @@ async fn afk_start_says_why_not(b: Backend) {
 
 on_both!(
     a_resolving_agent_succeeds_with_a_pull_request,
-    a_failing_agent_is_recorded_as_failed,
+    a_failing_agent_is_retried_then_recorded_as_failed,
     a_hanging_agent_times_out,
     the_run_token_is_scoped_to_its_run,
     afk_start_says_why_not,

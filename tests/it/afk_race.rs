@@ -33,7 +33,7 @@ async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap(pg: Backend) {
     a.post("/api/v1/afk/pause", json!(null)).await;
     a.patch(
         "/api/v1/settings",
-        json!({"afk": {"tick_seconds": 1, "max_concurrent": global_cap}}),
+        json!({"afk": {"tick_seconds": 1, "max_concurrent": global_cap, "max_attempts": 1}}),
     )
     .await;
     for r in 0..repos {

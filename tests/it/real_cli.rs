@@ -61,6 +61,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
             prompt_names_branch: false,
             env: BTreeMap::new(),
             afk_claim: None,
+            issue: None,
         })
         .await
         .unwrap();

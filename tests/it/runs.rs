@@ -355,6 +355,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
         prompt_names_branch: false,
         env: Default::default(),
         afk_claim: None,
+        issue: None,
     }));
     let recorded = wait::until(
         "the run recorded",

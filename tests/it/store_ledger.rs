@@ -48,6 +48,9 @@ async fn afk_run(
     }
 }
 
+/// The outcomes that left a pull request.
+const PULLS: [&str; 3] = ["pr-green", "pr-opened", "needs-human"];
+
 /// A ledger by group (name, sub): runs, succeeded, failed, timed out,
 /// median ms.
 type Ledger = BTreeMap<(String, String), (i64, i64, i64, i64, Option<f64>)>;
@@ -98,9 +101,9 @@ fn by_hand(claims: &[Claim], by: LedgerBy) -> Ledger {
             };
             let v = (
                 cs.len() as i64,
-                count(&|o| o == "succeeded"),
-                count(&|o| o != "succeeded" && o != "timed_out"),
-                count(&|o| o == "timed_out"),
+                count(&|o| PULLS.contains(&o)),
+                count(&|o| !PULLS.contains(&o) && o != "timed-out"),
+                count(&|o| o == "timed-out"),
                 median(d),
             );
             (k, v)
@@ -125,15 +128,15 @@ async fn the_database_counts_the_ledger_as_memory_did(b: Backend) {
     let bb = store.create_repo(&new_repo("b")).await.unwrap();
     let (a, bb) = ((a.id, "a"), (bb.id, "b"));
     // Repo a: three ended runs (an odd count), one of each outcome.
-    afk_run(&store, a, 1, Some(("sonnet", "high", 5, "succeeded"))).await;
+    afk_run(&store, a, 1, Some(("sonnet", "high", 5, "pr-green"))).await;
     afk_run(&store, a, 2, Some(("sonnet", "high", 30, "failed"))).await;
-    afk_run(&store, a, 3, Some(("sonnet", "high", 60, "timed_out"))).await;
+    afk_run(&store, a, 3, Some(("sonnet", "high", 60, "timed-out"))).await;
     // Repo b: four ended runs (an even count), one still live, one claim
     // whose run never started (not a run: not counted).
-    afk_run(&store, bb, 1, Some(("opus", "low", 10, "succeeded"))).await;
-    afk_run(&store, bb, 2, Some(("opus", "low", 45, "succeeded"))).await;
+    afk_run(&store, bb, 1, Some(("opus", "low", 10, "pr-opened"))).await;
+    afk_run(&store, bb, 2, Some(("opus", "low", 45, "needs-human"))).await;
     afk_run(&store, bb, 3, Some(("sonnet", "high", 20, "failed"))).await;
-    afk_run(&store, bb, 4, Some(("opus", "max", 15, "failed"))).await;
+    afk_run(&store, bb, 4, Some(("opus", "max", 15, "over-budget"))).await;
     afk_run(&store, bb, 5, Some(("opus", "low", 0, ""))).await;
     afk_run(&store, bb, 6, None).await;
 

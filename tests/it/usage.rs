@@ -10,7 +10,7 @@ use crate::support::{Backend, TestServer, id};
 
 /// A Claude Code transcript line of an API message (`message.usage` as the
 /// Messages API and Claude Code 2.1.332 write it).
-fn assistant(msg: &str, input: u64, output: u64, read: u64, written: u64) -> String {
+pub(crate) fn assistant(msg: &str, input: u64, output: u64, read: u64, written: u64) -> String {
     json!({
         "parentUuid": null, "isSidechain": false, "userType": "external",
         "cwd": "/w", "sessionId": "s", "version": "2.1.332", "type": "assistant",
@@ -32,7 +32,7 @@ fn assistant(msg: &str, input: u64, output: u64, read: u64, written: u64) -> Str
     .to_string()
 }
 
-fn prompt(text: &str) -> String {
+pub(crate) fn prompt(text: &str) -> String {
     json!({
         "parentUuid": null, "isSidechain": false, "userType": "external",
         "cwd": "/w", "sessionId": "s", "version": "2.1.332", "type": "user",
@@ -302,10 +302,10 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
         .unwrap();
     // (issue, model, outcome, tokens in, cost in billionths; None: unpriced)
     let runs: [(i64, &str, &str, i64, Option<i64>); 6] = [
-        (1, "sonnet", "succeeded", 1000, Some(2_000_000_000)),
+        (1, "sonnet", "pr-green", 1000, Some(2_000_000_000)),
         (2, "sonnet", "failed", 500, Some(1_000_000_000)),
-        (3, "sonnet", "succeeded", 300, Some(1_000_000_000)),
-        (4, "fable", "succeeded", 700, None),
+        (3, "sonnet", "pr-green", 300, Some(1_000_000_000)),
+        (4, "fable", "pr-green", 700, None),
         (5, "sonnet", "", 0, Some(0)),
         // Its transcript was never found (the pass read it a last time).
         (6, "opus", "failed", 0, Some(0)),
@@ -367,7 +367,7 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
             .unwrap_or_else(|| panic!("no {o:?} row in {:?}", l.by_outcome));
         (r.runs, r.tokens, r.cost_usd)
     };
-    assert_eq!(outcome(Some("succeeded")), (3, 2000, None));
+    assert_eq!(outcome(Some("pr-green")), (3, 2000, None));
     assert_eq!(outcome(Some("failed")), (2, 500, Some(1.0)));
     let opus = l
         .by_model

@@ -1,0 +1,388 @@
+//! What lab does with a live AFK run each settle (issue 14): end it at its
+//! time limit or over its budget, and once it opened its pull request,
+//! follow the pull request through the repo's check command, round by
+//! round, in the same agent session.
+//!
+//! A round ends when the agent's turn does (its CLI's hook says `idle`).
+//! Then lab brings the run's branch into the repo (the pull request's head)
+//! and runs the check command in the run's workspace, in its sandbox, as a
+//! task of its own. Green ends the run (`pr-green`); red sends the agent the
+//! failure as its next prompt (a new round), once per distinct failure (the
+//! head's commit and the check), up to `afk.max_rounds`; then the issue
+//! needs a person (`needs-human`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{PR_GRACE, Scheduler};
+use crate::domain::{AgentBy, AgentState, Run, StopCause};
+use crate::repo::issue_source::SourceKind;
+use crate::repo::{Budget, Repo};
+use crate::run::check::CheckResult;
+use crate::settings::Settings;
+use crate::store::{Claim, now_ms};
+
+/// The longest a check command may run.
+pub const CHECK_LIMIT: Duration = Duration::from_secs(20 * 60);
+
+/// What the claim's checks said, as stored on the claim.
+pub const CHECKS_PASSED: &str = "passed";
+/// No check to run: the pull request is green as it is.
+pub const CHECKS_NONE: &str = "none";
+
+/// Where a claim's check stands on this node.
+#[derive(Debug)]
+enum Slot {
+    /// A check of this round is running.
+    Running { round: i64 },
+    /// It finished: on which commit, and how.
+    Done {
+        round: i64,
+        head: Option<String>,
+        result: CheckResult,
+    },
+    /// The round's result was acted on; the next check waits for the next
+    /// round.
+    Seen { round: i64 },
+}
+
+/// The checks of this node's claims.
+#[derive(Debug, Default, Clone)]
+pub struct Checks(Arc<Mutex<HashMap<i64, Slot>>>);
+
+impl Checks {
+    pub fn forget(&self, claim: i64) {
+        self.0.lock().expect("poisoned").remove(&claim);
+    }
+}
+
+/// Why lab ends a live run now, if it does.
+pub(super) type Verdict = Option<(StopCause, String)>;
+
+impl Scheduler {
+    /// What to do with a live AFK run now.
+    pub(super) async fn watch(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: Option<&Repo>,
+        settings: &Settings,
+    ) -> Verdict {
+        let budget = repo
+            .map(|r| r.budget.over(&settings.afk))
+            .unwrap_or(Budget {
+                max_tokens: settings.afk.max_tokens,
+                max_cost_nano_usd: settings.afk.max_cost_nano_usd,
+                run_timeout_minutes: settings.afk.run_timeout_minutes,
+            });
+        let paused = self.limits.paused_ms(claim.id);
+        if let Some(v) = over_time_or_budget(run, &budget, paused) {
+            return Some(v);
+        }
+        claim.pr_url.as_ref()?;
+        let repo = repo?;
+        match repo.check_command.as_deref() {
+            None => self.without_checks(claim, repo).await,
+            Some(command) => {
+                self.with_check(claim, run, repo, command, settings.afk.max_rounds)
+                    .await
+            }
+        }
+    }
+
+    /// A pull request with no check command: the run gets a grace period to
+    /// finish talking, then ends. The built-in tracker has no other checks,
+    /// so the pull request is green; a forge's own checks are its own.
+    async fn without_checks(&self, claim: &Claim, repo: &Repo) -> Verdict {
+        let seen = *self
+            .pr_seen
+            .lock()
+            .expect("poisoned")
+            .entry(claim.id)
+            .or_insert_with(Instant::now);
+        if seen.elapsed() < PR_GRACE {
+            return None;
+        }
+        if repo.issues.source == SourceKind::Builtin {
+            self.note_checks(claim, CHECKS_NONE).await;
+        }
+        Some((
+            StopCause::PullRequest,
+            "its pull request is open; lab ended the run".to_owned(),
+        ))
+    }
+
+    async fn with_check(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: &Repo,
+        command: &str,
+        max_rounds: i64,
+    ) -> Verdict {
+        let slot = self.checks.0.lock().expect("poisoned").remove(&claim.id);
+        match slot {
+            Some(Slot::Running { round }) => {
+                self.put(claim, Slot::Running { round });
+                None
+            }
+            Some(Slot::Done {
+                round,
+                head,
+                result,
+            }) if round == claim.rounds => {
+                self.put(claim, Slot::Seen { round });
+                self.judge_check(claim, run, command, max_rounds, head, result)
+                    .await
+            }
+            Some(Slot::Seen { round }) if round == claim.rounds => {
+                self.put(claim, Slot::Seen { round });
+                None
+            }
+            _ => {
+                let idle = run
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.state == AgentState::Idle);
+                if idle {
+                    self.start_check(claim, run, repo, command);
+                }
+                None
+            }
+        }
+    }
+
+    /// A run that ended on its own after opening its pull request: its
+    /// check runs once (there is no live session for another round). True
+    /// once the checks are noted (or there is nothing to check).
+    pub(super) async fn check_after_end(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: Option<&Repo>,
+    ) -> bool {
+        let Some(repo) = repo else { return true };
+        let Some(command) = repo.check_command.as_deref() else {
+            if repo.issues.source == SourceKind::Builtin {
+                self.note_checks(claim, CHECKS_NONE).await;
+            }
+            return true;
+        };
+        let slot = self.checks.0.lock().expect("poisoned").remove(&claim.id);
+        match slot {
+            Some(Slot::Running { round }) => {
+                self.put(claim, Slot::Running { round });
+                false
+            }
+            Some(Slot::Done { result, .. }) => {
+                let checks = if result.passed() {
+                    CHECKS_PASSED.to_owned()
+                } else {
+                    format!("failed: {}", result.summary())
+                };
+                self.note_checks(claim, &checks).await;
+                true
+            }
+            Some(Slot::Seen { .. }) => true,
+            None => {
+                self.start_check(claim, run, repo, command);
+                false
+            }
+        }
+    }
+
+    fn put(&self, claim: &Claim, slot: Slot) {
+        self.checks
+            .0
+            .lock()
+            .expect("poisoned")
+            .insert(claim.id, slot);
+    }
+
+    /// Brings the run's branch into the repo, then runs the check, in a
+    /// task of its own; its result waits in the claim's slot.
+    fn start_check(&self, claim: &Claim, run: &Run, repo: &Repo, command: &str) {
+        self.put(
+            claim,
+            Slot::Running {
+                round: claim.rounds,
+            },
+        );
+        let (runner, checks, run, repo) = (
+            self.runner.clone(),
+            self.checks.clone(),
+            run.clone(),
+            repo.clone(),
+        );
+        let (claim_id, round, command) = (claim.id, claim.rounds, command.to_owned());
+        tracing::info!(run = run.id, round, "running the repo's check");
+        tokio::spawn(async move {
+            let mut head = None;
+            if let (Some(ws), Some(branch)) = (run.workspace.as_deref(), run.branch.as_deref()) {
+                let ws = std::path::Path::new(ws);
+                if let Err(e) = runner.workspaces.collect(&repo, ws, branch).await {
+                    tracing::warn!(run = run.id, error = %e, "could not take the run's branch");
+                }
+                head = runner.workspaces.branch_head(&repo, branch).await;
+            }
+            let result = runner.check(&run, &repo, &command, CHECK_LIMIT).await;
+            checks.0.lock().expect("poisoned").insert(
+                claim_id,
+                Slot::Done {
+                    round,
+                    head,
+                    result,
+                },
+            );
+        });
+    }
+
+    /// A finished check: green ends the run; red starts the next round, or
+    /// ends the run for a person when the rounds are used up or the agent's
+    /// round changed nothing.
+    async fn judge_check(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        command: &str,
+        max_rounds: i64,
+        head: Option<String>,
+        result: CheckResult,
+    ) -> Verdict {
+        if result.passed() {
+            self.note_checks(claim, CHECKS_PASSED).await;
+            return Some((
+                StopCause::PullRequest,
+                "its pull request's check passed; lab ended the run".to_owned(),
+            ));
+        }
+        self.note_checks(claim, &format!("failed: {}", result.summary()))
+            .await;
+        if claim.rounds >= max_rounds {
+            return Some((
+                StopCause::Rounds,
+                format!(
+                    "the check still fails after {} round(s), the limit (afk.max_rounds)",
+                    claim.rounds
+                ),
+            ));
+        }
+        let head = head.unwrap_or_default();
+        let key = format!("{head}:check");
+        match self.runner.store.start_round(claim.id, &key).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return Some((
+                    StopCause::Rounds,
+                    "the check fails on the same commit as before: the agent's round changed nothing"
+                        .to_owned(),
+                ));
+            }
+            Err(e) => {
+                tracing::warn!(claim = claim.id, error = %e, "could not start a round");
+                return None;
+            }
+        }
+        let text = round_prompt(command, &head, &result, claim.rounds + 1, max_rounds);
+        match self
+            .runner
+            .tmux
+            .send_input(&run.session, &text, &["Enter"])
+            .await
+        {
+            Ok(()) => {
+                let _ = self
+                    .runner
+                    .store
+                    .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
+                    .await;
+                tracing::info!(
+                    run = run.id,
+                    round = claim.rounds + 1,
+                    "the check failed: a new round"
+                );
+                None
+            }
+            Err(e) => Some((
+                StopCause::Rounds,
+                format!("the check failed and lab could not tell the agent: {e}"),
+            )),
+        }
+    }
+
+    async fn note_checks(&self, claim: &Claim, checks: &str) {
+        if let Err(e) = self.runner.store.set_claim_checks(claim.id, checks).await {
+            tracing::warn!(claim = claim.id, error = %e, "could not record the checks");
+        }
+    }
+}
+
+/// Past its time limit, or over its token or cost budget.
+/// `paused_ms` is the time the run waited on usage limits, which does not
+/// count.
+fn over_time_or_budget(run: &Run, b: &Budget, paused_ms: i64) -> Verdict {
+    let started = run.started_at.unwrap_or(run.created_at) + paused_ms;
+    if now_ms() - started > b.run_timeout_minutes * 60_000 {
+        return Some((
+            StopCause::TimeLimit,
+            format!(
+                "timed out: the run took longer than {} minute(s)",
+                b.run_timeout_minutes
+            ),
+        ));
+    }
+    let u = run.usage.as_ref()?;
+    if let Some(max) = b.max_tokens
+        && u.tokens() > max
+    {
+        return Some((
+            StopCause::Budget,
+            format!(
+                "over budget: it used {} tokens, more than its budget of {max}",
+                u.tokens()
+            ),
+        ));
+    }
+    if let (Some(max), Some(cost)) = (b.max_cost_nano_usd, u.cost_nano_usd)
+        && cost > max
+    {
+        return Some((
+            StopCause::Budget,
+            format!(
+                "over budget: it cost ${:.2}, more than its budget of ${:.2}",
+                crate::domain::nano_to_usd(cost),
+                crate::domain::nano_to_usd(max)
+            ),
+        ));
+    }
+    None
+}
+
+/// What the agent is told when its pull request's check failed.
+fn round_prompt(command: &str, head: &str, r: &CheckResult, round: i64, max: i64) -> String {
+    let short: String = head.chars().take(12).collect();
+    let output = r.output.trim_end();
+    format!(
+        "lab: the check of your pull request failed on {short} ({}). This is round {round} of {max}. \
+         The check command is: {command}\n\nIts output (the end):\n\n{output}\n\nFix the cause, commit \
+         on this branch, and end your turn; lab runs the check again.",
+        r.summary()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_round_prompt_names_the_failure_and_the_round() {
+        let r = CheckResult {
+            status: Some(1),
+            output: "test x ... FAILED\n".into(),
+        };
+        let p = round_prompt("cargo test", "0123456789abcdef", &r, 2, 3);
+        assert!(p.starts_with("lab: the check of your pull request failed on 0123456789ab (failed with exit status 1). This is round 2 of 3."), "{p}");
+        assert!(p.contains("test x ... FAILED\n\nFix the cause"), "{p}");
+    }
+}

@@ -1,0 +1,280 @@
+//! The AFK loop after the pull request (issue 14): the repo's check command
+//! round by round in the same session, the rounds' limit, budgets, memory
+//! admission and usage limits; on the built-in tracker, with the fake agent.
+
+use serde_json::json;
+
+use crate::afk::{afk_repo, behave, issue, outcome};
+use crate::on_both;
+use crate::support::{Backend, TestServer, wait};
+
+/// The fake agent's end of a turn, as Claude Code's `Stop` hook reports it.
+const STOP: &str = r#"
+stop() {
+  printf '{"session_id":"s","transcript_path":"/tmp/t","cwd":"%s","hook_event_name":"Stop","stop_hook_active":false}' "$PWD" \
+    | labctl hook claude-code
+}
+commit() {
+  echo "$1" > "$1.md" && git add "$1.md" && git -c user.name=a -c user.email=a@example.com commit -qm "$1" || exit 8
+}
+"#;
+
+/// Works, opens its pull request, ends its turn; then, told of a failing
+/// check, fixes it (`FIXED`), commits and ends its turn again.
+fn two_rounds(fix: bool) -> String {
+    format!(
+        "{STOP}\ncommit work\nlabctl pr create --title 'Do it' --body 'Resolves' || exit 7\nstop\n\
+         read line\nprintf '%s\\n' \"$line\" > \"$FAKE_REC/../round2.txt\"\n\
+         {}\ncommit second\nstop\nwhile :; do sleep 1; done\n",
+        if fix {
+            "touch FIXED && git add FIXED"
+        } else {
+            ":"
+        }
+    )
+}
+
+/// A red check sends the failure to the same session; the agent's second
+/// round makes it green, and the run ends `pr-green`.
+async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, &two_rounds(true));
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"check_command": "test -f FIXED"}))
+        .await
+        .ok();
+    let n = issue(&s, "r", "Make the check pass").await;
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    assert_eq!(
+        (c["rounds"].as_i64(), c["checks"].as_str()),
+        (Some(2), Some("passed")),
+        "{c}"
+    );
+    let told = std::fs::read_to_string(s.tmp().join("records/round2.txt")).unwrap();
+    assert!(
+        told.starts_with("lab: the check of your pull request failed on ")
+            && told.contains("(failed with exit status 1). This is round 2 of 3."),
+        "{told}"
+    );
+    // One session throughout: one run, its round 2.
+    let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(
+        (runs[0]["round"].as_i64(), runs[0]["outcome"].as_str()),
+        (Some(2), Some("pr-green"))
+    );
+    // The pull request's branch has the fix.
+    let repo_path = s.get("/api/v1/repos/r").await.ok()["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let files = std::process::Command::new("git")
+        .args([
+            "-C",
+            &repo_path,
+            "ls-tree",
+            "--name-only",
+            runs[0]["branch"].as_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&files.stdout).contains("FIXED"));
+    let ledger = s.get("/api/v1/afk/ledger").await.ok();
+    assert_eq!(ledger["by_outcome"][0]["outcome"], "pr-green", "{ledger}");
+    assert_eq!(ledger["by_outcome"][0]["rounds"], 2, "{ledger}");
+    s.stop().await;
+}
+
+/// A check that stays red ends the run for a person once the rounds are
+/// used up.
+async fn rounds_stop_at_the_limit(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, &two_rounds(false));
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/settings", json!({"afk": {"max_rounds": 2}}))
+        .await
+        .ok();
+    s.patch(
+        "/api/v1/repos/r",
+        json!({"check_command": "echo 'test x ... FAILED'; exit 4"}),
+    )
+    .await
+    .ok();
+    let n = issue(&s, "r", "Never green").await;
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "needs-human", "{c}");
+    assert_eq!(c["rounds"], 2, "{c}");
+    assert!(
+        c["detail"].as_str().unwrap().contains("after 2 round(s)"),
+        "{c}"
+    );
+    let told = std::fs::read_to_string(s.tmp().join("records/round2.txt")).unwrap();
+    assert!(told.contains("test x ... FAILED"), "{told}");
+    let path = format!("/api/v1/repos/r/issues/{n}");
+    wait::until(
+        "lab:needs-human on the issue",
+        wait::secs(10).every_ms(100),
+        async || {
+            let i = s.get(&path).await.ok();
+            if i["labels"] == json!(["lab:needs-human"]) {
+                Ok(())
+            } else {
+                Err(i)
+            }
+        },
+    )
+    .await;
+    s.stop().await;
+}
+
+/// A run past its token budget is stopped: `over-budget`, not retried.
+async fn a_token_budget_stops_a_run(b: Backend) {
+    let s = TestServer::start(b).await;
+    let lines = s.tmp().join("transcript.jsonl");
+    std::fs::write(
+        &lines,
+        format!(
+            "{}\n{}\n",
+            crate::usage::prompt("go"),
+            crate::usage::assistant("msg_A", 1000, 2000, 0, 0)
+        ),
+    )
+    .unwrap();
+    behave(
+        &s,
+        &format!(
+            "d=\"$HOME/.claude/projects/$(pwd | sed 's/[^a-zA-Z0-9]/-/g')\"\n\
+             mkdir -p \"$d\" && cp {} \"$d/$FAKE_SESSION_ID.jsonl\"\n\
+             while :; do sleep 1; done\n",
+            lines.display()
+        ),
+    );
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/settings", json!({"afk": {"max_tokens": 100_000}}))
+        .await
+        .ok();
+    // The repo's budget is lower, and wins.
+    let r = s
+        .patch("/api/v1/repos/r", json!({"afk_max_tokens": 2_500}))
+        .await
+        .ok();
+    assert_eq!(r["afk_max_tokens"], 2_500);
+    let n = issue(&s, "r", "Spend a lot").await;
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "over-budget", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("used 3000 tokens, more than its budget of 2500"),
+        "{c}"
+    );
+    assert!(c["retry_at"].is_null(), "{c}");
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    assert_eq!(
+        (run["state"].as_str(), run["stop_cause"].as_str()),
+        (Some("stopped"), Some("budget")),
+        "{run}"
+    );
+    s.stop().await;
+}
+
+/// While the machine has less memory available than a run needs, AFK
+/// launches wait, and the AFK status says why.
+async fn memory_admission_holds_a_launch(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, "while :; do sleep 1; done\n");
+    afk_repo(&s, "r").await;
+    s.post("/api/v1/afk/pause", json!(null)).await.ok();
+    s.patch(
+        "/api/v1/settings",
+        json!({"afk": {"memory_per_run_mb": 1_048_576}}),
+    )
+    .await
+    .ok();
+    issue(&s, "r", "Needs memory").await;
+    s.post("/api/v1/afk/resume", json!(null)).await.ok();
+    s.scheduler().tick().await;
+    let st = s.get("/api/v1/afk/status").await.ok();
+    let why = st["admission"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("waiting for memory: ")
+            && why.ends_with("an AFK run needs 1048576 MiB (afk.memory_per_run_mb)"),
+        "{st}"
+    );
+    assert_eq!(st["limits"]["memory_per_run_mb"], 1_048_576);
+    assert_eq!(s.get("/api/v1/runs?kind=afk").await.ok(), json!([]));
+    s.patch("/api/v1/settings", json!({"afk": {"memory_per_run_mb": 0}}))
+        .await
+        .ok();
+    s.scheduler().tick().await;
+    let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    assert!(s.get("/api/v1/afk/status").await.ok()["admission"].is_null());
+    s.stop().await;
+}
+
+/// A usage limit on the screen holds the provider back until its reset;
+/// then lab types `continue` into the same session, which goes on.
+async fn a_usage_limit_pauses_the_provider_until_its_reset(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(
+        &s,
+        "echo 'working on it'\n\
+         echo \"You've hit your session limit · resets in 4 seconds\"\n\
+         read line\nprintf '%s\\n' \"$line\" > \"$FAKE_REC/../after-limit.txt\"\n\
+         printf '\\033[2J\\033[Hback at work\\n'\n\
+         echo done > D.md && git add D.md && git -c user.name=a -c user.email=a@example.com commit -qm done\n\
+         labctl pr create --title 'Done' --body 'after the limit' || exit 7\n",
+    );
+    afk_repo(&s, "r").await;
+    let n = issue(&s, "r", "Limited").await;
+    let st = wait::until(
+        "claude-code limited",
+        wait::secs(30).every_ms(100),
+        async || {
+            let st = s.get("/api/v1/afk/status").await.ok();
+            if st["limited"].as_array().is_some_and(|l| !l.is_empty()) {
+                Ok(st)
+            } else {
+                Err(st)
+            }
+        },
+    )
+    .await;
+    let l = &st["limited"][0];
+    assert_eq!(l["provider"], "claude-code", "{st}");
+    assert_eq!(
+        l["reason"], "You've hit your session limit · resets in 4 seconds",
+        "{st}"
+    );
+    assert!(l["until"].is_string(), "{st}");
+    // A second ready issue waits for the reset.
+    issue(&s, "r", "Also limited").await;
+    s.scheduler().tick().await;
+    assert_eq!(
+        s.get("/api/v1/runs?kind=afk")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    let typed = std::fs::read_to_string(s.tmp().join("records/after-limit.txt")).unwrap();
+    assert_eq!(typed.trim(), "continue");
+    let st = s.get("/api/v1/afk/status").await.ok();
+    assert_eq!(st["limited"], json!([]), "{st}");
+    s.stop().await;
+}
+
+on_both!(
+    a_red_check_is_fixed_in_a_second_round,
+    rounds_stop_at_the_limit,
+    a_token_budget_stops_a_run,
+    memory_admission_holds_a_launch,
+    a_usage_limit_pauses_the_provider_until_its_reset,
+);
