@@ -115,9 +115,8 @@ async fn gitea_org_labels(b: Backend) {
     let r = repo(&s).await;
     source(&s, &r).relabel(1, "bug", "org-bug").await.unwrap();
     assert_eq!(f.labels_of(1), ["ready-for-agent", "org-bug"]);
-    let st = f.fake.state.lock().unwrap();
-    assert_eq!(st.issues[0]["labels"][0]["id"], ready);
-    drop(st);
+    let first = f.fake.state.lock().unwrap().issues[0]["labels"][0]["id"].clone();
+    assert_eq!(first, ready, "the org's label, not a copy");
     assert_eq!(f.repo_labels_named("ready-for-agent"), 0);
     assert_eq!(f.repo_labels_named("org-bug"), 0);
     let c = s
