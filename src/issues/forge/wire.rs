@@ -128,10 +128,12 @@ impl From<ForgePull> for PullRequest {
 }
 
 impl ForgeIssue {
+    /// Whether the issue carries a label, named in any case (GitHub's label
+    /// names and its `labels=` filter ignore case).
     pub fn has_label(&self, name: &str) -> bool {
         self.labels.iter().any(|l| match l {
-            IssueLabel::Name(n) => n == name,
-            IssueLabel::Object(o) => o.name == name,
+            IssueLabel::Name(n) => n.eq_ignore_ascii_case(name),
+            IssueLabel::Object(o) => o.name.eq_ignore_ascii_case(name),
         })
     }
 }
