@@ -6,7 +6,10 @@ use serde_json::json;
 use crate::support::forge::{FakeForge, Flavor};
 use crate::support::{Backend, TestServer, git, wait};
 
-async fn forge_repo(s: &TestServer, f: &FakeForge, flavor: Flavor, url: Option<&str>) {
+mod checks;
+mod schemas;
+
+pub(crate) async fn forge_repo(s: &TestServer, f: &FakeForge, flavor: Flavor, url: Option<&str>) {
     let path = git::init_repo(&s.tmp(), "src");
     let mut body = json!({
         "name": "r",
@@ -22,15 +25,15 @@ async fn forge_repo(s: &TestServer, f: &FakeForge, flavor: Flavor, url: Option<&
     s.post("/api/v1/repos", body).await.expect(201);
 }
 
-fn listings(f: &FakeForge) -> usize {
+pub(crate) fn listings(f: &FakeForge) -> usize {
     f.log()
         .iter()
         .filter(|l| l.starts_with("GET") && l.contains("/issues?"))
         .count()
 }
 
-async fn reads_writes_and_pages(flavor: Flavor) {
-    let s = TestServer::start(Backend::Sqlite).await;
+async fn reads_writes_and_pages(b: Backend, flavor: Flavor) {
+    let s = TestServer::start(b).await;
     let f = FakeForge::start(flavor).await;
     forge_repo(&s, &f, flavor, None).await;
     // 240 issues: every other one ready, some closed, some pull requests.
@@ -146,15 +149,15 @@ async fn reads_writes_and_pages(flavor: Flavor) {
     s.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gitea_reads_writes_and_pages() {
-    reads_writes_and_pages(Flavor::Gitea).await;
+async fn gitea_reads_writes_and_pages(b: Backend) {
+    reads_writes_and_pages(b, Flavor::Gitea).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_reads_writes_and_pages() {
-    reads_writes_and_pages(Flavor::Github).await;
+async fn github_reads_writes_and_pages(b: Backend) {
+    reads_writes_and_pages(b, Flavor::Github).await;
 }
+
+crate::on_both!(gitea_reads_writes_and_pages, github_reads_writes_and_pages);
 
 const RESOLVES: &str = r#"
 echo "fixed" > FIX.md
@@ -166,8 +169,8 @@ labctl pr create --title "Fix issue $LAB_ISSUE" --body "Resolves #$LAB_ISSUE" ||
 /// An AFK run of an issue on a forge: lab pushes the branch, opens the pull
 /// request there, relabels and comments the issue, and lists the forge's
 /// issues once per tick.
-async fn an_afk_run_on_a_forge(flavor: Flavor) {
-    let s = TestServer::start(Backend::Sqlite).await;
+async fn an_afk_run_on_a_forge(b: Backend, flavor: Flavor) {
+    let s = TestServer::start(b).await;
     let f = FakeForge::start(flavor).await;
     // The repo's clone URL is a bare repository lab can push to.
     let upstream = git::init_repo(&s.tmp(), "upstream");
@@ -285,12 +288,12 @@ async fn an_afk_run_on_a_forge(flavor: Flavor) {
     s.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gitea_afk_run() {
-    an_afk_run_on_a_forge(Flavor::Gitea).await;
+async fn gitea_afk_run(b: Backend) {
+    an_afk_run_on_a_forge(b, Flavor::Gitea).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_afk_run() {
-    an_afk_run_on_a_forge(Flavor::Github).await;
+async fn github_afk_run(b: Backend) {
+    an_afk_run_on_a_forge(b, Flavor::Github).await;
 }
+
+crate::on_both!(gitea_afk_run, github_afk_run);
