@@ -190,6 +190,17 @@ fn print_status(v: &Value) {
         s(&v["tick_seconds"]),
         s(&v["run_timeout_minutes"])
     );
+    if let Some(why) = v["admission"].as_str() {
+        println!("launches wait: {why}");
+    }
+    for l in v["limited"].as_array().into_iter().flatten() {
+        println!(
+            "{} is at its usage limit until {}: no new AFK run for it ({})",
+            s(&l["provider"]),
+            s(&l["until"]),
+            s(&l["reason"])
+        );
+    }
     let rows: Vec<Vec<String>> = v["repos"]
         .as_array()
         .into_iter()
@@ -222,6 +233,8 @@ fn print_status(v: &Value) {
             vec![
                 s(&c["repo"]),
                 format!("#{}", s(&c["issue"])),
+                s(&c["attempt"]),
+                s(&c["rounds"]),
                 s(&c["run_id"]),
                 if c["active"] == true {
                     "live".into()
@@ -235,7 +248,15 @@ fn print_status(v: &Value) {
     if !recent.is_empty() {
         println!();
         table(
-            &["REPO", "ISSUE", "RUN", "OUTCOME", "PULL REQUEST"],
+            &[
+                "REPO",
+                "ISSUE",
+                "ATTEMPT",
+                "ROUNDS",
+                "RUN",
+                "OUTCOME",
+                "PULL REQUEST",
+            ],
             &recent,
         );
     }
@@ -458,6 +479,8 @@ fn print_by_outcome(ledger: &Value) {
             vec![
                 r["outcome"].as_str().unwrap_or("live").to_owned(),
                 s(&r["runs"]),
+                s(&r["rounds"]),
+                s(&r["retries"]),
                 tokens(r),
                 compact_cost(r["cost_usd"].as_f64()),
             ]
@@ -465,6 +488,9 @@ fn print_by_outcome(ledger: &Value) {
         .collect();
     if !rows.is_empty() {
         println!();
-        table(&["OUTCOME", "RUNS", "TOKENS", "COST"], &rows);
+        table(
+            &["OUTCOME", "RUNS", "ROUNDS", "RETRIES", "TOKENS", "COST"],
+            &rows,
+        );
     }
 }

@@ -316,6 +316,7 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
                 s(&r["id"]),
                 s(&r["repo"]),
                 s(&r["kind"]),
+                issue_cell(r),
                 state(r),
                 agent(r),
                 s(&r["model"]["value"]),
@@ -346,6 +347,7 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
             "ID",
             "REPO",
             "KIND",
+            "ISSUE",
             "STATE",
             "AGENT",
             "MODEL",
@@ -356,6 +358,26 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
         ],
         &rows,
     );
+}
+
+/// A run's issue, attempt, round and outcome in one cell: `#12 a2 r3
+/// pr-green`; `-` for a run without an issue.
+fn issue_cell(r: &Value) -> String {
+    let i = &r["issue"];
+    if i.is_null() {
+        return "-".to_owned();
+    }
+    let mut cell = format!("#{}", s(&i["number"]));
+    if r["attempt"].as_i64().is_some_and(|a| a > 1) {
+        cell.push_str(&format!(" a{}", s(&r["attempt"])));
+    }
+    if r["round"].as_i64().is_some_and(|a| a > 1) {
+        cell.push_str(&format!(" r{}", s(&r["round"])));
+    }
+    if !r["outcome"].is_null() {
+        cell.push_str(&format!(" {}", s(&r["outcome"])));
+    }
+    cell
 }
 
 /// A run's usage in one cell: every token, and the cost (`?` when a model
@@ -395,6 +417,22 @@ pub fn run_detail(r: &Value, as_json: bool) {
         ("workspace", s(&r["workspace"])),
         ("session", s(&r["session"])),
         ("cli session", s(&r["cli_session_id"])),
+        (
+            "issue",
+            match &r["issue"] {
+                Value::Null => "-".to_owned(),
+                i => format!(
+                    "{}#{} {} ({})",
+                    s(&i["repo"]),
+                    s(&i["number"]),
+                    s(&i["title"]),
+                    s(&i["url"])
+                ),
+            },
+        ),
+        ("attempt", s(&r["attempt"])),
+        ("round", s(&r["round"])),
+        ("outcome", s(&r["outcome"])),
         ("created", s(&r["created_at"])),
         ("ended", s(&r["ended_at"])),
     ];

@@ -22,6 +22,10 @@ struct AfkPage {
     paused: bool,
     live: usize,
     max_concurrent: i64,
+    /// Why launches wait for memory, if they do.
+    admission: Option<String>,
+    /// Providers held back by a usage limit: (provider, until, what it said).
+    limited: Vec<(String, String, String)>,
     recent: Vec<Claim>,
     by_repo: Vec<LedgerRow>,
     by_model: Vec<LedgerRow>,
@@ -70,6 +74,13 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
         paused,
         live: usize::try_from(live).unwrap_or(0),
         max_concurrent: settings.afk.max_concurrent,
+        admission: app.scheduler.admission.lock().expect("poisoned").clone(),
+        limited: app
+            .scheduler
+            .limited()
+            .into_iter()
+            .map(|l| (l.provider, crate::domain::rfc3339(l.until_ms), l.reason))
+            .collect(),
         recent: claims,
         by_repo: l.by_repo,
         by_model: l.by_model,

@@ -80,6 +80,30 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&files.stdout).contains("FIXED"));
+    // labctl and the run page say what the run was for and how it went.
+    let ps = crate::labctl::ok(&crate::labctl::labctl(&s, &["ps", "--all"]));
+    assert!(
+        ps.contains("ISSUE") && ps.contains(&format!("#{n} r2 pr-green")),
+        "{ps}"
+    );
+    let id = runs[0]["id"].to_string();
+    let show = crate::labctl::ok(&crate::labctl::labctl(&s, &["show", &id]));
+    assert!(
+        show.contains(&format!("r#{n} Make the check pass")) && show.contains("round          2"),
+        "{show}"
+    );
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, &format!("/runs/{id}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!(">#{n}</a> Make the check pass"))
+            && page.contains(r#"<dd id="round">2</dd>"#)
+            && page.contains("<strong>pr-green</strong>"),
+        "{page}"
+    );
     let ledger = s.get("/api/v1/afk/ledger").await.ok();
     assert_eq!(ledger["by_outcome"][0]["outcome"], "pr-green", "{ledger}");
     assert_eq!(ledger["by_outcome"][0]["rounds"], 2, "{ledger}");
