@@ -78,6 +78,12 @@ pub enum IssueCommand {
         #[command(flatten)]
         repo: RepoArg,
     },
+    /// Reopen a closed issue.
+    Reopen {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+    },
 }
 
 #[derive(Args)]
@@ -352,6 +358,16 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
                 )
                 .await?;
             println!("closed issue #{number} of {repo}");
+        }
+        IssueCommand::Reopen { number, repo } => {
+            let repo = repo_of(client, &repo).await?;
+            client
+                .post(
+                    &format!("/api/v1/repos/{}/issues/{number}/reopen", seg(&repo)),
+                    &Value::Null,
+                )
+                .await?;
+            println!("reopened issue #{number} of {repo}");
         }
     }
     Ok(())

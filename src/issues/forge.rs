@@ -461,6 +461,16 @@ impl IssueSource for Forge {
             .await?;
         Ok(pr.into())
     }
+
+    // Gitea and GitHub both reopen with the close's PATCH, state "open".
+    async fn reopen_issue(&self, number: i64) -> Result<()> {
+        self.send(
+            self.req(Method::PATCH, &format!("{}/issues/{number}", self.repo_api))
+                .json(&json!({"state": IssueState::Open})),
+        )
+        .await?;
+        Ok(())
+    }
 }
 
 impl Forge {

@@ -1,0 +1,272 @@
+//! One issue's page: its text, labels and comments, the AFK runs that worked
+//! on it (outcome, run, cost), and what a person does with it: close,
+//! reopen, give it to the AFK scheduler (the repo's ready label on or off),
+//! or start a manual run from it.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+
+use super::forms::Form;
+use super::issues_page::issue_error_page;
+use super::{Chrome, Page};
+use crate::auth::browser::BrowserSession;
+use crate::domain::{IssueState, Run, compact_cost, compact_tokens, rfc3339};
+use crate::issues::Issue;
+use crate::service::issues;
+use crate::state::AppState;
+use crate::store::{Claim, RepoKey};
+
+/// One AFK run of the issue, as its page lists it.
+pub struct Attempt {
+    /// 1 for the first run that took the issue.
+    pub attempt: usize,
+    pub run_id: Option<i64>,
+    /// The outcome, or `live` while the run works.
+    pub outcome: String,
+    pub detail: String,
+    pub cost: String,
+    pub tokens: String,
+    pub started: String,
+    pub pr_url: Option<String>,
+}
+
+fn attempt(n: usize, c: Claim, run: Option<Run>) -> Attempt {
+    let usage = run.as_ref().and_then(|r| r.usage.clone());
+    Attempt {
+        attempt: n,
+        run_id: c.run_id,
+        outcome: match (c.active, c.outcome) {
+            (true, _) | (_, None) => "live".into(),
+            (false, Some(o)) => o.as_str().into(),
+        },
+        detail: c.detail.unwrap_or_default(),
+        cost: usage
+            .as_ref()
+            .map_or("-".into(), |u| compact_cost(u.cost_usd())),
+        tokens: usage
+            .as_ref()
+            .map_or("-".into(), |u| compact_tokens(u.tokens())),
+        started: short_time(c.started_at.unwrap_or(c.claimed_at)),
+        pr_url: c.pr_url,
+    }
+}
+
+fn short_time(ms: i64) -> String {
+    rfc3339(ms).replace('T', " ").chars().take(16).collect()
+}
+
+#[derive(Template)]
+#[template(path = "issue.html")]
+struct IssuePage {
+    chrome: Chrome,
+    repo: String,
+    source: &'static str,
+    issue: Issue,
+    open: bool,
+    ready_label: String,
+    ready: bool,
+    afk_enabled: bool,
+    attempts: Vec<Attempt>,
+    /// The start form, with this repo and a prompt from the issue.
+    start_link: String,
+}
+
+/// The most characters of an issue's body a manual run's prompt carries;
+/// the rest stays on the issue (the prompt says where).
+const PROMPT_BODY: usize = 4000;
+
+/// The first message of a manual run started from an issue: the issue's
+/// title and body, and where to read the rest.
+pub fn manual_prompt(repo: &str, issue: &Issue) -> String {
+    let title = issue.title.lines().next().unwrap_or("");
+    let mut body: String = issue.body.chars().take(PROMPT_BODY).collect();
+    if body.len() < issue.body.len() {
+        body.push_str("\n[…]");
+    }
+    format!(
+        "Work on issue #{n} of {repo}: {title}\n\n{body}\n\n\
+         The whole issue and its comments: `labctl issue view {n} --repo {repo}`",
+        n = issue.number,
+        body = body.trim_end(),
+    )
+}
+
+/// The start form's address, pre-filled with a repo and a prompt.
+pub fn start_link(repo: &str, prompt: &str) -> String {
+    format!(
+        "/runs/new?repo={}&prompt={}",
+        utf8_percent_encode(repo, NON_ALPHANUMERIC),
+        utf8_percent_encode(prompt, NON_ALPHANUMERIC)
+    )
+}
+
+/// An issue number from a path: a whole number from 1.
+fn number(n: &str) -> Option<i64> {
+    n.parse::<i64>().ok().filter(|n| *n > 0)
+}
+
+fn no_such_number() -> Response {
+    Page::error(
+        StatusCode::NOT_FOUND,
+        "Issue numbers are whole numbers from 1.",
+    )
+}
+
+async fn show(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, n)): Path<(String, String)>,
+) -> Response {
+    let Some(n) = number(&n) else {
+        return no_such_number();
+    };
+    let (repo, source) =
+        match issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(&name)).await {
+            Ok(x) => x,
+            Err(e) => return super::service_error(e),
+        };
+    let issue = match source.issue(n).await {
+        Ok(i) => i,
+        Err(e) => return issue_error_page(e.into()),
+    };
+    let attempts = match issues::runs_of_issue(&app.store, repo.id, n).await {
+        Ok(a) => a,
+        Err(e) => return super::service_error(e),
+    };
+    Page::ok(&IssuePage {
+        chrome: Chrome::new(&session, "issues", &format!("#{n} {}", issue.title)),
+        source: source.kind().as_str(),
+        open: issue.state == IssueState::Open,
+        ready: issue.labels.contains(&repo.afk_label),
+        ready_label: repo.afk_label.clone(),
+        afk_enabled: repo.afk_enabled,
+        attempts: attempts
+            .into_iter()
+            .enumerate()
+            .map(|(i, (c, r))| attempt(i + 1, c, r))
+            .collect(),
+        start_link: start_link(&repo.name, &manual_prompt(&repo.name, &issue)),
+        repo: repo.name,
+        issue,
+    })
+}
+
+/// What a post on an issue does.
+#[derive(Clone, Copy)]
+enum Act {
+    Close,
+    Reopen,
+    Ready,
+    NotReady,
+}
+
+async fn act(
+    app: &AppState,
+    session: &BrowserSession,
+    name: &str,
+    n: &str,
+    form: &Form,
+    act: Act,
+) -> Response {
+    if let Some(r) = session.refuse_forged(form) {
+        return r;
+    }
+    let Some(n) = number(n) else {
+        return no_such_number();
+    };
+    let (repo, source) =
+        match issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(name)).await {
+            Ok(x) => x,
+            Err(e) => return super::service_error(e),
+        };
+    let source = source.as_ref();
+    let done = match act {
+        Act::Close => issues::set_open(source, n, false).await,
+        Act::Reopen => issues::set_open(source, n, true).await,
+        Act::Ready => issues::set_ready(&repo, source, n, true).await,
+        Act::NotReady => issues::set_ready(&repo, source, n, false).await,
+    };
+    match done {
+        Ok(_) => Redirect::to(&format!("/repos/{}/issues/{n}", repo.name)).into_response(),
+        Err(e) => issue_error_page(e),
+    }
+}
+
+async fn close(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, n)): Path<(String, String)>,
+    form: Form,
+) -> Response {
+    act(&app, &session, &name, &n, &form, Act::Close).await
+}
+
+async fn reopen(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, n)): Path<(String, String)>,
+    form: Form,
+) -> Response {
+    act(&app, &session, &name, &n, &form, Act::Reopen).await
+}
+
+async fn ready(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, n)): Path<(String, String)>,
+    form: Form,
+) -> Response {
+    act(&app, &session, &name, &n, &form, Act::Ready).await
+}
+
+async fn not_ready(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, n)): Path<(String, String)>,
+    form: Form,
+) -> Response {
+    act(&app, &session, &name, &n, &form, Act::NotReady).await
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/repos/{name}/issues/{n}", get(show))
+        .route("/repos/{name}/issues/{n}/close", post(close))
+        .route("/repos/{name}/issues/{n}/reopen", post(reopen))
+        .route("/repos/{name}/issues/{n}/ready", post(ready))
+        .route("/repos/{name}/issues/{n}/not-ready", post(not_ready))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manual_prompt_carries_the_issue_and_its_link_is_encoded() {
+        let issue = Issue {
+            number: 7,
+            title: "Fix & test\nsecond".into(),
+            body: "x".repeat(PROMPT_BODY + 10),
+            state: IssueState::Open,
+            labels: vec![],
+            url: None,
+            comments: vec![],
+        };
+        let p = manual_prompt("r", &issue);
+        assert!(
+            p.starts_with("Work on issue #7 of r: Fix & test\n\nxxx"),
+            "{p}"
+        );
+        assert!(
+            p.contains("[…]") && p.ends_with("`labctl issue view 7 --repo r`"),
+            "{p}"
+        );
+        let link = start_link("r", "a b&c=d\n");
+        assert_eq!(link, "/runs/new?repo=r&prompt=a%20b%26c%3Dd%0A");
+    }
+}
