@@ -16,8 +16,9 @@ use super::issues_page::issue_error_page;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::{IssueState, Run, compact_cost, compact_tokens, rfc3339};
-use crate::issues::Issue;
-use crate::service::issues;
+use crate::issues::{Issue, IssueSource};
+use crate::repo::Repo;
+use crate::service::{ServiceError, ServiceResult, issues};
 use crate::state::AppState;
 use crate::store::{Claim, RepoKey};
 
@@ -105,16 +106,20 @@ pub fn start_link(repo: &str, prompt: &str) -> String {
     )
 }
 
-/// An issue number from a path: a whole number from 1.
-fn number(n: &str) -> Option<i64> {
-    n.parse::<i64>().ok().filter(|n| *n > 0)
-}
-
-fn no_such_number() -> Response {
-    Page::error(
-        StatusCode::NOT_FOUND,
-        "Issue numbers are whole numbers from 1.",
-    )
+/// An issue number from a path (a whole number from 1), its repo and the
+/// repo's issue source.
+async fn issue_of(
+    app: &AppState,
+    name: &str,
+    n: &str,
+) -> ServiceResult<(i64, Repo, Box<dyn IssueSource>)> {
+    let n =
+        n.parse::<i64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            ServiceError::NotFound("Issue numbers are whole numbers from 1.".into())
+        })?;
+    let (repo, source) =
+        issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(name)).await?;
+    Ok((n, repo, source))
 }
 
 async fn show(
@@ -122,14 +127,10 @@ async fn show(
     session: BrowserSession,
     Path((name, n)): Path<(String, String)>,
 ) -> Response {
-    let Some(n) = number(&n) else {
-        return no_such_number();
+    let (n, repo, source) = match issue_of(&app, &name, &n).await {
+        Ok(x) => x,
+        Err(e) => return super::service_error(e),
     };
-    let (repo, source) =
-        match issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(&name)).await {
-            Ok(x) => x,
-            Err(e) => return super::service_error(e),
-        };
     let issue = match source.issue(n).await {
         Ok(i) => i,
         Err(e) => return issue_error_page(e.into()),
@@ -156,7 +157,7 @@ async fn show(
     })
 }
 
-/// What a post on an issue does.
+/// What a post on an issue does: the last segment of its path.
 #[derive(Clone, Copy)]
 enum Act {
     Close,
@@ -165,25 +166,38 @@ enum Act {
     NotReady,
 }
 
+impl Act {
+    fn parse(s: &str) -> Option<Act> {
+        Some(match s {
+            "close" => Act::Close,
+            "reopen" => Act::Reopen,
+            "ready" => Act::Ready,
+            "not-ready" => Act::NotReady,
+            _ => return None,
+        })
+    }
+}
+
+/// Closes, reopens, or puts the ready label on or off, then shows the issue.
 async fn act(
-    app: &AppState,
-    session: &BrowserSession,
-    name: &str,
-    n: &str,
-    form: &Form,
-    act: Act,
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, n, act)): Path<(String, String, String)>,
+    form: Form,
 ) -> Response {
-    if let Some(r) = session.refuse_forged(form) {
+    if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    let Some(n) = number(n) else {
-        return no_such_number();
+    let Some(act) = Act::parse(&act) else {
+        return Page::error(
+            StatusCode::NOT_FOUND,
+            "An issue takes close, reopen, ready or not-ready.",
+        );
     };
-    let (repo, source) =
-        match issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(name)).await {
-            Ok(x) => x,
-            Err(e) => return super::service_error(e),
-        };
+    let (n, repo, source) = match issue_of(&app, &name, &n).await {
+        Ok(x) => x,
+        Err(e) => return super::service_error(e),
+    };
     let source = source.as_ref();
     let done = match act {
         Act::Close => issues::set_open(source, n, false).await,
@@ -197,49 +211,10 @@ async fn act(
     }
 }
 
-async fn close(
-    State(app): State<AppState>,
-    session: BrowserSession,
-    Path((name, n)): Path<(String, String)>,
-    form: Form,
-) -> Response {
-    act(&app, &session, &name, &n, &form, Act::Close).await
-}
-
-async fn reopen(
-    State(app): State<AppState>,
-    session: BrowserSession,
-    Path((name, n)): Path<(String, String)>,
-    form: Form,
-) -> Response {
-    act(&app, &session, &name, &n, &form, Act::Reopen).await
-}
-
-async fn ready(
-    State(app): State<AppState>,
-    session: BrowserSession,
-    Path((name, n)): Path<(String, String)>,
-    form: Form,
-) -> Response {
-    act(&app, &session, &name, &n, &form, Act::Ready).await
-}
-
-async fn not_ready(
-    State(app): State<AppState>,
-    session: BrowserSession,
-    Path((name, n)): Path<(String, String)>,
-    form: Form,
-) -> Response {
-    act(&app, &session, &name, &n, &form, Act::NotReady).await
-}
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/repos/{name}/issues/{n}", get(show))
-        .route("/repos/{name}/issues/{n}/close", post(close))
-        .route("/repos/{name}/issues/{n}/reopen", post(reopen))
-        .route("/repos/{name}/issues/{n}/ready", post(ready))
-        .route("/repos/{name}/issues/{n}/not-ready", post(not_ready))
+        .route("/repos/{name}/issues/{n}/{act}", post(act))
 }
 
 #[cfg(test)]

@@ -91,6 +91,29 @@ fn filters(q: &ListQuery) -> Result<(IssueFilter, Option<String>), String> {
     }
 }
 
+/// A list page, empty yet, and the filters it asks for; `None` when they
+/// are refused (the page then says why).
+fn filtered_page(
+    chrome: Chrome,
+    repo: Option<String>,
+    q: &ListQuery,
+) -> (IssuesPage, Option<(IssueFilter, Option<String>)>) {
+    let checked = filters(q);
+    let page = IssuesPage {
+        chrome,
+        repo,
+        state: checked
+            .as_ref()
+            .map_or(IssueFilter::Open, |(f, _)| *f)
+            .as_str(),
+        label: q.label.clone().unwrap_or_default(),
+        filter_error: checked.as_ref().err().cloned(),
+        issues: Vec::new(),
+        failures: Vec::new(),
+    };
+    (page, checked.ok())
+}
+
 /// A source's failure as a page's status and sentence. A forge that refused
 /// or could not be reached is the forge's failure, told as such (424), not
 /// lab's (5xx).
@@ -133,23 +156,11 @@ async fn repo_list(
             Ok(x) => x,
             Err(e) => return super::service_error(e),
         };
-    let mut page = IssuesPage {
-        chrome: Chrome::new(&session, "issues", &format!("Issues of {}", repo.name)),
-        repo: Some(repo.name.clone()),
-        state: IssueFilter::Open.as_str(),
-        label: q.label.clone().unwrap_or_default(),
-        filter_error: None,
-        issues: Vec::new(),
-        failures: Vec::new(),
+    let chrome = Chrome::new(&session, "issues", &format!("Issues of {}", repo.name));
+    let (mut page, filters) = filtered_page(chrome, Some(repo.name.clone()), &q);
+    let Some((filter, label)) = filters else {
+        return Page::render(StatusCode::BAD_REQUEST, &page);
     };
-    let (filter, label) = match filters(&q) {
-        Ok(f) => f,
-        Err(m) => {
-            page.filter_error = Some(m);
-            return Page::render(StatusCode::BAD_REQUEST, &page);
-        }
-    };
-    page.state = filter.as_str();
     match issues::list(source.as_ref(), label.as_deref(), filter).await {
         Ok(list) => {
             page.issues = list.into_iter().map(|i| listed(&repo, i)).collect();
@@ -169,23 +180,10 @@ async fn all_list(
     session: BrowserSession,
     Query(q): Query<ListQuery>,
 ) -> Response {
-    let mut page = IssuesPage {
-        chrome: Chrome::new(&session, "issues", "Issues"),
-        repo: None,
-        state: IssueFilter::Open.as_str(),
-        label: q.label.clone().unwrap_or_default(),
-        filter_error: None,
-        issues: Vec::new(),
-        failures: Vec::new(),
+    let (mut page, filters) = filtered_page(Chrome::new(&session, "issues", "Issues"), None, &q);
+    let Some((filter, label)) = filters else {
+        return Page::render(StatusCode::BAD_REQUEST, &page);
     };
-    let (filter, label) = match filters(&q) {
-        Ok(f) => f,
-        Err(m) => {
-            page.filter_error = Some(m);
-            return Page::render(StatusCode::BAD_REQUEST, &page);
-        }
-    };
-    page.state = filter.as_str();
     let repos = match app.store.repos().await {
         Ok(r) => r,
         Err(e) => return super::internal(e),

@@ -36,6 +36,11 @@ async fn post_form(s: &TestServer, cookie: &str, path: &str, body: &str) -> reqw
         .unwrap_or_else(|e| panic!("POST {path}: {e}"))
 }
 
+/// Presses an issue page's button: its form, with the page's CSRF token.
+async fn press(s: &TestServer, cookie: &str, path: &str, csrf: &str) -> reqwest::Response {
+    post_form(s, cookie, path, &format!("csrf={csrf}")).await
+}
+
 async fn page(s: &TestServer, cookie: &str, path: &str) -> (u16, String) {
     let r = visit(s, cookie, Method::GET, path).await;
     let status = r.status().as_u16();
@@ -186,59 +191,29 @@ async fn close_reopen_ready_and_start(b: Backend) {
     assert_eq!(r.status(), 403);
     assert_eq!(labels().await, json!(["bug"]));
     // Ready on, then off.
-    let r = post_form(
-        &s,
-        &cookie,
-        &format!("{path}/ready"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    let r = press(&s, &cookie, &format!("{path}/ready"), &csrf).await;
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), path);
     assert_eq!(labels().await, json!(["bug", "ready-for-agent"]));
     let (_, html) = page(&s, &cookie, &path).await;
     assert!(html.contains("Not ready for agent"), "{html}");
-    post_form(
-        &s,
-        &cookie,
-        &format!("{path}/not-ready"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    press(&s, &cookie, &format!("{path}/not-ready"), &csrf).await;
     assert_eq!(labels().await, json!(["bug"]));
     // The repo's own ready label is the one put on.
     s.patch("/api/v1/repos/r", json!({"afk_label": "agent-go"}))
         .await
         .ok();
-    post_form(
-        &s,
-        &cookie,
-        &format!("{path}/ready"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    press(&s, &cookie, &format!("{path}/ready"), &csrf).await;
     assert_eq!(labels().await, json!(["agent-go", "bug"]));
 
     // Close, then reopen.
-    let r = post_form(
-        &s,
-        &cookie,
-        &format!("{path}/close"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    let r = press(&s, &cookie, &format!("{path}/close"), &csrf).await;
     assert_eq!(r.status(), 303);
     let state = async || s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok()["state"].clone();
     assert_eq!(state().await, "closed");
     let (_, html) = page(&s, &cookie, &path).await;
     assert!(html.contains("Reopen issue") && !html.contains("Close issue"));
-    post_form(
-        &s,
-        &cookie,
-        &format!("{path}/reopen"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    press(&s, &cookie, &format!("{path}/reopen"), &csrf).await;
     assert_eq!(state().await, "open");
 
     // Missing issues and bad numbers are pages, never a 5xx.
@@ -252,6 +227,9 @@ async fn close_reopen_ready_and_start(b: Backend) {
         assert_eq!(st, want, "{p}: {html}");
         assert!(html.contains("<!doctype html>"), "{p}");
     }
+    let r = press(&s, &cookie, &format!("{path}/explode"), &csrf).await;
+    assert_eq!(r.status(), 404, "an action issues do not take");
+    assert_eq!(state().await, "open");
     let r = post_form(
         &s,
         &cookie,
@@ -406,22 +384,10 @@ async fn forge_backed_pages(b: Backend) {
     assert_eq!(st, 200, "{html}");
     assert!(html.contains("on the forge</a>") && html.contains("Source: gitea."));
     let csrf = csrf_of(&html);
-    let r = post_form(
-        &s,
-        &cookie,
-        &format!("{path}/ready"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    let r = press(&s, &cookie, &format!("{path}/ready"), &csrf).await;
     assert_eq!(r.status(), 303);
     assert_eq!(f.labels_of(one), vec!["bug", "ready-for-agent"]);
-    post_form(
-        &s,
-        &cookie,
-        &format!("{path}/close"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    press(&s, &cookie, &format!("{path}/close"), &csrf).await;
     let state = |f: &FakeForge| {
         f.fake.state.lock().unwrap().issues[0]["state"]
             .as_str()
@@ -429,13 +395,7 @@ async fn forge_backed_pages(b: Backend) {
             .to_owned()
     };
     assert_eq!(state(&f), "closed");
-    post_form(
-        &s,
-        &cookie,
-        &format!("{path}/reopen"),
-        &format!("csrf={csrf}"),
-    )
-    .await;
+    press(&s, &cookie, &format!("{path}/reopen"), &csrf).await;
     assert_eq!(state(&f), "open");
     // The forge's refusals: a page naming them, never a 5xx.
     f.fake.state.lock().unwrap().rate_limited = true;
