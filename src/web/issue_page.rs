@@ -15,7 +15,7 @@ use super::forms::Form;
 use super::issues_page::issue_error_page;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
-use crate::domain::{IssueState, Run, compact_cost, compact_tokens, rfc3339};
+use crate::domain::{IssueState, Usage, compact_cost, compact_tokens, rfc3339};
 use crate::issues::{Issue, IssueSource};
 use crate::repo::Repo;
 use crate::service::{ServiceError, ServiceResult, issues};
@@ -36,8 +36,10 @@ pub struct Attempt {
     pub pr_url: Option<String>,
 }
 
-fn attempt(n: usize, c: Claim, run: Option<Run>) -> Attempt {
-    let usage = run.as_ref().and_then(|r| r.usage.clone());
+/// The `n`th AFK run of an issue (from 1), from its claim and its run's
+/// usage. (Issue 14 numbers attempts and rounds on the claim itself; until
+/// then the page counts claims.)
+fn attempt(n: usize, c: Claim, usage: Option<Usage>) -> Attempt {
     Attempt {
         attempt: n,
         run_id: c.run_id,
@@ -149,7 +151,7 @@ async fn show(
         attempts: attempts
             .into_iter()
             .enumerate()
-            .map(|(i, (c, r))| attempt(i + 1, c, r))
+            .map(|(i, (c, r))| attempt(i + 1, c, r.and_then(|r| r.usage)))
             .collect(),
         start_link: start_link(&repo.name, &manual_prompt(&repo.name, &issue)),
         repo: repo.name,
@@ -243,5 +245,48 @@ mod tests {
         );
         let link = start_link("r", "a b&c=d\n");
         assert_eq!(link, "/runs/new?repo=r&prompt=a%20b%26c%3Dd%0A");
+    }
+
+    #[test]
+    fn an_attempt_shows_its_outcome_cost_and_tokens() {
+        let claim = Claim {
+            id: 1,
+            repo_id: 1,
+            repo_name: "r".into(),
+            issue_number: 7,
+            run_id: Some(12),
+            node: "n".into(),
+            active: false,
+            model: None,
+            effort: None,
+            pr_url: None,
+            outcome: Some(crate::domain::Outcome::ALL[0]),
+            detail: Some("why".into()),
+            relabelled: true,
+            claimed_at: 0,
+            started_at: Some(60_000),
+            ended_at: Some(120_000),
+        };
+        let usage = Usage {
+            input_tokens: 1000,
+            output_tokens: 500,
+            cost_nano_usd: Some(123_000_000),
+            ..Usage::default()
+        };
+        let a = attempt(2, claim.clone(), Some(usage));
+        assert_eq!(a.attempt, 2);
+        assert_eq!(a.outcome, crate::domain::Outcome::ALL[0].as_str());
+        assert_eq!((a.cost.as_str(), a.tokens.as_str()), ("$0.12", "1.5k"));
+        assert_eq!(a.started, "1970-01-01 00:01");
+        let live = attempt(
+            1,
+            Claim {
+                active: true,
+                outcome: None,
+                ..claim
+            },
+            None,
+        );
+        assert_eq!((live.outcome.as_str(), live.cost.as_str()), ("live", "-"));
     }
 }

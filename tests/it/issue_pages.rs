@@ -13,7 +13,7 @@ use crate::labctl::{labctl, ok};
 use crate::on_both;
 use crate::pages_input::{client, session, visit};
 use crate::support::forge::{FakeForge, Flavor};
-use crate::support::{Backend, TestServer, git};
+use crate::support::{Backend, TestServer, git, wait};
 
 /// The CSRF token of a page's forms.
 pub(crate) fn csrf_of(page: &str) -> String {
@@ -34,6 +34,15 @@ async fn post_form(s: &TestServer, cookie: &str, path: &str, body: &str) -> reqw
         .send()
         .await
         .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+}
+
+/// Text as the pages escape it.
+fn escaped(t: &str) -> String {
+    t.replace('&', "&#38;")
+        .replace('<', "&#60;")
+        .replace('>', "&#62;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;")
 }
 
 /// Presses an issue page's button: its form, with the page's CSRF token.
@@ -289,6 +298,16 @@ labctl pr create --title "Fix issue $LAB_ISSUE" --body "Resolves #$LAB_ISSUE" ||
         table.contains("/api/v1/repos/r/pulls/1"),
         "its pull request: {table}"
     );
+    // The outcome's comment, once lab has told the issue.
+    let told = wait::until("the outcome's comment", wait::secs(10), async || {
+        let i = s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok();
+        i["comments"][0]["body"].as_str().map(str::to_owned)
+    })
+    .await;
+    let (_, html) = page(&s, &cookie, &format!("/repos/r/issues/{n}")).await;
+    let first_line = escaped(told.lines().next().unwrap());
+    assert!(html.contains("<h2>Comments</h2>"), "{html}");
+    assert!(html.contains(&first_line), "{first_line} in {html}");
     s.stop().await;
 }
 
@@ -397,6 +416,17 @@ async fn forge_backed_pages(b: Backend) {
     assert_eq!(state(&f), "closed");
     press(&s, &cookie, &format!("{path}/reopen"), &csrf).await;
     assert_eq!(state(&f), "open");
+    // A new issue from the form lands on the forge.
+    let r = post_form(
+        &s,
+        &cookie,
+        "/repos/g/issues",
+        &format!("csrf={csrf}&title=From+the+page&body=b&labels=docs"),
+    )
+    .await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(location(&r), "/repos/g/issues/3");
+    assert_eq!(f.labels_of(3), vec!["docs"]);
     // The forge's refusals: a page naming them, never a 5xx.
     f.fake.state.lock().unwrap().rate_limited = true;
     let (st, html) = page(&s, &cookie, "/repos/g/issues").await;
