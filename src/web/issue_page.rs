@@ -47,7 +47,13 @@ fn attempt(n: usize, c: Claim, usage: Option<Usage>) -> Attempt {
             (true, _) | (_, None) => "live".into(),
             (false, Some(o)) => o.as_str().into(),
         },
-        detail: c.detail.unwrap_or_default(),
+        // Its first line: the rest is in the comment and the run.
+        detail: c
+            .detail
+            .as_deref()
+            .and_then(|d| d.lines().next())
+            .map(|l| l.chars().take(DETAIL).collect())
+            .unwrap_or_default(),
         cost: usage
             .as_ref()
             .map_or("-".into(), |u| compact_cost(u.cost_usd())),
@@ -58,6 +64,9 @@ fn attempt(n: usize, c: Claim, usage: Option<Usage>) -> Attempt {
         pr_url: c.pr_url,
     }
 }
+
+/// The most characters of an outcome's detail the runs table shows.
+const DETAIL: usize = 120;
 
 fn short_time(ms: i64) -> String {
     rfc3339(ms).replace('T', " ").chars().take(16).collect()
@@ -261,7 +270,7 @@ mod tests {
             effort: None,
             pr_url: None,
             outcome: Some(crate::domain::Outcome::ALL[0]),
-            detail: Some("why".into()),
+            detail: Some("why\nand more".into()),
             relabelled: true,
             claimed_at: 0,
             started_at: Some(60_000),
@@ -274,7 +283,7 @@ mod tests {
             ..Usage::default()
         };
         let a = attempt(2, claim.clone(), Some(usage));
-        assert_eq!(a.attempt, 2);
+        assert_eq!((a.attempt, a.detail.as_str()), (2, "why"));
         assert_eq!(a.outcome, crate::domain::Outcome::ALL[0].as_str());
         assert_eq!((a.cost.as_str(), a.tokens.as_str()), ("$0.12", "1.5k"));
         assert_eq!(a.started, "1970-01-01 00:01");

@@ -4,6 +4,7 @@
 
 use thirtyfour::prelude::*;
 
+use crate::afk::{afk_repo, behave, outcome};
 use crate::on_both;
 use crate::support::browser::Browser;
 use crate::support::{Backend, TestServer};
@@ -128,4 +129,54 @@ async fn an_issue_from_the_browser(b: Backend) {
     s.stop().await;
 }
 
-on_both!(an_issue_from_the_browser);
+/// Marked ready in the browser, an issue of an AFK repo is taken by the
+/// scheduler, and its page shows the run (and its outcome once it ends).
+async fn the_scheduler_takes_an_issue_marked_ready(b: Backend) {
+    let folder = match b {
+        Backend::Sqlite => "issue_afk/sqlite",
+        Backend::Postgres(_) => "issue_afk/postgres",
+    };
+    let s = TestServer::start(b).await;
+    behave(&s, "echo looked; exit 0");
+    afk_repo(&s, "web").await;
+    let n = s
+        .post(
+            "/api/v1/repos/web/issues",
+            serde_json::json!({"title": "Tidy the README"}),
+        )
+        .await
+        .expect(201)["number"]
+        .as_i64()
+        .unwrap();
+    let br = Browser::start(&s.url, folder).await;
+    br.login(&s.token).await;
+    br.go(&format!("/repos/web/issues/{n}")).await;
+    br.submit("Ready for agent").await;
+    br.wait_text("the ready label on", |t| t.contains("Not ready for agent"))
+        .await;
+    outcome(&s, "web", n, 30).await;
+    br.go(&format!("/repos/web/issues/{n}")).await;
+    let runs = br.driver.find(By::Id("issue-runs")).await.unwrap();
+    let text = runs.text().await.unwrap();
+    assert!(text.contains("run 1"), "{text}");
+    runs.find(By::LinkText("run 1"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    br.wait_path("/runs/1").await;
+    br.go(&format!("/repos/web/issues/{n}")).await;
+    br.shot("issue_with_run").await;
+    br.driver.set_window_rect(0, 0, 390, 844).await.unwrap();
+    br.go(&format!("/repos/web/issues/{n}")).await;
+    assert!(!overflows(&br).await, "the page fits a phone (its table scrolls)");
+    br.shot("issue_with_run_phone").await;
+    br.quit().await;
+    s.stop().await;
+}
+
+on_both!(
+    an_issue_from_the_browser,
+    the_scheduler_takes_an_issue_marked_ready
+);

@@ -363,6 +363,28 @@ async fn reopen_and_labels_api(b: Backend) {
         .await
         .expect(404);
 
+    // A run's token reads its repo's issues, and changes none.
+    let run = s.working_run("r").await;
+    let token = s.run_token(crate::support::id(&run)).await;
+    let as_run = crate::support::api::Api::new(s.url.clone(), token);
+    as_run.get(&base).await.ok();
+    as_run
+        .post(&format!("{base}/labels"), json!({"remove": ["ui"]}))
+        .await
+        .expect(403);
+    as_run
+        .post(&format!("{base}/close"), json!(null))
+        .await
+        .expect(403);
+    as_run
+        .post(&format!("{base}/reopen"), json!(null))
+        .await
+        .expect(403);
+    assert_eq!(
+        s.get(&base).await.ok()["labels"],
+        json!(["ready-for-agent", "ui"])
+    );
+
     // labctl issue reopen.
     s.post(&format!("{base}/close"), json!(null)).await.ok();
     let out = ok(&labctl(
