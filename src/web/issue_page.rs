@@ -15,7 +15,7 @@ use super::forms::Form;
 use super::issues_page::issue_error_page;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
-use crate::domain::{IssueState, Usage, compact_cost, compact_tokens, rfc3339};
+use crate::domain::{IssueState, Outcome, Usage, compact_cost, compact_tokens, rfc3339};
 use crate::issues::{Issue, IssueSource};
 use crate::repo::Repo;
 use crate::service::{ServiceError, ServiceResult, issues};
@@ -40,28 +40,41 @@ pub struct Attempt {
 /// usage. (Issue 14 numbers attempts and rounds on the claim itself; until
 /// then the page counts claims.)
 fn attempt(n: usize, c: Claim, usage: Option<Usage>) -> Attempt {
+    let (cost, tokens) = usage_cells(usage.as_ref());
     Attempt {
         attempt: n,
         run_id: c.run_id,
-        outcome: match (c.active, c.outcome) {
-            (true, _) | (_, None) => "live".into(),
-            (false, Some(o)) => o.as_str().into(),
-        },
-        // Its first line: the rest is in the issue's comment and the run.
-        detail: c
-            .detail
-            .as_deref()
-            .and_then(|d| d.lines().next())
-            .map(|l| l.chars().take(DETAIL).collect())
-            .unwrap_or_default(),
-        cost: usage
-            .as_ref()
-            .map_or("-".into(), |u| compact_cost(u.cost_usd())),
-        tokens: usage
-            .as_ref()
-            .map_or("-".into(), |u| compact_tokens(u.tokens())),
+        outcome: outcome_text(c.active, c.outcome),
+        detail: first_line(c.detail.as_deref()),
+        cost,
+        tokens,
         started: short_time(c.started_at.unwrap_or(c.claimed_at)),
         pr_url: c.pr_url,
+    }
+}
+
+/// A claim's outcome, or `live` while its run works.
+fn outcome_text(active: bool, outcome: Option<Outcome>) -> String {
+    match (active, outcome) {
+        (false, Some(o)) => o.as_str().into(),
+        _ => "live".into(),
+    }
+}
+
+/// An outcome's detail as the table shows it: its first line (the rest is
+/// in the issue's comment and on the run's page).
+fn first_line(detail: Option<&str>) -> String {
+    detail
+        .and_then(|d| d.lines().next())
+        .map(|l| l.chars().take(DETAIL).collect())
+        .unwrap_or_default()
+}
+
+/// A run's cost and tokens, compact; `-` before lab has read any.
+fn usage_cells(usage: Option<&Usage>) -> (String, String) {
+    match usage {
+        Some(u) => (compact_cost(u.cost_usd()), compact_tokens(u.tokens())),
+        None => ("-".into(), "-".into()),
     }
 }
 
@@ -257,45 +270,21 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_shows_its_outcome_cost_and_tokens() {
-        let claim = Claim {
-            id: 1,
-            repo_id: 1,
-            repo_name: "r".into(),
-            issue_number: 7,
-            run_id: Some(12),
-            node: "n".into(),
-            active: false,
-            model: None,
-            effort: None,
-            pr_url: None,
-            outcome: Some(crate::domain::Outcome::ALL[0]),
-            detail: Some("why\nand more".into()),
-            relabelled: true,
-            claimed_at: 0,
-            started_at: Some(60_000),
-            ended_at: Some(120_000),
-        };
+    fn an_attempt_shows_its_outcome_detail_cost_and_tokens() {
+        let o = Outcome::ALL[0];
+        assert_eq!(outcome_text(false, Some(o)), o.as_str());
+        assert_eq!(outcome_text(true, None), "live");
+        assert_eq!(first_line(Some("why\nand more")), "why");
+        assert_eq!(first_line(Some(&"y".repeat(500))).len(), DETAIL);
+        assert_eq!(first_line(None), "");
         let usage = Usage {
             input_tokens: 1000,
             output_tokens: 500,
             cost_nano_usd: Some(123_000_000),
             ..Usage::default()
         };
-        let a = attempt(2, claim.clone(), Some(usage));
-        assert_eq!((a.attempt, a.detail.as_str()), (2, "why"));
-        assert_eq!(a.outcome, crate::domain::Outcome::ALL[0].as_str());
-        assert_eq!((a.cost.as_str(), a.tokens.as_str()), ("$0.12", "1.5k"));
-        assert_eq!(a.started, "1970-01-01 00:01");
-        let live = attempt(
-            1,
-            Claim {
-                active: true,
-                outcome: None,
-                ..claim
-            },
-            None,
-        );
-        assert_eq!((live.outcome.as_str(), live.cost.as_str()), ("live", "-"));
+        assert_eq!(usage_cells(Some(&usage)), ("$0.12".into(), "1.5k".into()));
+        assert_eq!(usage_cells(None), ("-".into(), "-".into()));
+        assert_eq!(short_time(60_000), "1970-01-01 00:01");
     }
 }

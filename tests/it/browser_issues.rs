@@ -170,7 +170,10 @@ async fn the_scheduler_takes_an_issue_marked_ready(b: Backend) {
     br.shot("issue_with_run").await;
     br.driver.set_window_rect(0, 0, 390, 844).await.unwrap();
     br.go(&format!("/repos/web/issues/{n}")).await;
-    assert!(!overflows(&br).await, "the page fits a phone (its table scrolls)");
+    assert!(
+        !overflows(&br).await,
+        "the page fits a phone (its table scrolls)"
+    );
     br.shot("issue_with_run_phone").await;
     br.quit().await;
     s.stop().await;

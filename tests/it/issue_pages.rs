@@ -199,6 +199,18 @@ async fn close_reopen_ready_and_start(b: Backend) {
     let r = post_form(&s, &cookie, &format!("{path}/ready"), "csrf=wrong").await;
     assert_eq!(r.status(), 403);
     assert_eq!(labels().await, json!(["bug"]));
+    // From another site: refused by the same-origin guard.
+    let r = client()
+        .post(format!("{}{path}/ready", s.url))
+        .header(COOKIE, &cookie)
+        .header(reqwest::header::ORIGIN, "http://evil.example")
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(labels().await, json!(["bug"]));
     // Ready on, then off.
     let r = press(&s, &cookie, &format!("{path}/ready"), &csrf).await;
     assert_eq!(r.status(), 303);
