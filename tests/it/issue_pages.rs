@@ -405,6 +405,37 @@ async fn reopen_and_labels_api(b: Backend) {
     ));
     assert!(out.contains(&format!("reopened issue #{n} of r")), "{out}");
     assert_eq!(s.get(&base).await.ok()["state"], "open");
+    let out = ok(&labctl(
+        &s,
+        &[
+            "issue",
+            "label",
+            &n.to_string(),
+            "--repo",
+            "r",
+            "--add",
+            "docs",
+            "--remove",
+            "ui",
+        ],
+    ));
+    assert_eq!(
+        out.trim(),
+        format!("issue #{n} of r: docs, ready-for-agent")
+    );
+    let bad = labctl(
+        &s,
+        &[
+            "issue",
+            "label",
+            &n.to_string(),
+            "--repo",
+            "r",
+            "--add",
+            "a,b",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(5), "invalid: {bad:?}");
     let bad = labctl(&s, &["issue", "reopen", "99", "--repo", "r"]);
     assert_eq!(bad.status.code(), Some(3), "not found");
     s.stop().await;
