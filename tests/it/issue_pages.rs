@@ -36,6 +36,13 @@ async fn post_form(s: &TestServer, cookie: &str, path: &str, body: &str) -> reqw
         .unwrap_or_else(|e| panic!("POST {path}: {e}"))
 }
 
+/// Posts the new-issue form of `repo`; where it sends the browser.
+async fn open_from_form(s: &TestServer, cookie: &str, repo: &str, body: &str) -> String {
+    let r = post_form(s, cookie, &format!("/repos/{repo}/issues"), body).await;
+    assert_eq!(r.status(), 303, "{}", r.text().await.unwrap());
+    location(&r)
+}
+
 /// Text as the pages escape it.
 fn escaped(t: &str) -> String {
     t.replace('&', "&#38;")
@@ -117,15 +124,14 @@ async fn lists_filter_and_create(b: Backend) {
     assert_eq!(r.status(), 403);
     assert_eq!(issues_of(&s, "r").await, json!([]));
     // A good one goes to its page.
-    let r = post_form(
+    let at = open_from_form(
         &s,
         &cookie,
-        "/repos/r/issues",
+        "r",
         &format!("csrf={csrf}&title=Fix+the+login&body=line+1%0D%0Aline+2&labels=bug%2C+ui"),
     )
     .await;
-    assert_eq!(r.status(), 303);
-    assert_eq!(location(&r), "/repos/r/issues/1");
+    assert_eq!(at, "/repos/r/issues/1");
     let i = s.get("/api/v1/repos/r/issues/1").await.ok();
     assert_eq!(i["title"], "Fix the login");
     assert_eq!(i["body"], "line 1\nline 2", "CRLF from the browser is LF");
@@ -397,44 +403,20 @@ async fn reopen_and_labels_api(b: Backend) {
         json!(["ready-for-agent", "ui"])
     );
 
-    // labctl issue reopen.
+    // labctl issue reopen and label.
+    let cli = |line: String| labctl(&s, &line.split(' ').collect::<Vec<_>>());
     s.post(&format!("{base}/close"), json!(null)).await.ok();
-    let out = ok(&labctl(
-        &s,
-        &["issue", "reopen", &n.to_string(), "--repo", "r"],
-    ));
+    let out = ok(&cli(format!("issue reopen {n} --repo r")));
     assert!(out.contains(&format!("reopened issue #{n} of r")), "{out}");
     assert_eq!(s.get(&base).await.ok()["state"], "open");
-    let out = ok(&labctl(
-        &s,
-        &[
-            "issue",
-            "label",
-            &n.to_string(),
-            "--repo",
-            "r",
-            "--add",
-            "docs",
-            "--remove",
-            "ui",
-        ],
-    ));
+    let out = ok(&cli(format!(
+        "issue label {n} --repo r --add docs --remove ui"
+    )));
     assert_eq!(
         out.trim(),
         format!("issue #{n} of r: docs, ready-for-agent")
     );
-    let bad = labctl(
-        &s,
-        &[
-            "issue",
-            "label",
-            &n.to_string(),
-            "--repo",
-            "r",
-            "--add",
-            "a,b",
-        ],
-    );
+    let bad = cli(format!("issue label {n} --repo r --add a,b"));
     assert_eq!(bad.status.code(), Some(5), "invalid: {bad:?}");
     let bad = labctl(&s, &["issue", "reopen", "99", "--repo", "r"]);
     assert_eq!(bad.status.code(), Some(3), "not found");
@@ -482,15 +464,14 @@ async fn forge_backed_pages(b: Backend) {
     press(&s, &cookie, &format!("{path}/reopen"), &csrf).await;
     assert_eq!(state(&f), "open");
     // A new issue from the form lands on the forge.
-    let r = post_form(
+    let at = open_from_form(
         &s,
         &cookie,
-        "/repos/g/issues",
+        "g",
         &format!("csrf={csrf}&title=From+the+page&body=b&labels=docs"),
     )
     .await;
-    assert_eq!(r.status(), 303);
-    assert_eq!(location(&r), "/repos/g/issues/3");
+    assert_eq!(at, "/repos/g/issues/3");
     assert_eq!(f.labels_of(3), vec!["docs"]);
     // The forge's refusals: a page naming them, never a 5xx.
     f.fake.state.lock().unwrap().rate_limited = true;
