@@ -427,12 +427,26 @@ async fn reopen_and_labels_api(b: Backend) {
 /// through the forge, the ready button labels the forge's issue, close and
 /// reopen reach it, and the forge's refusals are pages that say so.
 async fn forge_backed_pages(b: Backend) {
+    forge_pages(b, Flavor::Gitea).await;
+}
+
+/// The same on GitHub (labels by name, its own auth header).
+async fn github_backed_pages(b: Backend) {
+    forge_pages(b, Flavor::Github).await;
+}
+
+async fn forge_pages(b: Backend, flavor: Flavor) {
     let s = TestServer::start(b).await;
-    let f = FakeForge::start(Flavor::Gitea).await;
+    let f = FakeForge::start(flavor).await;
     let path = git::init_repo(&s.tmp(), "src");
+    let kind = if flavor == Flavor::Gitea {
+        "gitea"
+    } else {
+        "github"
+    };
     s.post(
         "/api/v1/repos",
-        json!({"name": "g", "path": path, "issue_source": "gitea", "forge_url": f.url,
+        json!({"name": "g", "path": path, "issue_source": kind, "forge_url": f.url,
                "forge_repo": "owner/repo", "forge_token": f.fake.token}),
     )
     .await
@@ -448,7 +462,7 @@ async fn forge_backed_pages(b: Backend) {
     let path = format!("/repos/g/issues/{one}");
     let (st, html) = page(&s, &cookie, &path).await;
     assert_eq!(st, 200, "{html}");
-    assert!(html.contains("on the forge</a>") && html.contains("Source: gitea."));
+    assert!(html.contains("on the forge</a>") && html.contains(&format!("Source: {kind}.")));
     let csrf = csrf_of(&html);
     let r = press(&s, &cookie, &format!("{path}/ready"), &csrf).await;
     assert_eq!(r.status(), 303);
@@ -504,4 +518,5 @@ on_both!(
     an_issue_page_lists_its_afk_runs,
     reopen_and_labels_api,
     forge_backed_pages,
+    github_backed_pages,
 );
