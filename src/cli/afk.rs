@@ -78,6 +78,27 @@ pub enum IssueCommand {
         #[command(flatten)]
         repo: RepoArg,
     },
+    /// Reopen a closed issue.
+    Reopen {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+    },
+    /// Put labels on an issue and take others off (the repo's ready label
+    /// gives it to the AFK scheduler).
+    Label {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        /// A label to put on (repeatable).
+        #[arg(long)]
+        add: Vec<String>,
+        /// A label to take off (repeatable).
+        #[arg(long)]
+        remove: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -373,6 +394,42 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
                 )
                 .await?;
             println!("closed issue #{number} of {repo}");
+        }
+        IssueCommand::Reopen { number, repo } => {
+            let repo = repo_of(client, &repo).await?;
+            client
+                .post(
+                    &format!("/api/v1/repos/{}/issues/{number}/reopen", seg(&repo)),
+                    &Value::Null,
+                )
+                .await?;
+            println!("reopened issue #{number} of {repo}");
+        }
+        IssueCommand::Label {
+            number,
+            repo,
+            add,
+            remove,
+            json,
+        } => {
+            let repo = repo_of(client, &repo).await?;
+            let v = client
+                .post(
+                    &format!("/api/v1/repos/{}/issues/{number}/labels", seg(&repo)),
+                    &json!({"add": add, "remove": remove}),
+                )
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            let labels: Vec<String> = v["labels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(s)
+                .collect();
+            println!("issue #{number} of {repo}: {}", labels.join(", "));
         }
     }
     Ok(())

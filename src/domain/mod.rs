@@ -21,7 +21,7 @@ pub use agent::{AGENT_REASON_CHARS, AgentBy, AgentState, AgentStatus, agent_reas
 pub use change::Change;
 pub use defaults::Defaults;
 pub use input::Key;
-pub use issue::IssueState;
+pub use issue::{IssueFilter, IssueState};
 pub use notification::{NotifyEvent, NotifyKind};
 pub use outcome::Outcome;
 pub use output::{OutputFormat, ScreenFormat};

@@ -16,9 +16,18 @@ use crate::afk::pull::{self, PullError};
 use crate::domain::IssueState;
 use crate::issues::{Issue, IssueSource, PullRequest, SourceError};
 use crate::repo::Repo;
+use crate::service::issues::{self, IssueError};
 use crate::state::AppState;
 use crate::store::RepoKey;
-use crate::validate::{self, Errors};
+use crate::validate;
+
+/// An issue operation's failure: a value, the repo, or the source.
+pub fn issue_error(e: IssueError) -> ApiError {
+    match e {
+        IssueError::Service(s) => s.into(),
+        IssueError::Source(s) => source_error(s),
+    }
+}
 
 pub fn source_error(e: SourceError) -> ApiError {
     match e {
@@ -79,21 +88,13 @@ async fn create_issue(
     ApiPath(id): ApiPath<String>,
     ApiJson(b): ApiJson<NewIssueBody>,
 ) -> ApiResult<(StatusCode, Json<Issue>)> {
-    let mut errs = Errors::default();
-    let text = errs.check_all(validate::title_and_body(&b.title, &b.body));
-    let labels: Vec<String> = b
-        .labels
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| errs.check(validate::label(&format!("labels[{i}]"), l)))
-        .collect();
-    errs.finish()?;
-    let (title, body) = text.unwrap_or_default();
+    // The values are checked before the repo is looked up: a bad request is
+    // a 400 whatever it names.
+    validate::new_issue(&b.title, &b.body, &b.labels)?;
     let (_, source) = repo_source(&app, &id).await?;
-    let issue = source
-        .create_issue(&title, &body, &labels)
+    let issue = issues::create(source.as_ref(), &b.title, &b.body, &b.labels)
         .await
-        .map_err(source_error)?;
+        .map_err(issue_error)?;
     Ok((StatusCode::CREATED, Json(issue)))
 }
 
@@ -154,6 +155,58 @@ async fn close_issue(
     let (_, source) = repo_source(&app, &id).await?;
     source.close_issue(number).await.map_err(source_error)?;
     Ok(Json(source.issue(number).await.map_err(source_error)?))
+}
+
+/// Opens a closed issue again.
+#[utoipa::path(post, path = "/repos/{id}/issues/{number}/reopen", tag = "issues",
+    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
+    responses((status = 200, body = Issue), ForgeErrors))]
+async fn reopen_issue(
+    State(app): State<AppState>,
+    ApiPath((id, number)): ApiPath<(String, i64)>,
+) -> ApiResult<Json<Issue>> {
+    let (_, source) = repo_source(&app, &id).await?;
+    let issue = issues::set_open(source.as_ref(), number, true)
+        .await
+        .map_err(issue_error)?;
+    Ok(Json(issue))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabelsBody {
+    /// Labels to put on (each 1-100 printable characters without commas).
+    #[serde(default)]
+    #[schema(schema_with = label_list)]
+    pub add: Vec<String>,
+    /// Labels to take off; one the issue does not have is no error.
+    #[serde(default)]
+    #[schema(schema_with = label_list)]
+    pub remove: Vec<String>,
+}
+
+/// At most [`validate::MAX_LABEL_CHANGES`] labels.
+fn label_list() -> utoipa::openapi::schema::ArrayBuilder {
+    schema::labels().max_items(Some(validate::MAX_LABEL_CHANGES))
+}
+
+/// Puts labels on an issue and takes others off (at most 20 each); answers
+/// the issue as it is after. The repo's ready label (`afk_label`) is how
+/// an issue is given to the AFK scheduler.
+#[utoipa::path(post, path = "/repos/{id}/issues/{number}/labels", tag = "issues", request_body = LabelsBody,
+    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
+    responses((status = 200, body = Issue), ForgeErrors))]
+async fn edit_labels(
+    State(app): State<AppState>,
+    ApiPath((id, number)): ApiPath<(String, i64)>,
+    ApiJson(b): ApiJson<LabelsBody>,
+) -> ApiResult<Json<Issue>> {
+    validate::label_change(&b.add, &b.remove)?;
+    let (_, source) = repo_source(&app, &id).await?;
+    let issue = issues::edit_labels(source.as_ref(), number, &b.add, &b.remove)
+        .await
+        .map_err(issue_error)?;
+    Ok(Json(issue))
 }
 
 /// A repo's pull requests.
@@ -227,6 +280,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_issue, list_issues))
         .routes(routes!(get_issue))
         .routes(routes!(close_issue))
+        .routes(routes!(reopen_issue))
+        .routes(routes!(edit_labels))
         .routes(routes!(list_pulls))
         .routes(routes!(get_pull))
         .routes(routes!(open_pull))

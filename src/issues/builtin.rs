@@ -177,4 +177,16 @@ impl IssueSource for Builtin {
         })?;
         Ok(pull(row))
     }
+
+    async fn reopen_issue(&self, number: i64) -> Result<()> {
+        self.store
+            .set_issue_state(self.repo_id, number, IssueState::Open)
+            .await
+            .map_err(|e| {
+                not_found(
+                    e,
+                    format!("repo '{}' has no issue {number}", self.repo_name),
+                )
+            })
+    }
 }

@@ -104,6 +104,19 @@ pub trait IssueSource: Send + Sync {
     async fn pulls(&self) -> Result<Vec<PullRequest>>;
     /// One pull request.
     async fn pull(&self, number: i64) -> Result<PullRequest>;
+    /// Opens a closed issue again.
+    async fn reopen_issue(&self, number: i64) -> Result<()>;
+    /// Puts `add` on an issue and takes `remove` off it, a label at a time
+    /// (taking off a label the issue does not have is no error).
+    async fn edit_labels(&self, number: i64, add: &[String], remove: &[String]) -> Result<()> {
+        for r in remove {
+            self.relabel(number, r, "").await?;
+        }
+        for a in add {
+            self.relabel(number, "", a).await?;
+        }
+        Ok(())
+    }
 }
 
 /// What a repo's issue source is made from: lab's store (the built-in

@@ -185,6 +185,17 @@ impl Store {
         }))
     }
 
+    /// The AFK claims of one issue of a repo, oldest first: the runs that
+    /// worked on it.
+    pub async fn claims_of_issue(&self, repo_id: i64, number: i64) -> Result<Vec<Claim>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM afk_claims WHERE repo_id = $1 AND issue_number = $2 ORDER BY id"
+        );
+        Ok(on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(repo_id).bind(number).fetch_all(pool).await?
+        }))
+    }
+
     /// Records a run's pull request; false when it already had one.
     pub async fn set_claim_pr(&self, claim: i64, url: &str) -> Result<bool> {
         let n = on_db!(self.db(), pool => {

@@ -100,3 +100,50 @@ pub fn forge_token(field: &str, value: &str) -> Result<String, FieldError> {
     }
     Ok(value.to_owned())
 }
+
+/// Labels of a request, each checked; `field` names them (`labels[0]`, …).
+pub fn labels(field: &str, values: &[String], errs: &mut Errors) -> Vec<String> {
+    values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| errs.check(label(&format!("{field}[{i}]"), l)))
+        .collect()
+}
+
+/// A new issue: its title, body and labels, every value checked.
+pub fn new_issue(
+    t: &str,
+    b: &str,
+    given: &[String],
+) -> Result<(String, String, Vec<String>), Invalid> {
+    let mut errs = Errors::default();
+    let text = errs.check_all(title_and_body(t, b));
+    let labels = labels("labels", given, &mut errs);
+    errs.finish()?;
+    let (t, b) = text.expect("checked");
+    Ok((t, b, labels))
+}
+
+/// Labels to put on an issue and to take off it: at most
+/// [`MAX_LABEL_CHANGES`] each (none at all changes nothing).
+pub fn label_change(
+    add: &[String],
+    remove: &[String],
+) -> Result<(Vec<String>, Vec<String>), Invalid> {
+    let mut errs = Errors::default();
+    for (field, list) in [("add", add), ("remove", remove)] {
+        if list.len() > MAX_LABEL_CHANGES {
+            errs.push(FieldError::new(
+                field,
+                format!("must name at most {MAX_LABEL_CHANGES} labels"),
+            ));
+        }
+    }
+    let a = labels("add", add, &mut errs);
+    let r = labels("remove", remove, &mut errs);
+    errs.finish()?;
+    Ok((a, r))
+}
+
+/// The most labels one change puts on, and the most it takes off.
+pub const MAX_LABEL_CHANGES: usize = 20;

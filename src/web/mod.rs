@@ -11,6 +11,8 @@
 mod afk_page;
 mod assets;
 pub mod forms;
+mod issue_page;
+mod issues_page;
 mod live;
 mod notify_form;
 mod repo_form;
@@ -269,6 +271,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(runs_page::router())
         .merge(live::router())
         .merge(afk_page::router())
+        .merge(issues_page::router())
+        .merge(issue_page::router())
         .layer(middleware::from_fn_with_state(state.clone(), same_origin))
         .merge(assets::router())
         .layer(middleware::map_response(plain_errors_as_pages))

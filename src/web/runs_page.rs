@@ -160,6 +160,8 @@ async fn dashboard(State(app): State<AppState>, session: BrowserSession) -> Resp
 #[derive(Deserialize)]
 struct RepoQuery {
     repo: Option<String>,
+    /// A first message to start with (an issue's page links here with one).
+    prompt: Option<String>,
 }
 
 /// The start form's fields for `repo`, pre-filled from its manual resolution.
@@ -224,7 +226,8 @@ async fn new_form(
         .or_else(|| repos.first().map(|r| r.name.clone()))
         .unwrap_or_default();
     let mut errors = FormErrors::default();
-    let fields = new_fields(&app, &chosen, None, &mut errors).await;
+    let given = q.prompt.map(|p| Form([("prompt".to_owned(), p)].into()));
+    let fields = new_fields(&app, &chosen, given.as_ref(), &mut errors).await;
     Page::ok(&NewRunPage {
         chrome: Chrome::new(&session, "new", "Start a run"),
         repos,

@@ -245,6 +245,16 @@ impl IssueSource for Forge {
         Ok(())
     }
 
+    // Gitea and GitHub both reopen with the close's PATCH, state "open".
+    async fn reopen_issue(&self, number: i64) -> Result<()> {
+        self.send(
+            self.req(Method::PATCH, &format!("{}/issues/{number}", self.repo_api))
+                .json(&json!({"state": IssueState::Open})),
+        )
+        .await?;
+        Ok(())
+    }
+
     async fn comment(&self, number: i64, body: &str) -> Result<()> {
         let url = format!("{}/issues/{number}/comments", self.repo_api);
         self.send(self.req(Method::POST, &url).json(&json!({"body": body})))
