@@ -9,6 +9,7 @@
 //! Invariant: an issue is claimed (`Store::claim_issue`) before its run is
 //! launched, so two nodes can never both take it.
 
+mod lost;
 mod outcome;
 pub mod prompt;
 pub mod pull;

@@ -57,6 +57,9 @@ impl Scheduler {
                 }
                 Err(e) => return Err(e),
             };
+            if run.state == crate::domain::RunState::Lost && self.settle_lost(&mut run).await? {
+                continue;
+            }
             if run.state.is_active() {
                 let started = run.started_at.unwrap_or(run.created_at);
                 let why = if now_ms() - started > limit_ms {

@@ -67,6 +67,10 @@ pub fn title(d: &Due) -> String {
     let what = match d.event {
         NotifyEvent::Waiting => "is waiting for you".to_owned(),
         NotifyEvent::Ended => format!("ended ({})", d.state),
+        // A lost run (ADR 17) comes under `failed`: it needs a resume.
+        NotifyEvent::Failed if d.state == "lost" => {
+            "lost its session; it can be resumed".to_owned()
+        }
         NotifyEvent::Failed => "failed".to_owned(),
         NotifyEvent::PrOpened => "opened a pull request".to_owned(),
     };

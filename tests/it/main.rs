@@ -21,6 +21,7 @@ mod hostile;
 mod labctl;
 mod labctl_limits;
 mod layers;
+mod lost;
 mod notifications;
 mod notifications_ui;
 mod once;
