@@ -95,8 +95,13 @@ async fn contract(id: &'static str) {
     }
     // The resumes of the same runs (ADR 17): the same flags, the session id
     // after `--resume` (Claude Code) or `resume … --` (Codex), and lab's
-    // resume message.
-    for s in &specs {
+    // resume message. Every option set, with the default model and effort:
+    // a resume builds those two flags with the start's own code, checked
+    // above for the whole catalogs (and each check costs a CLI start).
+    let resumes = specs
+        .iter()
+        .filter(|s| s.model == p.default_model() && s.effort == p.default_effort());
+    for s in resumes {
         let mut s = s.clone();
         let sid = lab::run::new_session_id();
         s.session_id = Some(sid.clone());
