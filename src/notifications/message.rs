@@ -151,6 +151,18 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_run_is_told_it_can_be_resumed() {
+        let mut d = due(NotifyKind::Ntfy, NotifyEvent::Failed, None);
+        d.state = "lost".into();
+        assert_eq!(
+            title(&d),
+            "lab: run 7 of demo lost its session; it can be resumed"
+        );
+        d.state = "failed".into();
+        assert_eq!(title(&d), "lab: run 7 of demo failed");
+    }
+
+    #[test]
     fn a_webhook_gets_the_contract_fields() {
         let d = due(
             NotifyKind::Webhook,

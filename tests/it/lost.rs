@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::labctl::{labctl, ok};
 use crate::on_both;
-use crate::pages_input::{client, session, visit};
+use crate::pages_input::{client, csrf_of, session, visit};
 use crate::support::agent::{self, pid_alive};
 use crate::support::{Backend, TestServer, id, wait};
 
@@ -263,12 +263,7 @@ async fn the_run_page_resumes_a_lost_run(b: Backend) {
         page.contains(&format!("action=\"/runs/{run_id}/resume\"")),
         "{page}"
     );
-    let csrf = page
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the form has a CSRF token")
-        .to_owned();
+    let csrf = csrf_of(&page);
     let post = async |body: String| {
         client()
             .post(format!("{}/runs/{run_id}/resume", s.url))
