@@ -331,6 +331,80 @@ async fn a_restart_without_tmux_finds_runs_lost(b: Backend) {
     s.stop().await;
 }
 
+/// A Codex run resumes the session of its rollout (`codex resume <options>
+/// -- <id> <prompt>`); one whose rollout lab never found has no session id to
+/// resume, and fails as before.
+async fn codex_runs_resume_their_rollout_s_session(b: Backend) {
+    let s = TestServer::start(b).await;
+    let path = crate::support::git::init_repo(&s.tmp(), "c");
+    s.post(
+        "/api/v1/repos",
+        json!({"name": "c", "path": path, "provider": "codex"}),
+    )
+    .await
+    .expect(201);
+    let sid = "019ad5c2-7f3e-7a10-b6c4-5e2f9d8a1b38";
+    let script = s.tmp().join("codex.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "d=\"$HOME/.codex/sessions/$(date -u +%Y/%m/%d)\"\n\
+             mkdir -p \"$d\"\n\
+             f=\"$d/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-{sid}.jsonl\"\n\
+             printf '{{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{sid}\",\"timestamp\":\"2026-12-01T10:00:00.120Z\",\"cwd\":\"%s\",\"originator\":\"codex_cli_rs\",\"cli_version\":\"0.171.0\"}}}}\\n' \"$(pwd)\" > \"$f\"\n\
+             while :; do sleep 1; done\n"
+        ),
+    )
+    .unwrap();
+    let run = s
+        .start_run("c", &format!("FAKE_RUN={}", script.display()))
+        .await;
+    let run_id = id(&run);
+    s.wait_run(run_id, 20, |r| r["cli_session_id"] == sid).await;
+    // A second run, whose agent writes no rollout.
+    let bare = s.working_run("c").await;
+    forget_records(&s, run_id);
+    kill_tmux_server(&s);
+    s.wait_state(run_id, "lost").await;
+    let failed = s.wait_state(id(&bare), "failed").await;
+    assert!(
+        failed["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("vanished"),
+        "{failed}"
+    );
+    let back = s
+        .post(&format!("/api/v1/runs/{run_id}/resume"), json!(null))
+        .await
+        .ok();
+    assert_eq!(back["state"], "running", "{back}");
+    let args = argv(&s, run_id).await;
+    assert_eq!(args[0], "resume", "{args:?}");
+    let dashes = args.iter().position(|a| a == "--").expect("--");
+    assert_eq!(
+        args[dashes + 1..],
+        [sid.to_owned(), lab::run::RESUME_PROMPT.to_owned()],
+        "{args:?}"
+    );
+    assert!(args.contains(&"-m".to_owned()), "the run's model: {args:?}");
+    s.stop().await;
+}
+
+/// A lost run whose repo was removed from lab cannot be resumed.
+async fn a_lost_run_of_a_removed_repo_is_not_resumed(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = lost_run(&s).await;
+    s.delete("/api/v1/repos/r").await.expect(204);
+    let refused = s
+        .post(&format!("/api/v1/runs/{}/resume", id(&run)), json!(null))
+        .await
+        .expect(409);
+    assert!(error_of(&refused).contains("repo was removed"), "{refused}");
+    s.stop().await;
+}
+
 on_both!(
     a_killed_tmux_server_leaves_lost_runs_that_resume,
     a_run_that_cannot_be_resumed_says_why,
@@ -338,4 +412,6 @@ on_both!(
     labctl_resumes_a_lost_run,
     the_run_page_resumes_a_lost_run,
     a_restart_without_tmux_finds_runs_lost,
+    codex_runs_resume_their_rollout_s_session,
+    a_lost_run_of_a_removed_repo_is_not_resumed,
 );
