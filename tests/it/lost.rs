@@ -132,9 +132,18 @@ async fn a_killed_tmux_server_leaves_lost_runs_that_resume(b: Backend) {
         .ok();
     assert_eq!(mine["state"], "running");
     // The same log, appended to: both lives are in it.
-    let log = std::fs::read_to_string(run["log_path"].as_str().unwrap()).unwrap();
-    let lives = log.matches(&format!("fake-agent: run {run_id},")).count();
-    assert_eq!(lives, 2, "{log}");
+    // (The agent records its argv before it prints.)
+    let log_path = run["log_path"].as_str().unwrap().to_owned();
+    let first_line = format!("fake-agent: run {run_id},");
+    wait::until("both lives in the log", wait::secs(10), async || {
+        let log = std::fs::read_to_string(&log_path).unwrap();
+        if log.matches(&first_line).count() == 2 {
+            Ok(())
+        } else {
+            Err(log)
+        }
+    })
+    .await;
 
     // A running run is not resumed again.
     let again = s.post(&path, json!(null)).await.expect(409);
@@ -344,18 +353,7 @@ async fn codex_runs_resume_their_rollout_s_session(b: Backend) {
     .await
     .expect(201);
     let sid = "019ad5c2-7f3e-7a10-b6c4-5e2f9d8a1b38";
-    let script = s.tmp().join("codex.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "d=\"$HOME/.codex/sessions/$(date -u +%Y/%m/%d)\"\n\
-             mkdir -p \"$d\"\n\
-             f=\"$d/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-{sid}.jsonl\"\n\
-             printf '{{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{sid}\",\"timestamp\":\"2026-12-01T10:00:00.120Z\",\"cwd\":\"%s\",\"originator\":\"codex_cli_rs\",\"cli_version\":\"0.171.0\"}}}}\\n' \"$(pwd)\" > \"$f\"\n\
-             while :; do sleep 1; done\n"
-        ),
-    )
-    .unwrap();
+    let script = crate::usage::codex_rollout_script(&s, sid, None);
     let run = s
         .start_run("c", &format!("FAKE_RUN={}", script.display()))
         .await;
