@@ -345,13 +345,7 @@ async fn a_restart_without_tmux_finds_runs_lost(b: Backend) {
 /// resume, and fails as before.
 async fn codex_runs_resume_their_rollout_s_session(b: Backend) {
     let s = TestServer::start(b).await;
-    let path = crate::support::git::init_repo(&s.tmp(), "c");
-    s.post(
-        "/api/v1/repos",
-        json!({"name": "c", "path": path, "provider": "codex"}),
-    )
-    .await
-    .expect(201);
+    crate::usage::codex_repo(&s, "c").await;
     let sid = "019ad5c2-7f3e-7a10-b6c4-5e2f9d8a1b38";
     let script = crate::usage::codex_rollout_script(&s, sid, None);
     let run = s

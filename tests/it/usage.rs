@@ -207,6 +207,17 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     s.stop().await;
 }
 
+/// Adds a local repo `name` whose runs use Codex.
+pub(crate) async fn codex_repo(s: &TestServer, name: &str) {
+    let path = crate::support::git::init_repo(&s.tmp(), name);
+    s.post(
+        "/api/v1/repos",
+        json!({"name": name, "path": path, "provider": "codex"}),
+    )
+    .await
+    .expect(201);
+}
+
 /// A script for the fake agent (`FAKE_RUN=<it>`) that writes a Codex
 /// rollout of session `sid` for its working directory, under
 /// `$HOME/.codex/sessions/YYYY/MM/DD/` (its `session_meta`, then the lines of
@@ -235,13 +246,7 @@ pub(crate) fn codex_rollout_script(s: &TestServer, sid: &str, rest: Option<&Path
 /// `$CODEX_HOME/sessions/YYYY/MM/DD/`; its session id becomes the run's.
 async fn a_codex_rollout_is_found_by_its_folder(b: Backend) {
     let s = TestServer::start(b).await;
-    let path = crate::support::git::init_repo(&s.tmp(), "c");
-    s.post(
-        "/api/v1/repos",
-        json!({"name": "c", "path": path, "provider": "codex"}),
-    )
-    .await
-    .expect(201);
+    codex_repo(&s, "c").await;
     let rest = s.tmp().join("rollout-rest.jsonl");
     std::fs::write(
         &rest,
