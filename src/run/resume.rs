@@ -5,7 +5,7 @@
 //! the launch path's own (`launch_file.rs`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 
 use super::launch::InFlight;
 use super::launch_file::Start;
@@ -22,18 +22,14 @@ use crate::store::{Ending, RepoKey, StoreError};
 pub const RESUME_PROMPT: &str = "lab lost this session (its terminal went away) and resumed it. \
      Continue the task where you left off.";
 
-impl Runner {
-    /// Why `run` cannot be resumed now, if it cannot. Checked before
-    /// anything changes: a refused resume writes nothing.
-    pub async fn why_not_resumable(&self, run: &Run) -> Result<Option<String>, StoreError> {
-        Ok(self.resumable(run).await?.err())
-    }
+/// What a resume needs, once it may go ahead.
+type Resumable = (Repo, &'static dyn Provider, PathBuf);
 
-    /// The run's repo and provider when it can be resumed, else why not.
-    async fn resumable(
-        &self,
-        run: &Run,
-    ) -> Result<Result<(Repo, &'static dyn Provider), String>, StoreError> {
+impl Runner {
+    /// The run's repo, provider and CLI binary when it can be resumed, else
+    /// why not. Checked before anything changes: a refused resume writes
+    /// nothing.
+    async fn resumable(&self, run: &Run) -> Result<Result<Resumable, String>, StoreError> {
         let id = run.id;
         if run.state != RunState::Lost {
             let what = if run.state.is_active() {
@@ -77,15 +73,16 @@ impl Runner {
                 run.provider
             )));
         };
-        if let Err(e) = self.binary_for(p) {
-            return Ok(Err(format!("run {id} cannot be resumed: {e}")));
-        }
+        let program = match self.binary_for(p) {
+            Ok(b) => b,
+            Err(e) => return Ok(Err(format!("run {id} cannot be resumed: {e}"))),
+        };
         if run.sandboxed && self.cfg.sandbox.bwrap().is_none() {
             return Ok(Err(format!(
                 "run {id} ran in lab's sandbox, which is not available on this machine now"
             )));
         }
-        Ok(Ok((repo, p)))
+        Ok(Ok((repo, p, program)))
     }
 
     /// Resumes a lost run. `Conflict` (with why) when it cannot be resumed,
@@ -93,10 +90,7 @@ impl Runner {
     /// it `failed` with the reason, and the run is returned.
     pub async fn resume(&self, id: i64) -> Result<Run, RunError> {
         let run = self.store.run(id).await?;
-        let (repo, p) = self.resumable(&run).await?.map_err(RunError::Conflict)?;
-        let program = self
-            .binary_for(p)
-            .map_err(|e| RunError::Conflict(e.to_string()))?;
+        let (repo, p, program) = self.resumable(&run).await?.map_err(RunError::Conflict)?;
         let token = new_token();
         let _in_flight = InFlight::of_run(self, id);
         if !self
@@ -146,7 +140,7 @@ impl Runner {
         run: &Run,
         repo: &Repo,
         p: &'static dyn Provider,
-        program: std::path::PathBuf,
+        program: PathBuf,
         token: &str,
         env: &BTreeMap<String, String>,
     ) -> Result<Option<Run>, String> {
@@ -186,7 +180,7 @@ impl Runner {
             dir: &dir,
             log: &log,
         })?;
-        let pid = self.spawn_pane(run, Path::new(&ws), &launch_file).await?;
+        let pid = self.spawn_pane(run, &ws, &launch_file).await?;
         let now = self
             .store
             .mark_running(run.id, pid, proctree::start_time(pid))
