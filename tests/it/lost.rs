@@ -145,6 +145,11 @@ async fn a_killed_tmux_server_leaves_lost_runs_that_resume(b: Backend) {
     })
     .await;
 
+    assert_eq!(
+        s.runner().store.resumes(run_id).await.unwrap(),
+        1,
+        "one resume won"
+    );
     // A running run is not resumed again.
     let again = s.post(&path, json!(null)).await.expect(409);
     assert!(error_of(&again).contains("is running"), "{again}");
@@ -383,6 +388,39 @@ async fn codex_runs_resume_their_rollout_s_session(b: Backend) {
     s.stop().await;
 }
 
+/// The store's transitions are conditional: a run is marked lost only from
+/// the state reconcile saw, and resumed only from `lost`, once.
+async fn lost_and_resume_are_conditional_updates(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.working_run("r").await;
+    let run_id = id(&run);
+    let store = &s.runner().store;
+    use lab::domain::RunState;
+    assert!(!store.begin_resume(run_id, "h1").await.unwrap(), "not lost");
+    assert!(
+        !store
+            .mark_lost(run_id, RunState::Waiting, "x")
+            .await
+            .unwrap(),
+        "not in the state seen"
+    );
+    assert_eq!(store.run(run_id).await.unwrap().state, RunState::Running);
+    s.post(&format!("/api/v1/runs/{run_id}/stop"), json!(null))
+        .await
+        .ok();
+    assert!(
+        !store
+            .mark_lost(run_id, RunState::Running, "x")
+            .await
+            .unwrap(),
+        "an ended run is not lost"
+    );
+    assert_eq!(store.run(run_id).await.unwrap().state, RunState::Stopped);
+    assert_eq!(store.resumes(run_id).await.unwrap(), 0);
+    s.stop().await;
+}
+
 /// A lost run whose repo was removed from lab cannot be resumed.
 async fn a_lost_run_of_a_removed_repo_is_not_resumed(b: Backend) {
     let s = TestServer::start(b).await;
@@ -406,4 +444,5 @@ on_both!(
     a_restart_without_tmux_finds_runs_lost,
     codex_runs_resume_their_rollout_s_session,
     a_lost_run_of_a_removed_repo_is_not_resumed,
+    lost_and_resume_are_conditional_updates,
 );
