@@ -12,6 +12,7 @@
 mod admission;
 mod follow;
 pub mod limits;
+mod lost;
 mod outcome;
 pub mod prompt;
 pub mod pull;

@@ -56,6 +56,9 @@ impl Scheduler {
                 }
                 Err(e) => return Err(e),
             };
+            if run.state == crate::domain::RunState::Lost && self.settle_lost(&mut run).await? {
+                continue;
+            }
             let repo = match store.repo(&RepoKey::Id(claim.repo_id)).await {
                 Ok(r) => Some(r),
                 Err(StoreError::NotFound) => None,

@@ -6,6 +6,7 @@ mod hook;
 mod notify;
 mod output;
 mod repos;
+mod resume;
 mod runs;
 mod settings;
 
@@ -90,6 +91,14 @@ enum Command {
     },
     /// Stop a run: its whole process tree, then its session.
     Stop {
+        /// Run id.
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resume a lost run: its agent CLI goes on with the same session, in
+    /// the same workspace.
+    Resume {
         /// Run id.
         run: String,
         #[arg(long)]
@@ -202,6 +211,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Show { run, json } => runs::show(&client, &run, json).await,
         Command::Attach { run } => runs::attach(&client, &run).await,
         Command::Stop { run, json } => runs::stop(&client, &run, json).await,
+        Command::Resume { run, json } => resume::resume(&client, &run, json).await,
         Command::Logs(args) => runs::logs(&client, args).await,
         Command::Send(args) => runs::send(&client, args).await,
         Command::Rm { run } => runs::rm(&client, &run).await,

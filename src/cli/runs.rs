@@ -89,7 +89,7 @@ pub struct SendArgs {
     no_enter: bool,
 }
 
-fn run_path(run: &str) -> CliResult<String> {
+pub(super) fn run_path(run: &str) -> CliResult<String> {
     let id: i64 = run.parse().map_err(|_| {
         CliError::new(
             Exit::NotFound,
@@ -123,7 +123,10 @@ fn read_prompt(a: &StartArgs) -> CliResult<String> {
 }
 
 /// A spinner on stderr while `fut` runs, when stderr is a terminal.
-async fn with_spinner<T>(message: String, fut: impl std::future::Future<Output = T>) -> T {
+pub(super) async fn with_spinner<T>(
+    message: String,
+    fut: impl std::future::Future<Output = T>,
+) -> T {
     if !std::io::stderr().is_terminal() {
         return fut.await;
     }
@@ -185,9 +188,12 @@ pub async fn ps(client: &Client, a: PsArgs) -> CliResult<()> {
     Ok(())
 }
 
-/// Whether a run state the API sent is a live one.
+/// Whether a run state the API sent is a live one, or `lost` (a run that
+/// awaits a resume is listed with the live ones).
 fn is_live(state: &str) -> bool {
-    state.parse::<RunState>().is_ok_and(RunState::is_active)
+    state
+        .parse::<RunState>()
+        .is_ok_and(|s| s.is_active() || s == RunState::Lost)
 }
 
 pub async fn show(client: &Client, run: &str, as_json: bool) -> CliResult<()> {

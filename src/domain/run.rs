@@ -59,16 +59,21 @@ pub enum RunState {
     Failed,
     /// Someone stopped the run; its process tree was ended.
     Stopped,
+    /// Its tmux session vanished with no exit recorded (the tmux server was
+    /// killed, the machine restarted) while its workspace and CLI session id
+    /// remain: it holds no process and can be resumed (ADR 18).
+    Lost,
 }
 
 impl RunState {
-    pub const ALL: [RunState; 6] = [
+    pub const ALL: [RunState; 7] = [
         RunState::Starting,
         RunState::Running,
         RunState::Waiting,
         RunState::Exited,
         RunState::Failed,
         RunState::Stopped,
+        RunState::Lost,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -79,6 +84,7 @@ impl RunState {
             RunState::Exited => "exited",
             RunState::Failed => "failed",
             RunState::Stopped => "stopped",
+            RunState::Lost => "lost",
         }
     }
 

@@ -14,6 +14,7 @@ pub mod issues;
 mod openapi;
 mod providers;
 pub mod repos;
+mod resume;
 pub mod runs;
 mod schema;
 pub mod screen;
@@ -39,6 +40,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(settings::router())
                 .merge(repos::router())
                 .merge(runs::router())
+                .merge(resume::router())
                 .merge(screen::router())
                 .merge(agent::router())
                 .merge(issues::router())

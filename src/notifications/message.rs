@@ -67,6 +67,10 @@ pub fn title(d: &Due) -> String {
     let what = match d.event {
         NotifyEvent::Waiting => "is waiting for you".to_owned(),
         NotifyEvent::Ended => format!("ended ({})", d.state),
+        // A lost run (ADR 18) comes under `failed`: it needs a resume.
+        NotifyEvent::Failed if d.state == "lost" => {
+            "lost its session; it can be resumed".to_owned()
+        }
         NotifyEvent::Failed => "failed".to_owned(),
         NotifyEvent::PrOpened => "opened a pull request".to_owned(),
     };
@@ -144,6 +148,18 @@ mod tests {
             at: 0,
             attempts: 0,
         }
+    }
+
+    #[test]
+    fn a_lost_run_is_told_it_can_be_resumed() {
+        let mut d = due(NotifyKind::Ntfy, NotifyEvent::Failed, None);
+        d.state = "lost".into();
+        assert_eq!(
+            title(&d),
+            "lab: run 7 of demo lost its session; it can be resumed"
+        );
+        d.state = "failed".into();
+        assert_eq!(title(&d), "lab: run 7 of demo failed");
     }
 
     #[test]

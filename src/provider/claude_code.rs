@@ -12,6 +12,9 @@ pub struct ClaudeCode;
 /// The screen check's reason for a permission question.
 const PERMISSION: &str = "waits for a permission answer";
 
+/// What `claude --resume <id>` says when it has no such session.
+const NO_CONVERSATION: &str = "No conversation found with session ID";
+
 /// The line the `ultracode` option puts before a non-empty initial prompt.
 /// `ultracode` is a keyword Claude Code reacts to in a prompt, not a flag.
 pub const ULTRACODE_DIRECTIVE: &str =
@@ -84,54 +87,14 @@ impl Provider for ClaudeCode {
     }
 
     fn command_line(&self, spec: &SpawnSpec) -> CommandLine {
-        let mut args = vec![
-            "--model".to_owned(),
-            spec.model.clone(),
-            "--effort".to_owned(),
-            spec.effort.clone(),
-        ];
-        if let Some(id) = &spec.session_id {
-            // Names the session's transcript, from which lab reads usage.
-            args.push("--session-id".to_owned());
-            args.push(id.clone());
-        }
-        let mut env = vec![("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned())];
-        // One `--settings` layer: Claude Code merges it with the user's
-        // settings files (their hooks run too), it replaces none of them.
-        let mut settings = serde_json::Map::new();
-        if let Some(mode) = spec.options.get("permission_mode") {
-            args.push("--permission-mode".to_owned());
-            args.push(mode.clone());
-            if mode == "bypassPermissions" {
-                // Pre-answers the "Bypass Permissions mode" confirmation,
-                // which otherwise defaults to "No, exit".
-                settings.insert("skipDangerousModePermissionPrompt".into(), true.into());
-            }
-        }
-        if let Some(command) = &spec.hook_command {
-            settings.insert("hooks".into(), hooks::claude_hooks(command));
-        }
-        if !settings.is_empty() {
-            args.push("--settings".to_owned());
-            args.push(serde_json::Value::Object(settings).to_string());
-        }
-        if spec.sandboxed {
-            // True only under lab's sandbox; Claude Code refuses its bypass
-            // mode as root unless told so.
-            env.push(("IS_SANDBOX".to_owned(), "1".to_owned()));
-        }
-        let prompt = initial_prompt(spec);
-        if !prompt.is_empty() {
-            // `--` keeps a prompt that starts with `-` from being read as a flag.
-            args.push("--".to_owned());
-            args.push(prompt);
-        }
-        CommandLine {
-            args,
-            env,
-            // It overrides --effort.
-            env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".to_owned()],
-        }
+        line(spec, "--session-id", initial_prompt(spec))
+    }
+
+    /// `--resume <id>` in place of `--session-id <id>`, every other flag as
+    /// at the start; the prompt is the resume message as given (no
+    /// ultracode directive: the session already has its task).
+    fn resume_line(&self, spec: &SpawnSpec) -> CommandLine {
+        line(spec, "--resume", spec.initial_prompt.clone())
     }
 
     fn takes_session_id(&self) -> bool {
@@ -185,6 +148,20 @@ impl Provider for ClaudeCode {
                 Verdict::Accepted
             } else {
                 Verdict::Warning(first_line(&o.stderr))
+            }
+        } else if o.stderr.contains(NO_CONVERSATION) {
+            // A resume's argv (ADR 18): every flag parsed, then the CLI
+            // looked for the session, which a check's empty home lacks.
+            let other: String = o
+                .stderr
+                .lines()
+                .filter(|l| !l.contains(NO_CONVERSATION))
+                .collect::<Vec<_>>()
+                .join("\n");
+            if other.trim().is_empty() {
+                Verdict::Accepted
+            } else {
+                Verdict::Warning(first_line(&other))
             }
         } else if o.code.is_some_and(|c| c != 0) && !o.stderr.trim().is_empty() {
             Verdict::Rejected(first_line(&o.stderr))
@@ -267,5 +244,58 @@ fn initial_prompt(spec: &SpawnSpec) -> String {
         format!("{ULTRACODE_DIRECTIVE}\n\n{}", spec.initial_prompt)
     } else {
         spec.initial_prompt.clone()
+    }
+}
+
+/// The command line: the session id after `session_flag`, `prompt` as the
+/// first message.
+fn line(spec: &SpawnSpec, session_flag: &str, prompt: String) -> CommandLine {
+    let mut args = vec![
+        "--model".to_owned(),
+        spec.model.clone(),
+        "--effort".to_owned(),
+        spec.effort.clone(),
+    ];
+    if let Some(id) = &spec.session_id {
+        // Names the session's transcript, from which lab reads usage;
+        // `--resume` takes the same id to go on with it.
+        args.push(session_flag.to_owned());
+        args.push(id.clone());
+    }
+    let mut env = vec![("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned())];
+    // One `--settings` layer: Claude Code merges it with the user's
+    // settings files (their hooks run too), it replaces none of them.
+    let mut settings = serde_json::Map::new();
+    if let Some(mode) = spec.options.get("permission_mode") {
+        args.push("--permission-mode".to_owned());
+        args.push(mode.clone());
+        if mode == "bypassPermissions" {
+            // Pre-answers the "Bypass Permissions mode" confirmation,
+            // which otherwise defaults to "No, exit".
+            settings.insert("skipDangerousModePermissionPrompt".into(), true.into());
+        }
+    }
+    if let Some(command) = &spec.hook_command {
+        settings.insert("hooks".into(), hooks::claude_hooks(command));
+    }
+    if !settings.is_empty() {
+        args.push("--settings".to_owned());
+        args.push(serde_json::Value::Object(settings).to_string());
+    }
+    if spec.sandboxed {
+        // True only under lab's sandbox; Claude Code refuses its bypass
+        // mode as root unless told so.
+        env.push(("IS_SANDBOX".to_owned(), "1".to_owned()));
+    }
+    if !prompt.is_empty() {
+        // `--` keeps a prompt that starts with `-` from being read as a flag.
+        args.push("--".to_owned());
+        args.push(prompt);
+    }
+    CommandLine {
+        args,
+        env,
+        // It overrides --effort.
+        env_remove: vec!["CLAUDE_CODE_EFFORT_LEVEL".to_owned()],
     }
 }

@@ -89,34 +89,19 @@ impl Provider for Codex {
     }
 
     fn command_line(&self, spec: &SpawnSpec) -> CommandLine {
-        // `-c` is always given: without one, codex starts a background daemon
-        // that outlives the run's session.
-        let mut args = vec![
-            "-m".to_owned(),
-            spec.model.clone(),
-            "-c".to_owned(),
-            format!("model_reasoning_effort={}", spec.effort),
-        ];
-        if let Some(command) = &spec.hook_command {
-            // Codex runs its `notify` program when a turn completes, with
-            // the event as JSON in its last argument.
-            args.push("-c".to_owned());
-            args.push(hooks::codex_notify(command));
-        }
-        if let Some(policy) = spec.options.get("approval") {
-            args.push("-a".to_owned());
-            args.push(policy.clone());
-        }
-        if let Some(sandbox) = spec.options.get("sandbox") {
-            args.push("-s".to_owned());
-            args.push(sandbox.clone());
-        }
-        if !spec.initial_prompt.is_empty() {
-            args.push("--".to_owned());
-            args.push(spec.initial_prompt.clone());
-        }
         CommandLine {
-            args,
+            args: line(spec, Vec::new(), &[]),
+            env: Vec::new(),
+            env_remove: Vec::new(),
+        }
+    }
+
+    /// `codex resume <options> -- <session id> [prompt]`: the subcommand
+    /// takes the same options as a start (`codex resume --help`).
+    fn resume_line(&self, spec: &SpawnSpec) -> CommandLine {
+        let id = spec.session_id.clone().unwrap_or_default();
+        CommandLine {
+            args: line(spec, vec!["resume".to_owned()], &[id]),
             env: Vec::new(),
             env_remove: Vec::new(),
         }
@@ -216,4 +201,39 @@ impl Provider for Codex {
             None
         }
     }
+}
+
+/// The arguments: `args` first (a subcommand), the options, then after `--`
+/// the `positional` arguments and the prompt.
+fn line(spec: &SpawnSpec, mut args: Vec<String>, positional: &[String]) -> Vec<String> {
+    // `-c` is always given: without one, codex starts a background daemon
+    // that outlives the run's session.
+    args.extend([
+        "-m".to_owned(),
+        spec.model.clone(),
+        "-c".to_owned(),
+        format!("model_reasoning_effort={}", spec.effort),
+    ]);
+    if let Some(command) = &spec.hook_command {
+        // Codex runs its `notify` program when a turn completes, with
+        // the event as JSON in its last argument.
+        args.push("-c".to_owned());
+        args.push(hooks::codex_notify(command));
+    }
+    if let Some(policy) = spec.options.get("approval") {
+        args.push("-a".to_owned());
+        args.push(policy.clone());
+    }
+    if let Some(sandbox) = spec.options.get("sandbox") {
+        args.push("-s".to_owned());
+        args.push(sandbox.clone());
+    }
+    if !positional.is_empty() || !spec.initial_prompt.is_empty() {
+        args.push("--".to_owned());
+        args.extend(positional.iter().cloned());
+    }
+    if !spec.initial_prompt.is_empty() {
+        args.push(spec.initial_prompt.clone());
+    }
+    args
 }

@@ -127,6 +127,13 @@ pub trait Provider: Send + Sync + 'static {
     /// Turns a spawn spec into a command line. Pure: no IO, no process.
     fn command_line(&self, spec: &SpawnSpec) -> CommandLine;
 
+    /// The command line that resumes the CLI session `spec.session_id` in
+    /// the same workspace (a lost run, ADR 18): the same model, effort,
+    /// options and hooks as [`Provider::command_line`];
+    /// `spec.initial_prompt` is the message sent on resuming (may be empty).
+    /// Pure: no IO, no process.
+    fn resume_line(&self, spec: &SpawnSpec) -> CommandLine;
+
     /// Whether the CLI takes the session id lab chooses
     /// ([`SpawnSpec::session_id`]); otherwise lab reads the CLI's own from its
     /// transcript.

@@ -85,7 +85,12 @@ fn claude_hooks_without_bypass() {
 
 #[test]
 fn codex_notify_runs_lab_s_hook() {
-    let mut s = hooked(spec("gpt-5.5", "medium", &[("approval", "never")], "go"));
+    let mut s = hooked(spec(
+        "gpt-6.2-sol",
+        "medium",
+        &[("approval", "never")],
+        "go",
+    ));
     s.hook_command = Some(vec![
         "/opt/lab/bin/labctl".into(),
         "hook".into(),
@@ -96,7 +101,7 @@ fn codex_notify_runs_lab_s_hook() {
         s,
         expect![[r#"
             "-m"
-            "gpt-5.5"
+            "gpt-6.2-sol"
             "-c"
             "model_reasoning_effort=medium"
             "-c"
@@ -287,10 +292,10 @@ fn claude_in_lab_s_sandbox_says_so() {
 fn codex_manual_without_prompt() {
     check(
         "codex",
-        spec("gpt-5.5", "medium", &[], ""),
+        spec("gpt-6.2-sol", "medium", &[], ""),
         expect![[r#"
             "-m"
-            "gpt-5.5"
+            "gpt-6.2-sol"
             "-c"
             "model_reasoning_effort=medium"
         "#]],
@@ -410,4 +415,106 @@ fn every_option_combination_builds() {
             }
         }
     }
+}
+
+fn check_resume(provider: &str, s: SpawnSpec, want: Expect) {
+    let p = get(provider).unwrap();
+    want.assert_eq(&render(&p.resume_line(&s)));
+}
+
+/// A lost run resumes its session (ADR 18): `--resume` takes the place of
+/// `--session-id`, every option and the hooks stay, the prompt is the
+/// resume message as given (no ultracode directive).
+#[test]
+fn claude_resume_keeps_every_option() {
+    check_resume(
+        "claude-code",
+        spec(
+            "opus",
+            "max",
+            &[("permission_mode", "dontAsk"), ("ultracode", "true")],
+            "continue",
+        ),
+        expect![[r#"
+            "--model"
+            "opus"
+            "--effort"
+            "max"
+            "--resume"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
+            "--permission-mode"
+            "dontAsk"
+            "--"
+            "continue"
+            env DISABLE_AUTOUPDATER="1"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+#[test]
+fn claude_resume_of_a_manual_run_without_a_prompt() {
+    check_resume(
+        "claude-code",
+        spec("sonnet", "high", &[], ""),
+        expect![[r#"
+            "--model"
+            "sonnet"
+            "--effort"
+            "high"
+            "--resume"
+            "0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37"
+            env DISABLE_AUTOUPDATER="1"
+            env -CLAUDE_CODE_EFFORT_LEVEL
+        "#]],
+    );
+}
+
+/// `codex resume <options> -- <session id> [prompt]`.
+#[test]
+fn codex_resume_keeps_every_option() {
+    let mut s = spec(
+        "gpt-6.2-sol",
+        "high",
+        &[("approval", "never"), ("sandbox", "workspace-write")],
+        "continue",
+    );
+    s.session_id = Some("019a0c4e-7b2d-7c11-9e3f-5a6b7c8d9e0f".into());
+    check_resume(
+        "codex",
+        s,
+        expect![[r#"
+        "resume"
+        "-m"
+        "gpt-6.2-sol"
+        "-c"
+        "model_reasoning_effort=high"
+        "-a"
+        "never"
+        "-s"
+        "workspace-write"
+        "--"
+        "019a0c4e-7b2d-7c11-9e3f-5a6b7c8d9e0f"
+        "continue"
+    "#]],
+    );
+}
+
+#[test]
+fn codex_resume_without_a_prompt() {
+    let mut s = spec("gpt-6.2-sol", "low", &[], "");
+    s.session_id = Some("019a0c4e-7b2d-7c11-9e3f-5a6b7c8d9e0f".into());
+    check_resume(
+        "codex",
+        s,
+        expect![[r#"
+        "resume"
+        "-m"
+        "gpt-6.2-sol"
+        "-c"
+        "model_reasoning_effort=low"
+        "--"
+        "019a0c4e-7b2d-7c11-9e3f-5a6b7c8d9e0f"
+    "#]],
+    );
 }

@@ -7,11 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::agent_config::ConfigError;
-use super::exec::{Launch, PaneLog};
+use super::launch_file::Start;
 use super::runner::Runner;
-use super::sandbox;
-use super::tmux::SpawnArgs;
 use super::{branch_name, proctree, session_name};
 use crate::auth::{digest, new_token};
 use crate::domain::{Defaults, RunKind};
@@ -48,21 +45,6 @@ pub enum BinaryError {
         name: &'static str,
         binary: &'static str,
         var: String,
-    },
-}
-
-/// Why a run's own files or its agent's config could not be made.
-#[derive(Debug, thiserror::Error)]
-enum PrepareError {
-    #[error("cannot create {}: {source}", path.display())]
-    Create {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("could not prepare {agent}'s config for an unattended start: {source}")]
-    Config {
-        agent: &'static str,
-        source: ConfigError,
     },
 }
 
@@ -121,7 +103,7 @@ pub struct LaunchRequest {
 /// guard clears both, however the launch ends: an error, or its request
 /// dropped mid-way (a client that hung up). A run left `starting` is then
 /// reconcile's to adopt (its session exists) or fail (it does not).
-struct InFlight<'a> {
+pub(super) struct InFlight<'a> {
     runner: &'a Runner,
     pending: Option<Pending<'a>>,
     run: Option<i64>,
@@ -143,6 +125,17 @@ impl<'a> InFlight<'a> {
             runner,
             pending: Some(Pending(runner)),
             run: None,
+        }
+    }
+
+    /// The start of a run recorded long before (a resume): marked launching
+    /// at once, before its state changes.
+    pub(super) fn of_run(runner: &'a Runner, id: i64) -> Self {
+        runner.launching.lock().expect("poisoned").insert(id);
+        InFlight {
+            runner,
+            pending: None,
+            run: Some(id),
         }
     }
 
@@ -307,32 +300,6 @@ impl Runner {
         Ok((run, timings))
     }
 
-    /// The run's folder and empty log, and the agent's config edits for an
-    /// unattended start. Returns the folder and the log's path.
-    async fn prepare_files(
-        &self,
-        run_id: i64,
-        p: &dyn Provider,
-        spec: &SpawnSpec,
-    ) -> Result<(PathBuf, PathBuf), PrepareError> {
-        let dir = self.run_dir(run_id);
-        let cannot = |path: &Path, source| PrepareError::Create {
-            path: path.to_owned(),
-            source,
-        };
-        create_private_dir(&dir).map_err(|e| cannot(&dir, e))?;
-        let log = dir.join("output.log");
-        std::fs::File::create(&log).map_err(|e| cannot(&log, e))?;
-        self.agent_config
-            .apply(&p.prepare(spec))
-            .await
-            .map_err(|source| PrepareError::Config {
-                agent: p.name(),
-                source,
-            })?;
-        Ok((dir, log))
-    }
-
     /// Workspace, launch file, session. Errors are the reason the run failed.
     async fn start(
         &self,
@@ -368,7 +335,7 @@ impl Runner {
         };
         let prepare = async {
             let t = std::time::Instant::now();
-            let out = self.prepare_files(run.id, p, &spec).await;
+            let out = self.prepare_files(run.id, p, &spec, true).await;
             (out, t.elapsed())
         };
         let ((ws, ws_took), (prepared, prepare_took)) = tokio::join!(workspace, prepare);
@@ -376,77 +343,21 @@ impl Runner {
         let ws = ws.map_err(|e| format!("could not create the workspace: {e}"))?;
         let (dir, log) = prepared.map_err(|e| e.to_string())?;
         let t = std::time::Instant::now();
-        let cl = p.command_line(&spec);
-        let mut env =
-            super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
-        env.extend(cl.env);
-        env.extend(req.env.clone());
-        env.insert(
-            "HOME".into(),
-            self.cfg.agent_home.to_string_lossy().into_owned(),
-        );
-        env.insert("LAB_URL".into(), self.cfg.lab_url.clone());
-        env.insert("LAB_RUN_ID".into(), run.id.to_string());
-        env.insert("LAB_TOKEN".into(), token.to_owned());
-        // LAB_RUN_ID and LAB_NODE mark the run's processes (see proctree).
-        env.insert("LAB_NODE".into(), self.cfg.node.clone());
-        for name in &cl.env_remove {
-            env.remove(name);
-        }
-        let (program, args) = match self.cfg.sandbox.bwrap().filter(|_| run.sandboxed) {
-            Some(bwrap) => {
-                let mut args = self.sandbox_args(p, &req.repo, &ws.path, &program, &env)?;
-                env.extend(sandbox::ENV.iter().map(|(k, v)| ((*k).into(), (*v).into())));
-                args.push(program.to_string_lossy().into_owned());
-                args.extend(cl.args);
-                (bwrap.to_path_buf(), args)
-            }
-            None => (program, cl.args),
-        };
-        let launch = Launch {
+        let launch_file = self.write_launch(Start {
+            run,
+            provider: p,
+            repo: &req.repo,
             program,
-            args,
-            cwd: ws.path.clone(),
-            env,
-            path_prepend: self
-                .cfg
-                .lab_exe
-                .parent()
-                .map(Path::to_path_buf)
-                .into_iter()
-                .collect(),
-            exit_file: self.exit_file(run.id),
-            log: PaneLog {
-                socket: self.tmux.socket().to_path_buf(),
-                file: log.clone(),
-            },
-        };
-        let launch_file = dir.join("launch.json");
-        launch
-            .write(&launch_file)
-            .map_err(|e| format!("cannot write {}: {e}", launch_file.display()))?;
+            cl: p.command_line(&spec),
+            env: &req.env,
+            token,
+            workspace: &ws.path,
+            dir: &dir,
+            log: &log,
+        })?;
         timings.prepare = prepare_took + t.elapsed();
-        let argv = vec![
-            self.cfg.lab_exe.to_string_lossy().into_owned(),
-            "__exec".to_owned(),
-            launch_file.to_string_lossy().into_owned(),
-        ];
         let t = std::time::Instant::now();
-        let pid = match self
-            .tmux
-            .spawn(SpawnArgs {
-                session: &run.session,
-                cwd: &ws.path,
-                argv: &argv,
-            })
-            .await
-        {
-            Ok(pid) => pid,
-            Err(e) => {
-                let _ = std::fs::remove_file(&launch_file);
-                return Err(format!("could not start the tmux session: {e}"));
-            }
-        };
+        let pid = self.spawn_pane(run, &ws.path, &launch_file).await?;
         timings.tmux = t.elapsed();
         let t = std::time::Instant::now();
         let now = self
@@ -482,6 +393,7 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::launch_file::PrepareError;
     use super::*;
 
     #[test]

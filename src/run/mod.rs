@@ -14,10 +14,12 @@ mod confine;
 pub mod env;
 pub mod exec;
 mod launch;
+mod launch_file;
 pub mod log;
 pub mod proctree;
 mod reconcile;
 mod relay;
+mod resume;
 mod runner;
 pub mod sandbox;
 pub mod screen;
@@ -28,6 +30,7 @@ pub mod workspace;
 
 pub use launch::{LaunchError, LaunchRequest, LaunchTimings};
 pub use reconcile::PassReport;
+pub use resume::RESUME_PROMPT;
 pub use runner::{RunError, Runner, RunnerConfig};
 
 /// A new session id for an agent CLI: a random (version 4) UUID.

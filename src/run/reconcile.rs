@@ -5,7 +5,9 @@
 //!   re-adopted, never spawned again);
 //! - a dead pane: the agent exited; its status is recorded, what is left of
 //!   its process tree is ended, and the session is closed;
-//! - no pane: the session vanished; the run failed, with that reason;
+//! - no pane: the session vanished; the run exited when the exec shim
+//!   recorded its agent's exit, else it is `lost` (resumable, ADR 18) when
+//!   its workspace and CLI session id remain, else failed, with the reason;
 //! - a pane no run owns: a stray, reported (and closed when it belonged to a
 //!   run that has already ended).
 //!
@@ -40,7 +42,7 @@ pub struct PassReport {
     pub checked: usize,
     /// Runs whose agent exited.
     pub exited: Vec<i64>,
-    /// Runs whose session was gone.
+    /// Runs whose session was gone (now `lost` or `failed`).
     pub lost: Vec<i64>,
     /// `starting` runs found alive (re-adopted after a restart).
     pub adopted: Vec<i64>,
@@ -111,27 +113,12 @@ impl Runner {
                     if launching || (run.state == RunState::Starting && in_flight && !startup) {
                         continue;
                     }
-                    let reason = if startup {
-                        "its tmux session was gone when lab started (was the machine restarted?)"
-                    } else {
-                        "its tmux session vanished"
-                    };
-                    let ended = self
-                        .store
-                        .finish_run(
-                            run.id,
-                            &Ending {
-                                state: RunState::Failed,
-                                reason: Some(reason.to_owned()),
-                                exit_status: None,
-                                exit_signal: None,
-                                from: Some(run.state),
-                                stop_cause: None,
-                            },
-                        )
-                        .await?;
-                    if ended {
-                        tracing::warn!(run = run.id, session = %run.session, reason, "run lost");
+                    if let Some(end) = AgentExit::read(&self.exit_file(run.id)) {
+                        // The agent ended on its own; its session went after.
+                        if self.record_exit(run, end).await? {
+                            report.exited.push(run.id);
+                        }
+                    } else if self.lose(run, startup).await? {
                         report.lost.push(run.id);
                     }
                 }
@@ -239,6 +226,46 @@ impl Runner {
             }
         }
         *prev = now.to_vec();
+    }
+
+    /// A run whose session vanished with nothing recording an exit (the
+    /// tmux server was killed, the machine restarted, the shim was killed):
+    /// what is left of its process tree is ended, and the run is `lost` when
+    /// it can be resumed (its workspace and its CLI session id remain; ADR
+    /// 17), else `failed`. False when the run had moved on meanwhile.
+    async fn lose(&self, run: &Run, startup: bool) -> Result<bool, StoreError> {
+        proctree::kill_run(&proctree::RunMark::of(run), Duration::ZERO).await;
+        let reason = if startup {
+            "its tmux session was gone when lab started (was the machine restarted?)"
+        } else {
+            "its tmux session vanished"
+        };
+        let resumable = run.state != RunState::Starting
+            && run.cli_session_id.as_deref().is_some_and(|s| !s.is_empty())
+            && run.workspace_removed_at.is_none()
+            && self.workspaces.path_for(run.id).is_dir();
+        let ended = if resumable {
+            let why = format!("{reason}; it can be resumed");
+            self.store.mark_lost(run.id, run.state, &why).await?
+        } else {
+            self.store
+                .finish_run(
+                    run.id,
+                    &Ending {
+                        state: RunState::Failed,
+                        reason: Some(reason.to_owned()),
+                        exit_status: None,
+                        exit_signal: None,
+                        from: Some(run.state),
+                        stop_cause: None,
+                    },
+                )
+                .await?
+        };
+        if ended {
+            tracing::warn!(run = run.id, session = %run.session, reason, resumable, "run lost");
+        }
+        Ok(ended)
     }
 
     /// Records how a dead pane's agent ended and ends what is left of its

@@ -75,6 +75,16 @@ pub async fn stop(runner: &Arc<Runner>, id: i64, why: &str) -> ServiceResult<Run
         .map_err(run_error(id))
 }
 
+/// Resumes a lost run (ADR 18); a conflict, with why, when it cannot be.
+/// A task of its own, like a launch: a client that hangs up mid-way leaves a
+/// run resumed, not half of one.
+pub async fn resume(runner: &Arc<Runner>, id: i64) -> ServiceResult<Run> {
+    let r = runner.clone();
+    crate::to_the_end(async move { r.resume(id).await })
+        .await
+        .map_err(run_error(id))
+}
+
 /// Removes an ended run, its workspace and its log. Its branch stays.
 pub async fn remove(runner: &Arc<Runner>, id: i64) -> ServiceResult<()> {
     runner.remove(id).await.map_err(run_error(id))

@@ -17,6 +17,7 @@ mod notify;
 mod outbox;
 mod reads;
 mod repos;
+mod resume;
 mod runs;
 mod sessions;
 mod settings;

@@ -17,6 +17,7 @@ mod live;
 mod notify_form;
 mod repo_form;
 mod repos_page;
+mod resume_form;
 mod runs_page;
 mod session;
 mod settings_page;
@@ -269,6 +270,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(settings_page::router())
         .merge(repos_page::router())
         .merge(runs_page::router())
+        .merge(resume_form::router())
         .merge(live::router())
         .merge(afk_page::router())
         .merge(issues_page::router())

@@ -93,6 +93,41 @@ async fn contract(id: &'static str) {
         key.extend(cl.env.iter().map(|(k, v)| format!("{k}={v}")));
         distinct.entry(key).or_insert(cl);
     }
+    // The resumes of the same runs (ADR 18): the same flags, the session id
+    // after `--resume` (Claude Code) or `resume … --` (Codex), and lab's
+    // resume message. Every option set, with the default model and effort:
+    // a resume builds those two flags with the start's own code, checked
+    // above for the whole catalogs (and each check costs a CLI start).
+    let resumes = specs
+        .iter()
+        .filter(|s| s.model == p.default_model() && s.effort == p.default_effort());
+    for s in resumes {
+        let mut s = s.clone();
+        let sid = lab::run::new_session_id();
+        s.session_id = Some(sid.clone());
+        s.initial_prompt = lab::run::RESUME_PROMPT.into();
+        let cl = p.resume_line(&s);
+        assert_eq!(
+            cl.args.last().map(String::as_str),
+            Some(lab::run::RESUME_PROMPT),
+            "{id}: the resume message is the last element: {:?}",
+            cl.args
+        );
+        assert!(cl.args.contains(&sid), "{id}: {:?}", cl.args);
+        let mut key: Vec<String> = cl
+            .args
+            .iter()
+            .map(|a| {
+                if *a == sid {
+                    "<session id>".into()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
+        key.extend(cl.env.iter().map(|(k, v)| format!("{k}={v}")));
+        distinct.entry(key).or_insert(cl);
+    }
     let began = Instant::now();
     let parallel = Arc::new(tokio::sync::Semaphore::new(4));
     let mut tasks = Vec::new();
@@ -164,6 +199,32 @@ async fn the_check_sees_rejections_and_warnings() {
         )
         .await;
         assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
+        // A resume with a bad flag is refused before the session is looked
+        // for; an unknown model is still a warning.
+        let sid = lab::run::new_session_id();
+        let v = cli_check::check(
+            p,
+            &bin,
+            &cl(&[
+                "--resume",
+                &sid,
+                "--permission-mode",
+                "sometimes",
+                "--",
+                "x",
+            ]),
+            Some(&bwrap()),
+        )
+        .await;
+        assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
+        let v = cli_check::check(
+            p,
+            &bin,
+            &cl(&["--model", "gpt-5", "--resume", &sid, "--", "x"]),
+            Some(&bwrap()),
+        )
+        .await;
+        assert!(matches!(v, Verdict::Warning(_)), "{v:?}");
     }
     {
         let bin = real::cli("codex");
@@ -196,6 +257,15 @@ async fn the_check_sees_rejections_and_warnings() {
         )
         .await;
         assert_eq!(v, Verdict::Accepted);
+        let sid = lab::run::new_session_id();
+        let v = cli_check::check(
+            p,
+            &bin,
+            &cl(&["resume", "-a", "untrusted", "--", &sid, "x"]),
+            Some(&bwrap()),
+        )
+        .await;
+        assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
     }
 }
 

@@ -235,10 +235,11 @@ async fn pull_requests_and_failures_are_sent_once_across_a_restart(b: Backend) {
     assert_eq!(rx.events("hook").len(), 2, "{:?}", rx.events("hook"));
     let session = format!("={}", run["session"].as_str().unwrap());
     agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
-    s.wait_state(run_id, "failed").await;
+    // Lost (resumable, ADR 18): told under the `failed` event.
+    s.wait_state(run_id, "lost").await;
     let got = rx.wait_for("hook", 3).await;
     assert_eq!(got[2].json()["event"], "failed");
-    assert_eq!(got[2].json()["state"], "failed");
+    assert_eq!(got[2].json()["state"], "lost");
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     assert_eq!(
         rx.events("hook"),

@@ -171,7 +171,13 @@ fn the_values_the_server_checks_are_in_the_schemas() {
         serde_json::json!(["builtin", "gitea", "github", "forgejo", "", null])
     );
     assert_eq!(repo["afk_options"]["type"], "object", "null is refused");
-    assert_eq!(schemas["RunState"]["enum"].as_array().unwrap().len(), 6);
+    // The closed set of states, `lost` included (ADR 18).
+    let states: Vec<&str> = lab::domain::RunState::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+    assert_eq!(schemas["RunState"]["enum"], serde_json::json!(states));
+    assert!(states.contains(&"lost"));
     let claude =
         &schemas["SettingsPatchBody"]["properties"]["providers"]["properties"]["claude-code"];
     assert!(

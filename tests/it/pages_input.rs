@@ -59,6 +59,15 @@ pub(crate) async fn visit(
         .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The CSRF token of a page's first form.
+pub(crate) fn csrf_of(page: &str) -> String {
+    page.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the form has a CSRF token")
+        .to_owned()
+}
+
 fn is_html(r: &reqwest::Response) -> bool {
     r.headers()
         .get(CONTENT_TYPE)
@@ -188,11 +197,7 @@ async fn a_form_that_is_not_utf8_is_refused(b: Backend) {
         .text()
         .await
         .unwrap();
-    let csrf = page
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the form has a CSRF token");
+    let csrf = csrf_of(&page);
     let r = client()
         .post(format!("{}/runs/new", s.url))
         .header(COOKIE, &cookie)

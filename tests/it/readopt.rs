@@ -134,7 +134,8 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
         .get(&format!("/api/v1/runs/{}", vanishes["id"]))
         .await
         .ok();
-    assert_eq!(lost["state"], "failed");
+    // Its workspace and session id remain: lost, resumable (ADR 18).
+    assert_eq!(lost["state"], "lost");
     assert!(
         lost["state_reason"]
             .as_str()

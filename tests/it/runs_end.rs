@@ -142,7 +142,8 @@ async fn retention_removes_old_workspaces_only_of_ended_runs(b: Backend) {
 }
 
 /// Someone kills the run's tmux session by hand: the agent goes with it
-/// (nothing keeps running headless) and the run is failed, with the reason.
+/// (nothing keeps running headless) and the run is lost (it can be resumed,
+/// ADR 18), with the reason.
 async fn a_killed_session_takes_the_agent_with_it(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
@@ -150,7 +151,7 @@ async fn a_killed_session_takes_the_agent_with_it(b: Backend) {
     let pid = s.recorded_pid(id(&run), "pid").await;
     let session = format!("={}", run["session"].as_str().unwrap());
     agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
-    let failed = s.wait_state(id(&run), "failed").await;
+    let failed = s.wait_state(id(&run), "lost").await;
     assert!(
         failed["state_reason"]
             .as_str()

@@ -3,6 +3,8 @@
 //! `tests/fixtures/` and `src/usage/`), shown in the run's body; the read
 //! goes on from its stored offset, across a restart, counting nothing twice.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Value, json};
 
 use crate::on_both;
@@ -205,17 +207,46 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     s.stop().await;
 }
 
+/// Adds a local repo `name` whose runs use Codex.
+pub(crate) async fn codex_repo(s: &TestServer, name: &str) {
+    let path = crate::support::git::init_repo(&s.tmp(), name);
+    s.post(
+        "/api/v1/repos",
+        json!({"name": name, "path": path, "provider": "codex"}),
+    )
+    .await
+    .expect(201);
+}
+
+/// A script for the fake agent (`FAKE_RUN=<it>`) that writes a Codex
+/// rollout of session `sid` for its working directory, under
+/// `$HOME/.codex/sessions/YYYY/MM/DD/` (its `session_meta`, then the lines of
+/// `rest` when given), then stays.
+pub(crate) fn codex_rollout_script(s: &TestServer, sid: &str, rest: Option<&Path>) -> PathBuf {
+    let script = s.tmp().join(format!("codex-{sid}.sh"));
+    let rest = rest
+        .map(|r| format!("cat {} >> \"$f\"\n", r.display()))
+        .unwrap_or_default();
+    std::fs::write(
+        &script,
+        format!(
+            "d=\"$HOME/.codex/sessions/$(date -u +%Y/%m/%d)\"\n\
+             mkdir -p \"$d\"\n\
+             f=\"$d/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-{sid}.jsonl\"\n\
+             printf '{{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{sid}\",\"timestamp\":\"2026-12-01T10:00:00.120Z\",\"cwd\":\"%s\",\"originator\":\"codex_cli_rs\",\"cli_version\":\"0.171.0\"}}}}\\n' \"$(pwd)\" > \"$f\"\n\
+             {rest}\
+             while :; do sleep 1; done\n"
+        ),
+    )
+    .unwrap();
+    script
+}
+
 /// A Codex rollout is found by its working directory under
 /// `$CODEX_HOME/sessions/YYYY/MM/DD/`; its session id becomes the run's.
 async fn a_codex_rollout_is_found_by_its_folder(b: Backend) {
     let s = TestServer::start(b).await;
-    let path = crate::support::git::init_repo(&s.tmp(), "c");
-    s.post(
-        "/api/v1/repos",
-        json!({"name": "c", "path": path, "provider": "codex"}),
-    )
-    .await
-    .expect(201);
+    codex_repo(&s, "c").await;
     let rest = s.tmp().join("rollout-rest.jsonl");
     std::fs::write(
         &rest,
@@ -230,20 +261,7 @@ async fn a_codex_rollout_is_found_by_its_folder(b: Backend) {
     )
     .unwrap();
     let sid = "019ad5c2-7f3e-7a10-b6c4-5e2f9d8a1b37";
-    let script = s.tmp().join("codex.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "d=\"$HOME/.codex/sessions/$(date -u +%Y/%m/%d)\"\n\
-             mkdir -p \"$d\"\n\
-             f=\"$d/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-{sid}.jsonl\"\n\
-             printf '{{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{sid}\",\"timestamp\":\"2026-12-01T10:00:00.120Z\",\"cwd\":\"%s\",\"originator\":\"codex_cli_rs\",\"cli_version\":\"0.171.0\"}}}}\\n' \"$(pwd)\" > \"$f\"\n\
-             cat {} >> \"$f\"\n\
-             while :; do sleep 1; done\n",
-            rest.display()
-        ),
-    )
-    .unwrap();
+    let script = codex_rollout_script(&s, sid, Some(&rest));
     let run = s
         .start_run("c", &format!("FAKE_RUN={}", script.display()))
         .await;

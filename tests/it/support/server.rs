@@ -129,9 +129,23 @@ impl TestServer {
 
     /// Stops this server and starts a new one on the same data dir and
     /// database. Runs keep going in tmux meanwhile.
-    pub async fn restart(mut self) -> TestServer {
+    pub async fn restart(self) -> TestServer {
+        self.restart_with(false).await
+    }
+
+    /// Stops this server, kills its tmux server while lab is down (a machine
+    /// restart, as lab sees it), and starts a new one on the same data dir
+    /// and database.
+    pub async fn restart_without_tmux(self) -> TestServer {
+        self.restart_with(true).await
+    }
+
+    async fn restart_with(mut self, kill_tmux: bool) -> TestServer {
         if let Some(r) = self.running.take() {
             r.stop().await.unwrap();
+        }
+        if kill_tmux {
+            super::agent::kill_tmux(&self.socket);
         }
         let placeholder = tempfile::tempdir().unwrap();
         // Keep the tmux server (and its runs) alive across the restart.

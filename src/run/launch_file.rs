@@ -1,0 +1,172 @@
+//! What starts an agent in a run's tmux session, for a launch and a resume
+//! alike (ADR 18): the run's folder and the agent's config, the agent's
+//! environment and sandbox, the launch file, and the one tmux call.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::agent_config::ConfigError;
+use super::exec::{Launch, PaneLog};
+use super::launch::create_private_dir;
+use super::runner::Runner;
+use super::sandbox;
+use super::tmux::SpawnArgs;
+use crate::domain::Run;
+use crate::provider::{CommandLine, Provider, SpawnSpec};
+use crate::repo::Repo;
+
+/// Why a run's own files or its agent's config could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PrepareError {
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not prepare {agent}'s config for an unattended start: {source}")]
+    Config {
+        agent: &'static str,
+        source: ConfigError,
+    },
+}
+
+/// One start of an agent in a run's session.
+pub(super) struct Start<'a> {
+    pub run: &'a Run,
+    pub provider: &'a dyn Provider,
+    pub repo: &'a Repo,
+    /// The CLI's binary.
+    pub program: PathBuf,
+    pub cl: CommandLine,
+    /// Variables of the run's own (`LAB_ISSUE`).
+    pub env: &'a BTreeMap<String, String>,
+    pub token: &'a str,
+    pub workspace: &'a Path,
+    /// The run's folder and its log.
+    pub dir: &'a Path,
+    pub log: &'a Path,
+}
+
+impl Runner {
+    /// The run's folder and log file, and the agent's config edits for an
+    /// unattended start. A first start empties the log; a resume appends to
+    /// it. Returns the folder and the log's path.
+    pub(super) async fn prepare_files(
+        &self,
+        run_id: i64,
+        p: &dyn Provider,
+        spec: &SpawnSpec,
+        fresh_log: bool,
+    ) -> Result<(PathBuf, PathBuf), PrepareError> {
+        let dir = self.run_dir(run_id);
+        let cannot = |path: &Path, source| PrepareError::Create {
+            path: path.to_owned(),
+            source,
+        };
+        create_private_dir(&dir).map_err(|e| cannot(&dir, e))?;
+        let log = dir.join("output.log");
+        if fresh_log {
+            std::fs::File::create(&log).map_err(|e| cannot(&log, e))?;
+        }
+        self.agent_config
+            .apply(&p.prepare(spec))
+            .await
+            .map_err(|source| PrepareError::Config {
+                agent: p.name(),
+                source,
+            })?;
+        Ok((dir, log))
+    }
+
+    /// The agent's environment and sandbox, written to the run's launch
+    /// file. Returns the file's path; errors are the reason the start failed.
+    pub(super) fn write_launch(&self, s: Start<'_>) -> Result<PathBuf, String> {
+        let Start {
+            run,
+            provider: p,
+            repo,
+            program,
+            cl,
+            env: extra,
+            token,
+            workspace,
+            dir,
+            log,
+        } = s;
+        let mut env =
+            super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
+        env.extend(cl.env);
+        env.extend(extra.clone());
+        env.insert(
+            "HOME".into(),
+            self.cfg.agent_home.to_string_lossy().into_owned(),
+        );
+        env.insert("LAB_URL".into(), self.cfg.lab_url.clone());
+        env.insert("LAB_RUN_ID".into(), run.id.to_string());
+        env.insert("LAB_TOKEN".into(), token.to_owned());
+        // LAB_RUN_ID and LAB_NODE mark the run's processes (see proctree).
+        env.insert("LAB_NODE".into(), self.cfg.node.clone());
+        for name in &cl.env_remove {
+            env.remove(name);
+        }
+        let (program, args) = match self.cfg.sandbox.bwrap().filter(|_| run.sandboxed) {
+            Some(bwrap) => {
+                let mut args = self.sandbox_args(p, repo, workspace, &program, &env)?;
+                env.extend(sandbox::ENV.iter().map(|(k, v)| ((*k).into(), (*v).into())));
+                args.push(program.to_string_lossy().into_owned());
+                args.extend(cl.args);
+                (bwrap.to_path_buf(), args)
+            }
+            None => (program, cl.args),
+        };
+        let launch = Launch {
+            program,
+            args,
+            cwd: workspace.to_path_buf(),
+            env,
+            path_prepend: self
+                .cfg
+                .lab_exe
+                .parent()
+                .map(Path::to_path_buf)
+                .into_iter()
+                .collect(),
+            exit_file: self.exit_file(run.id),
+            log: PaneLog {
+                socket: self.tmux.socket().to_path_buf(),
+                file: log.to_path_buf(),
+            },
+        };
+        let launch_file = dir.join("launch.json");
+        launch
+            .write(&launch_file)
+            .map_err(|e| format!("cannot write {}: {e}", launch_file.display()))?;
+        Ok(launch_file)
+    }
+
+    /// The one tmux call: the run's session, its pane running the exec shim
+    /// on `launch_file`. Returns the pane's pid.
+    pub(super) async fn spawn_pane(
+        &self,
+        run: &Run,
+        workspace: &Path,
+        launch_file: &Path,
+    ) -> Result<i64, String> {
+        let argv = vec![
+            self.cfg.lab_exe.to_string_lossy().into_owned(),
+            "__exec".to_owned(),
+            launch_file.to_string_lossy().into_owned(),
+        ];
+        self.tmux
+            .spawn(SpawnArgs {
+                session: &run.session,
+                cwd: workspace,
+                argv: &argv,
+            })
+            .await
+            .map_err(|e| {
+                let _ = std::fs::remove_file(launch_file);
+                format!("could not start the tmux session: {e}")
+            })
+    }
+}
