@@ -5,6 +5,7 @@
 
 pub mod afk;
 pub mod hooks;
+pub mod pulls;
 pub mod repos;
 pub mod runs;
 

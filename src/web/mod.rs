@@ -10,9 +10,11 @@
 
 mod afk_page;
 mod assets;
+mod diff_view;
 pub mod forms;
 mod live;
 mod notify_form;
+mod pulls_page;
 mod repo_form;
 mod repos_page;
 mod runs_page;
@@ -269,6 +271,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(runs_page::router())
         .merge(live::router())
         .merge(afk_page::router())
+        .merge(pulls_page::router())
         .layer(middleware::from_fn_with_state(state.clone(), same_origin))
         .merge(assets::router())
         .layer(middleware::map_response(plain_errors_as_pages))
