@@ -21,6 +21,7 @@ mod forges;
 mod hostile;
 mod labctl;
 mod labctl_limits;
+mod labctl_pulls;
 mod layers;
 mod notifications;
 mod notifications_ui;
