@@ -12,6 +12,7 @@ mod api_repos;
 mod api_scope;
 mod api_settings;
 mod browser;
+mod browser_pulls;
 mod browser_screen;
 mod contract;
 mod crash_launch;
