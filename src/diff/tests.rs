@@ -26,7 +26,7 @@ rename from x y
 rename to z w
 ";
 
-const NUMSTAT: &[u8] = b"1\t1\ta\0001\t0\ttab\there\0-\t-\tbin\0000\t0\t\0x y\0z w\0";
+const NUMSTAT: &[u8] = b"1\t1\ta\x001\t0\ttab\there\x00-\t-\tbin\x000\t0\t\x00x y\x00z w\x00";
 
 #[test]
 fn names_come_from_the_numstat_and_status_from_the_patch() {

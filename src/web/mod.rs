@@ -10,7 +10,7 @@
 
 mod afk_page;
 mod assets;
-mod diff_view;
+pub mod diff_view;
 pub mod forms;
 mod live;
 mod notify_form;
