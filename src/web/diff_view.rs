@@ -175,3 +175,49 @@ fn file(out: &mut String, i: usize, f: &FileDiff, shown: &mut usize) {
     }
     out.push_str("</details>\n");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::{FileStatus, Limits, parse};
+
+    #[test]
+    fn names_and_lines_are_escaped_and_large_files_fold() {
+        let big: String = (0..500).map(|i| format!("+l{i}\n")).collect();
+        let patch = format!(
+            "diff --git a/x b/x\n@@ -1 +1 @@\n-<b>\n+<script>alert(1)</script>\n\
+             diff --git a/big b/big\n@@ -0,0 +1,500 @@\n{big}"
+        );
+        let numstat = b"1\t1\t<img src=x onerror=alert(1)>\x00500\t0\tbig\x00";
+        let d = parse(
+            "b",
+            "h",
+            numstat,
+            patch.as_bytes(),
+            false,
+            Limits::default(),
+        );
+        assert_eq!(d.files[0].status, FileStatus::Modified);
+        let html = render(&d);
+        assert!(
+            !html.contains("<script>") && !html.contains("<img"),
+            "{html}"
+        );
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(html.contains("<details class=\"dfile\" id=\"file-0\" open>"));
+        assert!(html.contains("<details class=\"dfile\" id=\"file-1\"><summary>"));
+        assert!(html.contains("2 files changed"));
+        assert_ne!(
+            signature(&d),
+            signature(&parse(
+                "b",
+                "h2",
+                numstat,
+                patch.as_bytes(),
+                false,
+                Limits::default()
+            ))
+        );
+    }
+}

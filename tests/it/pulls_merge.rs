@@ -237,3 +237,46 @@ async fn close_keeps_the_branch_and_ends_the_pull(b: Backend) {
 }
 
 on_both!(close_keeps_the_branch_and_ends_the_pull);
+
+/// A page's merge without the session's CSRF token is refused and changes
+/// nothing; with it, it merges and goes back to the pull request's page.
+async fn a_page_merge_needs_its_csrf_token(b: Backend) {
+    use crate::pages_input::{client, session, visit};
+    use reqwest::header::{CONTENT_TYPE, COOKIE};
+    let s = TestServer::start(b).await;
+    let (_, repo, head) = pull_with(&s, &[("new.txt", "new\n")]).await;
+    let before = snapshot(&repo);
+    let cookie = session(&s).await;
+    let post = |body: String| {
+        client()
+            .post(format!("{}/repos/r/pulls/1/merge", s.url))
+            .header(COOKIE, &cookie)
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let r = post("csrf=forged".into()).await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(snapshot(&repo), before);
+    assert_eq!(
+        s.get("/api/v1/repos/r/pulls/1").await.expect(200)["state"],
+        "open"
+    );
+    let page = visit(&s, &cookie, reqwest::Method::GET, "/repos/r/pulls/1")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page has a CSRF token")
+        .to_owned();
+    let r = post(format!("csrf={csrf}")).await.unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(git(&repo, &["rev-parse", "main"]), head);
+    s.stop().await;
+}
+
+on_both!(a_page_merge_needs_its_csrf_token);
