@@ -44,7 +44,7 @@ const DIFF_ARGS: &[&str] = &[
 ];
 
 /// Where git runs and with what it is told.
-struct Git<'a> {
+pub(super) struct Git<'a> {
     git_dir: &'a Path,
     work_tree: Option<&'a Path>,
     index: Option<&'a Path>,
@@ -52,7 +52,27 @@ struct Git<'a> {
     isolated: bool,
 }
 
-impl Git<'_> {
+impl<'a> Git<'a> {
+    /// git in a repository, with its own config.
+    pub(super) fn plain(git_dir: &'a Path) -> Git<'a> {
+        Git {
+            git_dir,
+            work_tree: None,
+            index: None,
+            isolated: false,
+        }
+    }
+
+    /// git in a repository an agent wrote: no system or global config; its
+    /// own config is the agent's, so only `rev-parse` runs here (it starts
+    /// no program a config names; fsmonitor and hooks are turned off too).
+    pub(super) fn agents(git_dir: &'a Path) -> Git<'a> {
+        Git {
+            isolated: true,
+            ..Git::plain(git_dir)
+        }
+    }
+
     fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new("git");
         cmd.arg("--git-dir").arg(self.git_dir);
@@ -151,7 +171,7 @@ impl Git<'_> {
     }
 
     /// A revision's commit id, or `None` when it names none.
-    async fn commit(&self, rev: &str) -> Option<String> {
+    pub(super) async fn commit(&self, rev: &str) -> Option<String> {
         let spec = format!("{rev}^{{commit}}");
         self.line(&[
             "rev-parse",
@@ -218,12 +238,7 @@ impl Workspaces {
         limits: Limits,
     ) -> Result<Diff, WorkspaceError> {
         let git_dir = git_folder(&self.git_dir(repo));
-        let origin = Git {
-            git_dir: &git_dir,
-            work_tree: None,
-            index: None,
-            isolated: false,
-        };
+        let origin = Git::plain(&git_dir);
         let default = format!("refs/heads/{}", repo.default_branch);
         let target = origin.commit(&default).await.ok_or_else(|| {
             WorkspaceError(format!("the repo has no branch '{}'", repo.default_branch))
@@ -251,12 +266,7 @@ impl Workspaces {
         limits: Limits,
     ) -> Result<Diff, WorkspaceError> {
         let git_dir = git_folder(&self.git_dir(repo));
-        let origin = Git {
-            git_dir: &git_dir,
-            work_tree: None,
-            index: None,
-            isolated: false,
-        };
+        let origin = Git::plain(&git_dir);
         let (Some(target), Some(head)) = (origin.commit(target).await, origin.commit(head).await)
         else {
             return Err(WorkspaceError(format!(
@@ -320,12 +330,7 @@ impl Workspaces {
             isolated: true,
         };
         let ws_git = ws.join(".git");
-        let agent = Git {
-            git_dir: &ws_git,
-            work_tree: None,
-            index: None,
-            isolated: true,
-        };
+        let agent = Git::agents(&ws_git);
         let head = agent
             .commit("HEAD")
             .await

@@ -15,6 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::diff::Git;
 use super::workspace::{LOCAL_TIMEOUT, WorkspaceError, Workspaces, git_env, git_folder};
 use crate::repo::{Repo, RepoSource};
 
@@ -53,20 +54,7 @@ async fn git(dir: &Path, args: &[&str]) -> Result<String, WorkspaceError> {
 
 /// A ref's commit, or `None`.
 async fn commit(dir: &Path, refname: &str) -> Option<String> {
-    let spec = format!("{refname}^{{commit}}");
-    git(
-        dir,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            &spec,
-        ],
-    )
-    .await
-    .ok()
-    .filter(|s| !s.is_empty())
+    Git::plain(&git_folder(dir)).commit(refname).await
 }
 
 /// The working trees of a repository (`git worktree list --porcelain -z`).
@@ -112,13 +100,16 @@ impl Workspaces {
     /// was merged and the branch deleted): then removing the workspace does
     /// not bring the branch back.
     pub(super) async fn merged_already(&self, repo: &Repo, ws: &Path, branch: &str) -> bool {
-        let Some(sha) = commit(ws, &format!("refs/heads/{branch}")).await else {
+        let ws_git = git_folder(ws);
+        // The agent's clone: read with lab's config only.
+        let agent = Git::agents(&ws_git);
+        let Some(sha) = agent.commit(&format!("refs/heads/{branch}")).await else {
             return false;
         };
         let target = format!("refs/heads/{}", repo.default_branch);
         // A branch without commits of its own (still where the workspace
         // started) is kept as before.
-        if commit(ws, &target).await.as_deref() == Some(sha.as_str()) {
+        if agent.commit(&target).await.as_deref() == Some(sha.as_str()) {
             return false;
         }
         let dir = git_folder(&self.git_dir(repo));

@@ -16,18 +16,11 @@ const OPEN_LINES: usize = 400;
 /// Past this many lines shown open, the next files start closed.
 const OPEN_TOTAL: usize = 3_000;
 
-/// Escapes text for HTML (element content and quoted attributes).
+/// Escapes text for HTML (element content and quoted attributes), with
+/// askama's own escaper.
 pub fn esc(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
+    use askama::filters::{Escaper, Html};
+    let _ = Html.write_escaped_str(out, s);
 }
 
 /// A short signature of a diff's content, so a page refreshing a live
@@ -203,8 +196,11 @@ mod tests {
             !html.contains("<script>") && !html.contains("<img"),
             "{html}"
         );
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(
+            html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+            "{html}"
+        );
+        assert!(html.contains("&#60;img src=x onerror=alert(1)&#62;"));
         assert!(html.contains("<details class=\"dfile\" id=\"file-0\" open>"));
         assert!(html.contains("<details class=\"dfile\" id=\"file-1\"><summary>"));
         assert!(html.contains("2 files changed"));
