@@ -158,3 +158,60 @@ async fn changes_and_pull_pages(b: Backend) {
 }
 
 on_both!(changes_and_pull_pages);
+
+/// The fake agent of an AFK run: commits a fix and opens its pull request.
+const FIXES: &str = r#"
+echo "fixed" > FIX.md
+git add FIX.md
+git -c user.name=agent -c user.email=agent@example.com commit -qm "Fix issue $LAB_ISSUE" || exit 8
+labctl pr create --title "Fix issue $LAB_ISSUE" --body "Resolves #$LAB_ISSUE" || exit 7
+"#;
+
+/// An AFK run's pull request, read and merged from its page: the registered
+/// repo's main gets the agent's commit and the branch is gone.
+async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
+    let folder = match b {
+        Backend::Sqlite => "pulls_afk/sqlite",
+        Backend::Postgres(_) => "pulls_afk/postgres",
+    };
+    let s = TestServer::start(b).await;
+    crate::afk::behave(&s, FIXES);
+    let repo = crate::afk::afk_repo(&s, "r").await;
+    let repo = std::path::PathBuf::from(repo["path"].as_str().unwrap());
+    let n = crate::afk::issue(&s, "r", "Fix it").await;
+    let c = crate::afk::outcome(&s, "r", n, 30).await;
+    assert_eq!(c["outcome"], "succeeded", "{c}");
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    let branch = run["branch"].as_str().unwrap().to_owned();
+    let head = git(&repo, &["rev-parse", &branch]);
+
+    let br = Browser::start(&s.url, folder).await;
+    br.login(&s.token).await;
+    br.go("/repos/r/pulls/1").await;
+    let text = br.text().await;
+    assert!(
+        text.contains("Fix issue") && text.contains("FIX.md"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("#{n}")),
+        "the issue is linked: {text}"
+    );
+    press(&br, "merge").await;
+    wait::until("the merged state", wait::secs(10), async || {
+        let el = br.driver.find(By::Id("pull-state")).await.ok()?;
+        (el.text().await.ok()? == "merged").then_some(())
+    })
+    .await;
+    br.shot("afk_merged").await;
+    assert_eq!(git(&repo, &["rev-parse", "main"]), head);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("FIX.md")).unwrap(),
+        "fixed\n"
+    );
+    assert!(git(&repo, &["branch", "--list", &branch]).is_empty());
+    br.quit().await;
+    s.stop().await;
+}
+
+on_both!(an_afk_runs_pull_request_is_merged_from_its_page);
