@@ -103,3 +103,65 @@ pub fn hunks(patch: &str) -> Vec<Hunk<'_>> {
     }
     out
 }
+
+/// The part of a line that changed, as a byte range of its text, for each
+/// line of a hunk: a run of removed lines followed by as many added lines
+/// pairs them in order, and each pair's text between their common start
+/// and common end is marked. `None` where nothing pairs, or where the two
+/// lines share too little for a mark to help (under a fifth of the longer).
+pub fn changed_spans(lines: &[Line<'_>]) -> Vec<Option<(usize, usize)>> {
+    let mut spans = vec![None; lines.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].kind != LineKind::Removed {
+            i += 1;
+            continue;
+        }
+        let del = i;
+        while i < lines.len() && lines[i].kind == LineKind::Removed {
+            i += 1;
+        }
+        let add = i;
+        while i < lines.len() && lines[i].kind == LineKind::Added {
+            i += 1;
+        }
+        if add - del != i - add {
+            continue;
+        }
+        for k in 0..add - del {
+            let (a, b) = (lines[del + k].text, lines[add + k].text);
+            let (sa, sb) = spans_of(a, b);
+            spans[del + k] = sa;
+            spans[add + k] = sb;
+        }
+    }
+    spans
+}
+
+type Span = Option<(usize, usize)>;
+
+fn spans_of(a: &str, b: &str) -> (Span, Span) {
+    let pre = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i);
+    let (ra, rb) = (&a[pre..], &b[pre..]);
+    let suf: usize = ra
+        .chars()
+        .rev()
+        .zip(rb.chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let suf = suf.min(ra.len()).min(rb.len());
+    let same = pre + suf;
+    if same * 5 < a.len().max(b.len()) {
+        return (None, None);
+    }
+    let mark = |s: &str| {
+        let end = s.len() - suf;
+        (end > pre).then_some((pre, end))
+    };
+    (mark(a), mark(b))
+}

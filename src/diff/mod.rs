@@ -13,7 +13,7 @@
 
 mod hunks;
 
-pub use hunks::{Hunk, Line, LineKind, hunks};
+pub use hunks::{Hunk, Line, LineKind, changed_spans, hunks};
 
 use serde::Serialize;
 use utoipa::ToSchema;

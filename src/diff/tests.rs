@@ -126,3 +126,19 @@ fn garbage_never_panics() {
     }
     assert!(hunks("@@ -a,b +c @@\n+x\n-y\n").len() == 1);
 }
+
+#[test]
+fn paired_lines_mark_what_changed() {
+    let h = hunks("@@ -1,3 +1,3 @@\n-let x = 1;\n+let x = 2;\n ctx\n-a\n-b\n+c\n");
+    let spans = changed_spans(&h[0].lines);
+    assert_eq!(spans[0], Some((8, 9)));
+    assert_eq!(spans[1], Some((8, 9)));
+    assert_eq!(spans[2], None, "context");
+    // Two removed, one added: not paired.
+    assert_eq!(&spans[3..], &[None, None, None]);
+    // Lines with little in common are not marked; a pure insertion marks
+    // only the added side.
+    let h = hunks("@@ -1 +1 @@\n-abcdefgh\n+zyxwvuts\n@@ -1 +1 @@\n-ab\n+a-é-b\n");
+    assert_eq!(changed_spans(&h[0].lines), vec![None, None]);
+    assert_eq!(changed_spans(&h[1].lines), vec![None, Some((1, 5))]);
+}
