@@ -4,32 +4,13 @@
 //! workspace is gone, its branch in the repo.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
 use crate::on_both;
 use crate::support::{Backend, TestServer, id};
 
-/// Runs git in `dir` as the agent would; its output.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "agent")
-        .env("GIT_AUTHOR_EMAIL", "agent@example.com")
-        .env("GIT_COMMITTER_NAME", "agent")
-        .env("GIT_COMMITTER_EMAIL", "agent@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+pub use crate::support::git::git;
 
 /// The file of a diff at `path`.
 pub fn file<'a>(d: &'a Value, path: &str) -> &'a Value {
