@@ -1,4 +1,5 @@
-//! `labctl afk …`, `labctl issue …`, `labctl pr create`, `labctl ledger`.
+//! `labctl afk …`, `labctl issue …`, `labctl pr create`, `labctl ledger`
+//! (`labctl pr list|view|merge|close` and `labctl diff` are in `pulls.rs`).
 //!
 //! Inside a run, `LAB_RUN_ID` and the run's `LAB_TOKEN` are set: `issue`
 //! commands then default to the run's repo, and `pr create` opens the run's
@@ -122,10 +123,43 @@ pub enum PrCommand {
         #[arg(long)]
         json: bool,
     },
+    /// List a repo's pull requests.
+    List {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a pull request and its diff (--stat: files only).
+    View {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        stat: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge a built-in pull request into the repo's default branch.
+    Merge {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Close a built-in pull request without merging (its branch stays).
+    Close {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The repo an issue command is about.
-async fn repo_of(client: &Client, arg: &RepoArg) -> CliResult<String> {
+pub(super) async fn repo_of(client: &Client, arg: &RepoArg) -> CliResult<String> {
     if let Some(r) = &arg.repo {
         return Ok(r.clone());
     }
@@ -441,7 +475,10 @@ pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
         body,
         run,
         json,
-    } = cmd;
+    } = cmd
+    else {
+        return super::pulls::pr(client, cmd).await;
+    };
     let Some(run) = run else {
         return Err(CliError::new(
             Exit::Usage,

@@ -5,6 +5,7 @@ mod client;
 mod hook;
 mod notify;
 mod output;
+mod pulls;
 mod repos;
 mod resume;
 mod runs;
@@ -120,9 +121,11 @@ enum Command {
     /// Issues of a repo (inside a run: of the run's repo).
     #[command(subcommand)]
     Issue(afk::IssueCommand),
-    /// Pull requests: open this run's.
+    /// Pull requests: open this run's; list, view, merge, close.
     #[command(subcommand)]
     Pr(afk::PrCommand),
+    /// Print a run's changes against its base (live: uncommitted files too).
+    Diff(pulls::DiffArgs),
     /// AFK outcomes by repo and by model/effort.
     Ledger {
         #[arg(long)]
@@ -246,6 +249,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Issue(cmd) => afk::issue(&client, cmd).await,
         Command::Pr(cmd) => afk::pr(&client, cmd).await,
         Command::Ledger { json } => afk::ledger(&client, json).await,
+        Command::Diff(args) => pulls::diff(&client, args).await,
         Command::Completions { .. } | Command::Hook { .. } => unreachable!("handled above"),
     }
 }

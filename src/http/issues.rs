@@ -17,6 +17,7 @@ use crate::domain::IssueState;
 use crate::issues::{Issue, IssueSource, PullRequest, SourceError};
 use crate::repo::Repo;
 use crate::service::issues::{self, IssueError};
+use crate::service::pulls::PullView;
 use crate::state::AppState;
 use crate::store::RepoKey;
 use crate::validate;
@@ -221,18 +222,25 @@ async fn list_pulls(
     Ok(Json(source.pulls().await.map_err(source_error)?))
 }
 
-/// One pull request (the `url` of one the built-in tracker opened). A run's
+/// One pull request (the `url` of one the built-in tracker opened), with
+/// its diff for the built-in tracker (`diff=false` leaves it out). A run's
 /// token does not reach it.
 #[utoipa::path(get, path = "/repos/{id}/pulls/{number}", tag = "issues",
-    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
-    responses((status = 200, body = PullRequest), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path),
+           super::diffs::PullQuery),
+    responses((status = 200, body = PullView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
               ForgeErrors))]
 async fn get_pull(
     State(app): State<AppState>,
     ApiPath((id, number)): ApiPath<(String, i64)>,
-) -> ApiResult<Json<PullRequest>> {
-    let (_, source) = repo_source(&app, &id).await?;
-    Ok(Json(source.pull(number).await.map_err(source_error)?))
+    ApiQuery(q): ApiQuery<super::diffs::PullQuery>,
+) -> ApiResult<Json<PullView>> {
+    let (repo, source) = repo_source(&app, &id).await?;
+    let pull = source.pull(number).await.map_err(source_error)?;
+    let with_diff = q.diff.unwrap_or(true);
+    Ok(Json(
+        crate::service::pulls::describe(&app.scheduler, &repo, pull, with_diff).await?,
+    ))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -7,7 +7,8 @@
 pub mod afk;
 pub mod agent;
 pub mod auth;
-pub mod dto;
+pub mod diffs;
+mod dto;
 pub mod error;
 pub mod extract;
 pub mod issues;
@@ -44,6 +45,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(screen::router())
                 .merge(agent::router())
                 .merge(issues::router())
+                .merge(diffs::router())
                 .merge(afk::router())
                 .merge(status::router()),
         )

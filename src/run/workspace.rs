@@ -65,7 +65,7 @@ pub struct Workspaces {
 }
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(300);
-const LOCAL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(super) const LOCAL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Workspaces {
     pub fn new(data_dir: &Path) -> Workspaces {
@@ -76,13 +76,18 @@ impl Workspaces {
         }
     }
 
-    fn lock(&self, repo_id: i64) -> Arc<tokio::sync::Mutex<()>> {
+    pub(super) fn lock(&self, repo_id: i64) -> Arc<tokio::sync::Mutex<()>> {
         self.locks
             .lock()
             .expect("workspace lock map poisoned")
             .entry(repo_id)
             .or_default()
             .clone()
+    }
+
+    /// The folder workspaces are made in.
+    pub(super) fn root_dir(&self) -> &Path {
+        &self.root
     }
 
     /// The path a run's workspace gets.
@@ -229,6 +234,7 @@ impl Workspaces {
                 return self.remove_worktree(repo, path).await;
             }
             if let Some(branch) = branch
+                && !self.merged_already(repo, path, branch).await
                 && let Err(e) = self.collect(repo, path, branch).await
             {
                 tracing::warn!(path = %path.display(), error = %e, "could not keep a run's branch");
@@ -266,7 +272,7 @@ impl Workspaces {
 }
 
 /// The git folder of a repository: a work tree's `.git`, or a bare one.
-fn git_folder(git_dir: &Path) -> PathBuf {
+pub(super) fn git_folder(git_dir: &Path) -> PathBuf {
     let dot_git = git_dir.join(".git");
     if dot_git.is_dir() {
         dot_git
@@ -354,7 +360,7 @@ async fn git_out(dir: &Path, args: &[&str], timeout: Duration) -> Result<String,
     git_env(dir, args, timeout, &[]).await
 }
 
-async fn git_env(
+pub(super) async fn git_env(
     dir: &Path,
     args: &[&str],
     timeout: Duration,

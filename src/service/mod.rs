@@ -6,6 +6,7 @@
 pub mod afk;
 pub mod hooks;
 pub mod issues;
+pub mod pulls;
 pub mod repos;
 pub mod runs;
 

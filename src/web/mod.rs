@@ -10,11 +10,13 @@
 
 mod afk_page;
 mod assets;
+pub mod diff_view;
 pub mod forms;
 mod issue_page;
 mod issues_page;
 mod live;
 mod notify_form;
+mod pulls_page;
 mod repo_form;
 mod repos_page;
 mod resume_form;
@@ -275,6 +277,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(afk_page::router())
         .merge(issues_page::router())
         .merge(issue_page::router())
+        .merge(pulls_page::router())
         .layer(middleware::from_fn_with_state(state.clone(), same_origin))
         .merge(assets::router())
         .layer(middleware::map_response(plain_errors_as_pages))

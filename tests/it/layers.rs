@@ -7,7 +7,14 @@ use std::path::{Path, PathBuf};
 /// Lowest first. Modules of one layer may not name each other either.
 const LAYERS: &[&[&str]] = &[
     // Crate-root helpers (lib.rs) and leaves.
-    &["provider", "lock", "to_the_end", "init_tls", "init_logging"],
+    &[
+        "provider",
+        "lock",
+        "to_the_end",
+        "init_tls",
+        "init_logging",
+        "diff",
+    ],
     &["validate"],
     &["domain"],
     &["usage"],

@@ -20,7 +20,39 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   const reply = document.getElementById("reply");
   if (reply) replyBox(reply);
+  const changes = document.querySelector("#changes[data-diff-live]");
+  if (changes) liveChanges(changes);
 });
+
+// A live run's changes: the page asks again every few seconds, only while
+// it is visible, and swaps the diff in only when it changed; it stops once
+// the run has ended.
+function liveChanges(section) {
+  const every = Number(section.dataset.diffLive) || 5000;
+  let busy = false;
+  const timer = setInterval(async () => {
+    if (busy || document.visibilityState !== "visible") return;
+    busy = true;
+    try {
+      const r = await fetch(location.pathname, { headers: { accept: "text/html" } });
+      if (!r.ok) return;
+      const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+      const fresh = doc.getElementById("changes");
+      if (!fresh) return;
+      if (fresh.dataset.sig !== section.dataset.sig) {
+        const open = new Set([...section.querySelectorAll("details[open]")].map((d) => d.id));
+        section.innerHTML = fresh.innerHTML;
+        section.dataset.sig = fresh.dataset.sig;
+        for (const d of section.querySelectorAll("details")) if (open.has(d.id)) d.open = true;
+      }
+      if (!fresh.hasAttribute("data-diff-live")) clearInterval(timer);
+    } catch (_) {
+      // The server is away for a moment: the next tick asks again.
+    } finally {
+      busy = false;
+    }
+  }, every);
+}
 
 function cell(text, cls) {
   const td = document.createElement("td");

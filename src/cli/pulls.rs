@@ -1,0 +1,262 @@
+//! `labctl diff RUN` and `labctl pr list|view|merge|close`: a run's changes
+//! and the built-in tracker's pull requests. Text goes to a terminal
+//! coloured (unless `NO_COLOR`), with every control character an agent may
+//! have put in a file name or a line shown as `\xNN`, never sent.
+
+use std::io::IsTerminal;
+
+use clap::Args;
+use serde_json::Value;
+
+use super::afk::{PrCommand, repo_of};
+use super::client::{CliResult, Client, LAUNCH_WAIT, seg};
+use super::output::{self, s, table};
+
+#[derive(Args)]
+pub struct DiffArgs {
+    /// Run id.
+    pub run: String,
+    /// Files and their +/- counts only.
+    #[arg(long)]
+    pub stat: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Text an agent wrote, safe for a terminal: control characters (but tab)
+/// as `\xNN`.
+fn clean(t: &str) -> String {
+    let mut out = String::with_capacity(t.len());
+    for c in t.chars() {
+        if (c.is_control() && c != '\t') || c == '\u{7f}' {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+struct Paint(bool);
+
+impl Paint {
+    fn new() -> Paint {
+        Paint(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+    }
+    fn on(&self, code: &str, t: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{t}\x1b[0m")
+        } else {
+            t.to_owned()
+        }
+    }
+}
+
+fn files(d: &Value) -> impl Iterator<Item = &Value> {
+    d["files"].as_array().into_iter().flatten()
+}
+
+fn name(f: &Value) -> String {
+    match f["old_path"].as_str() {
+        Some(old) => format!("{} → {}", clean(old), clean(&s(&f["path"]))),
+        None => clean(&s(&f["path"])),
+    }
+}
+
+/// `path | +A -R (status)` per file, then the totals.
+fn print_stat(d: &Value, p: &Paint) {
+    let (mut add, mut del, mut n) = (0, 0, 0);
+    for f in files(d) {
+        let (a, r) = (
+            f["added"].as_u64().unwrap_or(0),
+            f["removed"].as_u64().unwrap_or(0),
+        );
+        add += a;
+        del += r;
+        n += 1;
+        let bin = if f["binary"] == true { " binary" } else { "" };
+        println!(
+            " {} | {} {} ({}{bin})",
+            name(f),
+            p.on("32", &format!("+{a}")),
+            p.on("31", &format!("-{r}")),
+            s(&f["status"])
+        );
+    }
+    println!(
+        " {n} file{} changed, {} {}{}",
+        if n == 1 { "" } else { "s" },
+        p.on("32", &format!("+{add}")),
+        p.on("31", &format!("-{del}")),
+        if d["work_tree"] == true {
+            " (uncommitted and untracked files included)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The whole diff, git-like.
+fn print_diff(d: &Value, p: &Paint) {
+    for f in files(d) {
+        let path = clean(&s(&f["path"]));
+        let old = f["old_path"].as_str().map_or(path.clone(), clean);
+        println!("{}", p.on("1", &format!("--- a/{old}")));
+        println!("{}", p.on("1", &format!("+++ b/{path}")));
+        if f["binary"] == true {
+            println!("Binary file ({})", s(&f["status"]));
+        }
+        for line in f["patch"].as_str().unwrap_or("").lines() {
+            let l = clean(line);
+            let code = match line.as_bytes().first() {
+                Some(b'+') => "32",
+                Some(b'-') => "31",
+                Some(b'@') => "36",
+                _ => "",
+            };
+            println!("{}", if code.is_empty() { l } else { p.on(code, &l) });
+        }
+        if f["truncated"] == true {
+            println!("{}", p.on("33", "… cut short: larger than lab shows"));
+        }
+    }
+}
+
+pub async fn diff(client: &Client, a: DiffArgs) -> CliResult<()> {
+    let d = client
+        .get(&format!("/api/v1/runs/{}/diff", seg(&a.run)))
+        .await?;
+    if a.json {
+        output::json(&d);
+        return Ok(());
+    }
+    let p = Paint::new();
+    if a.stat {
+        print_stat(&d, &p);
+    } else {
+        print_diff(&d, &p);
+    }
+    Ok(())
+}
+
+fn pull_line(v: &Value) -> String {
+    format!(
+        "#{} {} ({}): {} → {}",
+        s(&v["number"]),
+        clean(&s(&v["title"])),
+        s(&v["state"]),
+        clean(&s(&v["head"])),
+        s(&v["base"])
+    )
+}
+
+/// `labctl pr list|view|merge|close` (`create` is in `afk.rs`).
+pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
+    let p = Paint::new();
+    match cmd {
+        PrCommand::Create { .. } => unreachable!("handled in afk.rs"),
+        PrCommand::List { repo, json } => {
+            let r = repo_of(client, &repo).await?;
+            let v = client
+                .get(&format!("/api/v1/repos/{}/pulls", seg(&r)))
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|x| {
+                    vec![
+                        s(&x["number"]),
+                        s(&x["state"]),
+                        clean(&s(&x["title"])),
+                        clean(&s(&x["head"])),
+                        s(&x["run_id"]),
+                    ]
+                })
+                .collect();
+            table(&["#", "STATE", "TITLE", "BRANCH", "RUN"], &rows);
+        }
+        PrCommand::View {
+            number,
+            repo,
+            stat,
+            json,
+        } => {
+            let r = repo_of(client, &repo).await?;
+            let v = client
+                .get(&format!("/api/v1/repos/{}/pulls/{number}", seg(&r)))
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            println!("{}", pull_line(&v));
+            println!("{}", s(&v["url"]));
+            if let Some(run) = v["run_id"].as_i64() {
+                println!("run {run}");
+            }
+            if let Some(sha) = v["merged_sha"].as_str() {
+                println!("merged as {sha}");
+            }
+            let body = v["body"].as_str().unwrap_or("");
+            if !body.is_empty() {
+                println!(
+                    "\n{}\n",
+                    body.lines().map(clean).collect::<Vec<_>>().join("\n")
+                );
+            }
+            if let Some(e) = v["diff_error"].as_str() {
+                println!("(no diff: {})", clean(e));
+            }
+            if v["diff"].is_object() {
+                print_stat(&v["diff"], &p);
+                if !stat {
+                    print_diff(&v["diff"], &p);
+                }
+            }
+        }
+        PrCommand::Merge { number, repo, json } => {
+            let r = repo_of(client, &repo).await?;
+            let v = client
+                .patient(LAUNCH_WAIT)
+                .post(
+                    &format!("/api/v1/repos/{}/pulls/{number}/merge", seg(&r)),
+                    &Value::Null,
+                )
+                .await?;
+            if json {
+                output::json(&v);
+            } else {
+                println!(
+                    "merged #{number} into {} as {}{}",
+                    s(&v["pull"]["base"]),
+                    s(&v["sha"]),
+                    if v["fast_forward"] == true {
+                        " (fast-forward)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+        PrCommand::Close { number, repo, json } => {
+            let r = repo_of(client, &repo).await?;
+            let v = client
+                .post(
+                    &format!("/api/v1/repos/{}/pulls/{number}/close", seg(&r)),
+                    &Value::Null,
+                )
+                .await?;
+            if json {
+                output::json(&v);
+            } else {
+                println!("closed #{number} (its branch stays)");
+            }
+        }
+    }
+    Ok(())
+}

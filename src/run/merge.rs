@@ -1,0 +1,287 @@
+//! Merging a pull request's branch into the registered repo's default
+//! branch, without a working tree of lab's (ADR 19).
+//!
+//! A fast-forward when the default branch is an ancestor of the branch,
+//! else a merge commit made by `git merge-tree --write-tree` and
+//! `git commit-tree`; the default branch then moves by `git update-ref` with
+//! its old value (so a branch that moved meanwhile is not overwritten), or,
+//! when it is checked out in a clean working tree of the repo, by that
+//! tree's own `git merge --ff-only` (git's checks keep a person's files).
+//! lab refuses, changing nothing, when the merge conflicts, when the default
+//! branch or the pull request's branch is checked out in a working tree with
+//! local changes, and for a repo given by URL (lab holds only a mirror there,
+//! which its next fetch would overwrite). After the merge the branch is
+//! deleted, if it still points where it was merged from.
+
+use std::path::{Path, PathBuf};
+
+use super::diff::Git;
+use super::workspace::{LOCAL_TIMEOUT, WorkspaceError, Workspaces, git_env, git_folder};
+use crate::repo::{Repo, RepoSource};
+
+/// Why a merge was not made; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// It cannot be done safely; the message says why and what to do.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Git(#[from] WorkspaceError),
+}
+
+/// A merge made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The default branch's new commit.
+    pub sha: String,
+    /// Its commit before the merge.
+    pub base: String,
+    /// The branch's commit that was merged.
+    pub head: String,
+    pub fast_forward: bool,
+}
+
+/// A working tree of the repo: its path and the branch it has checked out.
+#[derive(Debug)]
+struct Tree {
+    path: PathBuf,
+    branch: Option<String>,
+}
+
+async fn git(dir: &Path, args: &[&str]) -> Result<String, WorkspaceError> {
+    git_env(dir, args, LOCAL_TIMEOUT, &[]).await
+}
+
+/// A ref's commit, or `None`.
+async fn commit(dir: &Path, refname: &str) -> Option<String> {
+    Git::plain(&git_folder(dir)).commit(refname).await
+}
+
+/// The working trees of a repository (`git worktree list --porcelain -z`).
+async fn trees(dir: &Path) -> Result<Vec<Tree>, WorkspaceError> {
+    let out = git(dir, &["worktree", "list", "--porcelain", "-z"]).await?;
+    let mut trees = Vec::new();
+    let mut cur: Option<Tree> = None;
+    for field in out.split('\0') {
+        if let Some(p) = field.strip_prefix("worktree ") {
+            trees.extend(cur.take());
+            cur = Some(Tree {
+                path: PathBuf::from(p),
+                branch: None,
+            });
+        } else if let Some(b) = field.strip_prefix("branch ")
+            && let Some(t) = cur.as_mut()
+        {
+            t.branch = Some(b.to_owned());
+        } else if field == "bare" {
+            cur = None;
+        }
+    }
+    trees.extend(cur);
+    Ok(trees)
+}
+
+/// Local changes of a working tree, untracked files included (read without
+/// taking git's index lock: `GIT_OPTIONAL_LOCKS=0`).
+async fn local_changes(tree: &Path) -> Result<bool, WorkspaceError> {
+    let out = git_env(
+        tree,
+        &["status", "--porcelain", "-z"],
+        LOCAL_TIMEOUT,
+        &[("GIT_OPTIONAL_LOCKS", "0")],
+    )
+    .await?;
+    Ok(!out.is_empty())
+}
+
+impl Workspaces {
+    /// Whether a workspace's `branch` has commits of its own, all already in
+    /// the repo's default branch, and is gone from the repo (its pull request
+    /// was merged and the branch deleted): then removing the workspace does
+    /// not bring the branch back.
+    pub(super) async fn merged_already(&self, repo: &Repo, ws: &Path, branch: &str) -> bool {
+        let ws_git = git_folder(ws);
+        // The agent's clone: read with lab's config only.
+        let agent = Git::agents(&ws_git);
+        let Some(sha) = agent.commit(&format!("refs/heads/{branch}")).await else {
+            return false;
+        };
+        let target = format!("refs/heads/{}", repo.default_branch);
+        // A branch without commits of its own (still where the workspace
+        // started) is kept as before.
+        if agent.commit(&target).await.as_deref() == Some(sha.as_str()) {
+            return false;
+        }
+        let dir = git_folder(&self.git_dir(repo));
+        commit(&dir, &format!("refs/heads/{branch}"))
+            .await
+            .is_none()
+            && git(&dir, &["merge-base", "--is-ancestor", &sha, &target])
+                .await
+                .is_ok()
+    }
+
+    /// Merges `branch` into the repo's default branch (see the module's
+    /// documentation for how, and when lab refuses).
+    pub async fn merge(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        message: &str,
+    ) -> Result<Merged, MergeError> {
+        if matches!(repo.source, RepoSource::Url(_)) {
+            return Err(MergeError::Refused(
+                "the repo is given by URL: lab holds only a mirror of it, which its next fetch \
+                 overwrites; merge the branch where the repo lives"
+                    .into(),
+            ));
+        }
+        let lock = self.lock(repo.id);
+        let _guard = lock.lock().await;
+        let dir = git_folder(&self.git_dir(repo));
+        let target_ref = format!("refs/heads/{}", repo.default_branch);
+        let head_ref = format!("refs/heads/{branch}");
+        let base = commit(&dir, &target_ref).await.ok_or_else(|| {
+            MergeError::Refused(format!(
+                "the repo has no branch '{}' to merge into",
+                repo.default_branch
+            ))
+        })?;
+        let head = commit(&dir, &head_ref).await.ok_or_else(|| {
+            MergeError::Refused(format!(
+                "the branch '{branch}' is not in the repo (any more)"
+            ))
+        })?;
+        let trees = trees(&dir).await?;
+        if let Some(t) = trees
+            .iter()
+            .find(|t| t.branch.as_deref() == Some(&head_ref))
+        {
+            return Err(MergeError::Refused(format!(
+                "the branch '{branch}' is checked out in {}; switch that working tree to another \
+                 branch first",
+                t.path.display()
+            )));
+        }
+        let checked_out = trees
+            .iter()
+            .find(|t| t.branch.as_deref() == Some(&target_ref));
+        if let Some(t) = checked_out
+            && local_changes(&t.path).await?
+        {
+            return Err(MergeError::Refused(format!(
+                "'{}' is checked out in {} with local changes; commit or stash them (lab never \
+                 touches a working tree a person may be using), then merge again",
+                repo.default_branch,
+                t.path.display()
+            )));
+        }
+        let fast_forward = git(&dir, &["merge-base", "--is-ancestor", &base, &head])
+            .await
+            .is_ok();
+        let sha = if fast_forward {
+            head.clone()
+        } else {
+            merge_commit(&dir, &base, &head, &repo.default_branch, message).await?
+        };
+        match checked_out {
+            Some(t) => {
+                git(&t.path, &["merge", "--ff-only", "--quiet", &sha])
+                    .await
+                    .map_err(|e| {
+                        MergeError::Refused(format!(
+                            "'{}' is checked out in {} and git would not move it: {e}",
+                            repo.default_branch,
+                            t.path.display()
+                        ))
+                    })?;
+            }
+            None => {
+                let msg = format!("lab: {message}");
+                git(&dir, &["update-ref", "-m", &msg, &target_ref, &sha, &base])
+                    .await
+                    .map_err(|e| {
+                        MergeError::Refused(format!(
+                            "'{}' moved while lab merged; try again ({e})",
+                            repo.default_branch
+                        ))
+                    })?;
+            }
+        }
+        if let Err(e) = git(&dir, &["update-ref", "-d", &head_ref, &head]).await {
+            tracing::warn!(branch, error = %e, "a merged branch could not be deleted");
+        }
+        Ok(Merged {
+            sha,
+            base,
+            head,
+            fast_forward,
+        })
+    }
+}
+
+/// A merge commit of `head` into `base`, made without a working tree;
+/// refused when the two conflict (the conflicting files are named).
+async fn merge_commit(
+    dir: &Path,
+    base: &str,
+    head: &str,
+    target_name: &str,
+    message: &str,
+) -> Result<String, MergeError> {
+    let out = tokio::time::timeout(
+        LOCAL_TIMEOUT,
+        tokio::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                "-z",
+            ])
+            .args([base, head])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .map_err(|_| WorkspaceError("git merge-tree took too long".into()))?
+    .map_err(|e| WorkspaceError(format!("cannot run git: {e}")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut fields = stdout.split('\0');
+    let tree = fields.next().unwrap_or_default().trim().to_owned();
+    match out.status.code() {
+        Some(0) => {}
+        Some(1) => {
+            let files: Vec<&str> = fields.filter(|f| !f.is_empty()).take(20).collect();
+            return Err(MergeError::Refused(format!(
+                "the branch is not a fast-forward and conflicts with '{}' in: {}; rebase or \
+                 merge it by hand",
+                target_name,
+                files.join(", ")
+            )));
+        }
+        _ => {
+            return Err(MergeError::Git(WorkspaceError(format!(
+                "git merge-tree failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))));
+        }
+    }
+    let ident = [
+        ("GIT_AUTHOR_NAME", "lab"),
+        ("GIT_AUTHOR_EMAIL", "lab@localhost"),
+        ("GIT_COMMITTER_NAME", "lab"),
+        ("GIT_COMMITTER_EMAIL", "lab@localhost"),
+    ];
+    Ok(git_env(
+        dir,
+        &["commit-tree", &tree, "-p", base, "-p", head, "-m", message],
+        LOCAL_TIMEOUT,
+        &ident,
+    )
+    .await?)
+}

@@ -1,0 +1,219 @@
+//! A run's changes (`/runs/{id}/changes`), and a repo's pull requests:
+//! the list, one with its diff, merge and close (built-in tracker).
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+
+use super::{Chrome, Page, diff_view};
+use crate::auth::browser::BrowserSession;
+use crate::diff::Limits;
+use crate::domain::Run;
+use crate::issues::PullRequest;
+use crate::repo::issue_source::SourceKind;
+use crate::service::ServiceError;
+use crate::service::pulls::{self, PullView};
+use crate::state::AppState;
+use crate::store::{RepoKey, StoreError};
+
+use super::forms::Form;
+
+#[derive(Template)]
+#[template(path = "changes.html")]
+struct ChangesPage {
+    chrome: Chrome,
+    run: Run,
+    live: bool,
+    /// The diff as HTML, or why there is none.
+    diff: String,
+    problem: Option<String>,
+    signature: String,
+}
+
+async fn changes(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path(id): Path<String>,
+) -> Response {
+    let Ok(id) = id.parse::<i64>() else {
+        return Page::error(StatusCode::NOT_FOUND, "Run ids are numbers.");
+    };
+    let run = match app.store.run(id).await {
+        Ok(r) => r,
+        Err(StoreError::NotFound) => {
+            return Page::error(StatusCode::NOT_FOUND, &format!("There is no run {id}."));
+        }
+        Err(e) => return super::internal(e),
+    };
+    let (diff, problem, signature) =
+        match pulls::run_diff(&app.scheduler, id, Limits::default()).await {
+            Ok(d) => (diff_view::render(&d), None, diff_view::signature(&d)),
+            Err(ServiceError::Internal(e)) => return super::internal(e),
+            Err(e) => (String::new(), Some(e.to_string()), String::new()),
+        };
+    Page::ok(&ChangesPage {
+        chrome: Chrome::new(&session, "runs", &format!("Run {id}: changes")),
+        live: run.state.is_active(),
+        run,
+        diff,
+        problem,
+        signature,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "pulls.html")]
+struct PullsPage {
+    chrome: Chrome,
+    repo: String,
+    builtin: bool,
+    pulls: Vec<PullRequest>,
+}
+
+async fn list(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path(name): Path<String>,
+) -> Response {
+    let repo = match app.store.repo(&RepoKey::parse(&name)).await {
+        Ok(r) => r,
+        Err(StoreError::NotFound) => {
+            return Page::error(
+                StatusCode::NOT_FOUND,
+                &format!("There is no repo '{name}'."),
+            );
+        }
+        Err(e) => return super::internal(e),
+    };
+    let source = app.scheduler.sources.of(&repo);
+    let pulls = match source.pulls().await {
+        Ok(p) => p,
+        Err(e) => return Page::error(StatusCode::BAD_GATEWAY, &e.to_string()),
+    };
+    Page::ok(&PullsPage {
+        chrome: Chrome::new(&session, "repos", &format!("{}: pull requests", repo.name)),
+        builtin: repo.issues.source == SourceKind::Builtin,
+        repo: repo.name,
+        pulls,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "pull.html")]
+struct PullPage {
+    chrome: Chrome,
+    repo: String,
+    builtin: bool,
+    default_branch: String,
+    view: PullView,
+    diff: String,
+    /// Why the last merge or close was refused.
+    refused: Option<String>,
+}
+
+async fn pull_page(
+    app: &AppState,
+    session: &BrowserSession,
+    name: &str,
+    number: &str,
+    refused: Option<String>,
+) -> Response {
+    let Ok(number) = number.parse::<i64>() else {
+        return Page::error(StatusCode::NOT_FOUND, "Pull request numbers are numbers.");
+    };
+    let (repo, view) = match pulls::view(&app.scheduler, name, number, true).await {
+        Ok(v) => v,
+        Err(e) => return super::service_error(e),
+    };
+    let status = if refused.is_some() {
+        StatusCode::CONFLICT
+    } else {
+        StatusCode::OK
+    };
+    Page::render(
+        status,
+        &PullPage {
+            chrome: Chrome::new(
+                session,
+                "repos",
+                &format!("{} #{}: {}", repo.name, number, view.pull.title),
+            ),
+            builtin: repo.issues.source == SourceKind::Builtin,
+            default_branch: repo.default_branch.clone(),
+            repo: repo.name,
+            diff: view
+                .diff
+                .as_ref()
+                .map(diff_view::render)
+                .unwrap_or_default(),
+            view,
+            refused,
+        },
+    )
+}
+
+async fn show(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, number)): Path<(String, String)>,
+) -> Response {
+    pull_page(&app, &session, &name, &number, None).await
+}
+
+/// Merge or close from the page: a refusal shows the page again with the
+/// reason (409), nothing changed.
+async fn act(
+    app: AppState,
+    session: BrowserSession,
+    name: String,
+    number: String,
+    form: Form,
+    merge: bool,
+) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    let Ok(n) = number.parse::<i64>() else {
+        return Page::error(StatusCode::NOT_FOUND, "Pull request numbers are numbers.");
+    };
+    let done = if merge {
+        pulls::merge(&app.scheduler, &name, n).await.map(|_| ())
+    } else {
+        pulls::close(&app.scheduler, &name, n).await.map(|_| ())
+    };
+    match done {
+        Ok(()) => Redirect::to(&format!("/repos/{name}/pulls/{n}")).into_response(),
+        Err(ServiceError::Conflict(m)) => pull_page(&app, &session, &name, &number, Some(m)).await,
+        Err(e) => super::service_error(e),
+    }
+}
+
+async fn merge(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, number)): Path<(String, String)>,
+    form: Form,
+) -> Response {
+    act(app, session, name, number, form, true).await
+}
+
+async fn close(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path((name, number)): Path<(String, String)>,
+    form: Form,
+) -> Response {
+    act(app, session, name, number, form, false).await
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/runs/{id}/changes", get(changes))
+        .route("/repos/{name}/pulls", get(list))
+        .route("/repos/{name}/pulls/{number}", get(show))
+        .route("/repos/{name}/pulls/{number}/merge", post(merge))
+        .route("/repos/{name}/pulls/{number}/close", post(close))
+}
