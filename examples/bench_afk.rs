@@ -61,7 +61,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
     api.send(
         Method::PATCH,
         "/api/v1/settings",
-        json!({"afk": {"tick_seconds": 86_400, "max_concurrent": REPOS}}),
+        json!({"afk": {"tick_seconds": 86_400, "max_concurrent": REPOS, "memory_per_run_mb": 0}}),
     )
     .await;
     let mut repo_ids = Vec::new();
@@ -125,6 +125,50 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         s50 / b50,
         (b50 + l50) / b50
     );
+
+    // Issue 14: 100 live AFK runs (two per repo), first without pull
+    // requests (the steady tick as it was), then each with an open pull
+    // request that the tick watches (budgets, usage limits, the repo's
+    // check command's slot).
+    api.send(
+        Method::PATCH,
+        "/api/v1/settings",
+        json!({"afk": {"max_concurrent": 2 * REPOS, "memory_per_run_mb": 0}}),
+    )
+    .await;
+    for i in 0..REPOS {
+        api.send(
+            Method::PATCH,
+            &format!("/api/v1/repos/r{i}"),
+            json!({"afk_max_concurrent": 2}),
+        )
+        .await;
+    }
+    let second = s.tick().await;
+    assert!(second.errors.is_empty(), "{:?}", second.errors);
+    assert_eq!(second.launched.len(), REPOS, "a second run per repo");
+    // Every repo at its cap again: the steady tick of 100 live runs.
+    let (u50, _, _) = time_ticks(s, ticks).await;
+    for i in 0..REPOS {
+        api.send(
+            Method::PATCH,
+            &format!("/api/v1/repos/r{i}"),
+            json!({"check_command": "make check"}),
+        )
+        .await;
+    }
+    let claims = running.store.claims(1000).await.unwrap();
+    let live: Vec<_> = claims.iter().filter(|c| c.active).collect();
+    assert_eq!(live.len(), 2 * REPOS);
+    for c in &live {
+        let url = format!("http://forge.invalid/pulls/{}", c.id);
+        assert!(running.store.set_claim_pr(c.id, &url).await.unwrap());
+    }
+    let (w50, w90, wmax) = time_ticks(s, ticks).await;
+    println!(
+        "| {label}, 100 live runs | {u50:.2} | {w50:.2} / {w90:.2} / {wmax:.2} | {:.2}× |",
+        w50 / u50
+    );
     for r in api
         .send(Method::GET, "/api/v1/runs", Value::Null)
         .await
@@ -174,6 +218,9 @@ async fn main() {
         "| database | baseline tick, no issues (ms, median) | steady tick (ms, median / p90 / max) | steady ÷ baseline | listing all 50 repos (ms, median) | baseline + listing ÷ baseline | launch tick, 50 runs (ms) |"
     );
     println!("|---|---|---|---|---|---|---|");
+    println!(
+        "\nthen (issue 14), with 100 live runs: | database | steady tick, no pull request (ms, median) | every run's pull request watched (ms, median / p90 / max) | watched ÷ not |\n"
+    );
     bench("SQLite", t, &agent, None, ticks).await;
     if let Ok(admin) = std::env::var("LAB_BENCH_DATABASE_URL") {
         let url = fresh_pg(&admin).await;
