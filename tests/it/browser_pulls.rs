@@ -167,8 +167,12 @@ git -c user.name=agent -c user.email=agent@example.com commit -qm "Fix issue $LA
 labctl pr create --title "Fix issue $LAB_ISSUE" --body "Resolves #$LAB_ISSUE" || exit 7
 "#;
 
-/// An AFK run's pull request, read and merged from its page: the registered
-/// repo's main gets the agent's commit and the branch is gone.
+/// Issue 15's walk, all in the browser but the agent: an issue opened from
+/// the form and marked ready; the AFK run (fake agent) commits; the issue
+/// page shows the run; the pull request page shows the diff; a merge that
+/// cannot be done safely (a person's local change on the checked-out main)
+/// is refused with its reason and changes nothing; then the merge goes
+/// through: the registered repo's main has the commit, the branch is gone.
 async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
     let folder = match b {
         Backend::Sqlite => "pulls_afk/sqlite",
@@ -178,15 +182,41 @@ async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
     crate::afk::behave(&s, FIXES);
     let repo = crate::afk::afk_repo(&s, "r").await;
     let repo = std::path::PathBuf::from(repo["path"].as_str().unwrap());
-    let n = crate::afk::issue(&s, "r", "Fix it").await;
-    let c = crate::afk::outcome(&s, "r", n, 30).await;
+    let br = Browser::start(&s.url, folder).await;
+    br.login(&s.token).await;
+
+    // The issue, from the browser: opened, then given to the agent.
+    br.go("/repos/r/issues/new").await;
+    br.fill("title", "Fix it").await;
+    br.fill("body", "The README needs a FIX.md beside it.")
+        .await;
+    br.submit("Open issue").await;
+    br.wait_text("the new issue's page", |t| t.contains("Fix it"))
+        .await;
+    let url = br.driver.current_url().await.unwrap();
+    let n: i64 = url.path().rsplit('/').next().unwrap().parse().unwrap();
+    br.submit("Ready for agent").await;
+    br.wait_text("the ready label on", |t| t.contains("Not ready for agent"))
+        .await;
+    br.shot("walk_1_issue_ready").await;
+
+    let c = crate::afk::outcome(&s, "r", n, 60).await;
     assert_eq!(c["outcome"], "pr-green", "{c}");
     let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
     let branch = run["branch"].as_str().unwrap().to_owned();
     let head = git(&repo, &["rev-parse", &branch]);
 
-    let br = Browser::start(&s.url, folder).await;
-    br.login(&s.token).await;
+    // The issue page shows the run and its outcome.
+    br.go(&format!("/repos/r/issues/{n}")).await;
+    let runs = br.driver.find(By::Id("issue-runs")).await.unwrap();
+    let text = runs.text().await.unwrap();
+    assert!(
+        text.contains(&format!("run {}", c["run_id"])) && text.contains("pr-green"),
+        "{text}"
+    );
+    br.shot("walk_2_issue_with_run").await;
+
+    // The pull request page shows the diff and links the issue.
     br.go("/repos/r/pulls/1").await;
     let text = br.text().await;
     assert!(
@@ -197,6 +227,47 @@ async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
         text.contains(&format!("#{n}")),
         "the issue is linked: {text}"
     );
+    br.shot("walk_3_pull").await;
+
+    // Not safe: a person's change on the checked-out main. Refused with
+    // the reason; refs, work tree and the pull request as they were.
+    std::fs::write(repo.join("README.md"), "a person is editing\n").unwrap();
+    let refs = git(
+        &repo,
+        &["for-each-ref", "--format=%(refname) %(objectname)"],
+    );
+    press(&br, "merge").await;
+    let refused = wait::until("the refusal", wait::secs(10), async || {
+        let el = br.driver.find(By::Id("refused")).await.ok()?;
+        el.text().await.ok()
+    })
+    .await;
+    assert!(refused.contains("local changes"), "{refused}");
+    assert_eq!(
+        git(
+            &repo,
+            &["for-each-ref", "--format=%(refname) %(objectname)"]
+        ),
+        refs
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README.md")).unwrap(),
+        "a person is editing\n"
+    );
+    assert_eq!(
+        br.driver
+            .find(By::Id("pull-state"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "open"
+    );
+    br.shot("walk_4_merge_refused").await;
+
+    // The person is done: the merge goes through.
+    git(&repo, &["checkout", "--", "README.md"]);
     press(&br, "merge").await;
     wait::until("the merged state", wait::secs(10), async || {
         let el = br.driver.find(By::Id("pull-state")).await.ok()?;
@@ -210,6 +281,11 @@ async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
         "fixed\n"
     );
     assert!(git(&repo, &["branch", "--list", &branch]).is_empty());
+    // On a phone.
+    br.driver.set_window_rect(0, 0, 390, 844).await.unwrap();
+    br.go("/repos/r/pulls/1").await;
+    fits(&br, 390).await;
+    br.shot("walk_5_merged_phone").await;
     br.quit().await;
     s.stop().await;
 }
