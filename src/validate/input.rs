@@ -10,27 +10,13 @@ pub const MAX_INPUT: usize = 16 * 1024;
 /// tabs, but no other control character (Escape, Ctrl-C and the like are
 /// keys: `keys`), and at most [`MAX_INPUT`] characters.
 pub fn input_text(field: &str, value: &str) -> Result<String, FieldError> {
-    let chars = value.chars().count();
-    if chars > MAX_INPUT {
-        return Err(FieldError::new(
-            field,
-            format!("is {chars} characters; at most {MAX_INPUT} are allowed in one request"),
-        ));
-    }
-    if let Some(c) = value
-        .chars()
-        .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
-    {
-        return Err(FieldError::new(
-            field,
-            format!(
-                "holds the control character {:?}; text may hold line breaks and tabs, \
-                 and control keys go in `keys` (Escape, C-c, …)",
-                c
-            ),
-        ));
-    }
-    Ok(value.to_owned())
+    lines_and_tabs(
+        field,
+        value,
+        MAX_INPUT,
+        " in one request",
+        "text may hold line breaks and tabs, and control keys go in `keys` (Escape, C-c, …)",
+    )
 }
 
 /// The most characters of a repo's check command.
@@ -41,11 +27,29 @@ pub const MAX_CHECK_COMMAND: usize = 4096;
 /// are allowed, no other control character; at most
 /// [`MAX_CHECK_COMMAND`] characters.
 pub fn check_command(field: &str, value: &str) -> Result<String, FieldError> {
+    lines_and_tabs(
+        field,
+        value,
+        MAX_CHECK_COMMAND,
+        "",
+        "a check command may hold line breaks and tabs only",
+    )
+}
+
+/// Text of at most `max` characters with no control character but line
+/// breaks and tabs; the errors end with `where_` and `allowed`.
+fn lines_and_tabs(
+    field: &str,
+    value: &str,
+    max: usize,
+    where_: &str,
+    allowed: &str,
+) -> Result<String, FieldError> {
     let chars = value.chars().count();
-    if chars > MAX_CHECK_COMMAND {
+    if chars > max {
         return Err(FieldError::new(
             field,
-            format!("is {chars} characters; at most {MAX_CHECK_COMMAND} are allowed"),
+            format!("is {chars} characters; at most {max} are allowed{where_}"),
         ));
     }
     if let Some(c) = value
@@ -54,9 +58,7 @@ pub fn check_command(field: &str, value: &str) -> Result<String, FieldError> {
     {
         return Err(FieldError::new(
             field,
-            format!(
-                "holds the control character {c:?}; a check command may hold line breaks and tabs only"
-            ),
+            format!("holds the control character {c:?}; {allowed}"),
         ));
     }
     Ok(value.to_owned())

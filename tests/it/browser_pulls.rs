@@ -41,6 +41,29 @@ async fn press(br: &Browser, id: &str) {
     .await;
 }
 
+/// A person edits the registered repo's checked-out main; the merge button
+/// is refused with the reason, and refs, work tree and the pull request are
+/// as they were. The edit stays (the caller undoes it).
+async fn refused_for_local_changes(br: &Browser, repo: &Path) {
+    std::fs::write(repo.join("README.md"), "a person is editing\n").unwrap();
+    let refs = || git(repo, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let before = refs();
+    press(br, "merge").await;
+    let refused = wait::until("the refusal", wait::secs(10), async || {
+        let el = br.driver.find(By::Id("refused")).await.ok()?;
+        el.text().await.ok()
+    })
+    .await;
+    assert!(refused.contains("local changes"), "{refused}");
+    assert_eq!(refs(), before);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README.md")).unwrap(),
+        "a person is editing\n"
+    );
+    let state = br.driver.find(By::Id("pull-state")).await.unwrap();
+    assert_eq!(state.text().await.unwrap(), "open");
+}
+
 async fn changes_and_pull_pages(b: Backend) {
     let folder = match b {
         Backend::Sqlite => "pulls/sqlite",
@@ -102,31 +125,7 @@ async fn changes_and_pull_pages(b: Backend) {
 
     // A person is editing the checked-out main: the merge is refused with
     // the reason, and nothing changes.
-    std::fs::write(repo.join("README.md"), "a person is editing\n").unwrap();
-    let refs = git(
-        &repo,
-        &["for-each-ref", "--format=%(refname) %(objectname)"],
-    );
-    press(&br, "merge").await;
-    let refused = wait::until("the refusal", wait::secs(10), async || {
-        let el = br.driver.find(By::Id("refused")).await.ok()?;
-        el.text().await.ok()
-    })
-    .await;
-    assert!(refused.contains("local changes"), "{refused}");
-    assert_eq!(
-        git(
-            &repo,
-            &["for-each-ref", "--format=%(refname) %(objectname)"]
-        ),
-        refs
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README.md")).unwrap(),
-        "a person is editing\n"
-    );
-    let state = br.driver.find(By::Id("pull-state")).await.unwrap();
-    assert_eq!(state.text().await.unwrap(), "open");
+    refused_for_local_changes(&br, &repo).await;
     br.shot("merge_refused").await;
 
     // Once the person is done, the merge from the page goes through.
@@ -229,41 +228,8 @@ async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
     );
     br.shot("walk_3_pull").await;
 
-    // Not safe: a person's change on the checked-out main. Refused with
-    // the reason; refs, work tree and the pull request as they were.
-    std::fs::write(repo.join("README.md"), "a person is editing\n").unwrap();
-    let refs = git(
-        &repo,
-        &["for-each-ref", "--format=%(refname) %(objectname)"],
-    );
-    press(&br, "merge").await;
-    let refused = wait::until("the refusal", wait::secs(10), async || {
-        let el = br.driver.find(By::Id("refused")).await.ok()?;
-        el.text().await.ok()
-    })
-    .await;
-    assert!(refused.contains("local changes"), "{refused}");
-    assert_eq!(
-        git(
-            &repo,
-            &["for-each-ref", "--format=%(refname) %(objectname)"]
-        ),
-        refs
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README.md")).unwrap(),
-        "a person is editing\n"
-    );
-    assert_eq!(
-        br.driver
-            .find(By::Id("pull-state"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-        "open"
-    );
+    // Not safe: a person's change on the checked-out main.
+    refused_for_local_changes(&br, &repo).await;
     br.shot("walk_4_merge_refused").await;
 
     // The person is done: the merge goes through.

@@ -68,7 +68,9 @@ async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
         .await;
     assert!(failed["pid"].is_null(), "{failed}");
     let status = wait_for(&lab, "/api/v1/afk/status", "the claim's outcome", |v| {
-        !v["recent"][0]["outcome"].is_null()
+        // The live count and the claims are two reads of one answer: wait
+        // for both to have seen the outcome.
+        !v["recent"][0]["outcome"].is_null() && v["live"] == 0
     })
     .await;
     assert_eq!(status["recent"][0]["outcome"], "failed", "{status}");
