@@ -247,6 +247,22 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
     Ok(next)
 }
 
+/// US dollars as billionths (the store's unit), rounded within the allowed
+/// cost range; outside it, away from it, so an amount a hair out of range
+/// is refused by the range check as the API document says.
+pub fn usd_to_nano(usd: f64) -> i64 {
+    let (lo, hi) = MAX_COST_NANO_USD;
+    let n = usd * 1e9;
+    let n = if n < lo as f64 {
+        n.floor()
+    } else if n > hi as f64 {
+        n.ceil()
+    } else {
+        n.round()
+    };
+    n as i64
+}
+
 /// A budget that may be uncapped: cleared means no cap.
 pub fn cap(
     c: &Change<i64>,

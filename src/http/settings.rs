@@ -293,13 +293,12 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_settings, patch_settings))
 }
 
-/// A dollar amount of a request as billionths (the store's unit); out of
-/// range amounts saturate, and the range check refuses them by name.
+/// A dollar amount of a request as billionths (the store's unit).
 pub fn usd_to_nano(c: crate::domain::Change<f64>) -> crate::domain::Change<i64> {
     use crate::domain::Change;
     match c {
         Change::Keep => Change::Keep,
         Change::Clear => Change::Clear,
-        Change::Set(usd) => Change::Set((usd * 1e9).round() as i64),
+        Change::Set(usd) => Change::Set(crate::settings::usd_to_nano(usd)),
     }
 }

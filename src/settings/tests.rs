@@ -227,3 +227,13 @@ fn clearing_an_undeclared_key_is_an_error_unless_it_is_stored() {
     .unwrap();
     assert!(s.provider("codex").afk_options.is_empty());
 }
+
+#[test]
+fn dollars_a_hair_out_of_range_stay_out() {
+    let (lo, hi) = crate::settings::MAX_COST_NANO_USD;
+    assert_eq!(usd_to_nano(2.5), 2_500_000_000);
+    assert_eq!(usd_to_nano(0.01), lo);
+    assert!(usd_to_nano(0.009_999_999_999_9) < lo);
+    assert!(usd_to_nano(1_000_000.000_000_1) > hi);
+    assert!(usd_to_nano(-1.0) < 0);
+}

@@ -359,7 +359,7 @@ pub fn dollars(form: &Form, name: &str, errs: &mut ValueErrors) -> Change<i64> {
     match form.value(name) {
         None => Change::Clear,
         Some(v) => match v.trim().trim_start_matches('$').parse::<f64>() {
-            Ok(usd) if usd.is_finite() => Change::Set((usd * 1e9).round() as i64),
+            Ok(usd) if usd.is_finite() => Change::Set(crate::settings::usd_to_nano(usd)),
             _ => {
                 errs.push(
                     FieldError::new(name, "must be an amount of US dollars, like 2.50")

@@ -24,6 +24,51 @@ async fn settings_start_empty_for_every_provider(b: Backend) {
                "max_rounds": 3, "max_attempts": 2, "max_tokens": null, "max_cost_usd": null,
                "memory_per_run_mb": 1024})
     );
+    // Budgets are set, and `null` takes the cap away again.
+    let v = s
+        .patch(
+            "/api/v1/settings",
+            json!({"afk": {"max_tokens": 2_000_000, "max_cost_usd": 2.5, "max_rounds": 5}}),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        (
+            &v["afk"]["max_tokens"],
+            &v["afk"]["max_cost_usd"],
+            &v["afk"]["max_rounds"]
+        ),
+        (&json!(2_000_000), &json!(2.5), &json!(5))
+    );
+    let v = s
+        .patch("/api/v1/settings", json!({"afk": {"max_cost_usd": null}}))
+        .await
+        .ok();
+    assert!(v["afk"]["max_cost_usd"].is_null(), "{v}");
+    assert_eq!(v["afk"]["max_tokens"], 2_000_000);
+    // A repo's check command and budgets; a control character is refused.
+    s.add_repo("r").await;
+    let r = s
+        .patch(
+            "/api/v1/repos/r",
+            json!({"check_command": "cargo test\nmake lint", "afk_max_cost_usd": 1.25, "afk_run_timeout_minutes": 30}),
+        )
+        .await
+        .ok();
+    assert_eq!(r["check_command"], "cargo test\nmake lint");
+    assert_eq!(
+        (&r["afk_max_cost_usd"], &r["afk_run_timeout_minutes"]),
+        (&json!(1.25), &json!(30))
+    );
+    let e = s
+        .patch("/api/v1/repos/r", json!({"check_command": "make\u{1b}[2J"}))
+        .await
+        .expect(400);
+    assert_eq!(e["error"]["field"], "check_command", "{e}");
+    assert_eq!(
+        s.get("/api/v1/repos/r").await.ok()["check_command"],
+        "cargo test\nmake lint"
+    );
     s.stop().await;
 }
 
@@ -126,6 +171,31 @@ async fn an_invalid_patch_writes_nothing(b: Backend) {
         (
             json!({"afk": {"max_concurrent": -1}}),
             "afk.max_concurrent",
+            Some("-1"),
+        ),
+        (
+            json!({"afk": {"max_rounds": 0}}),
+            "afk.max_rounds",
+            Some("0"),
+        ),
+        (
+            json!({"afk": {"max_attempts": 11}}),
+            "afk.max_attempts",
+            Some("11"),
+        ),
+        (
+            json!({"afk": {"max_tokens": 5}}),
+            "afk.max_tokens",
+            Some("5"),
+        ),
+        (
+            json!({"afk": {"max_cost_usd": 0.009999999999}}),
+            "afk.max_cost_usd",
+            None,
+        ),
+        (
+            json!({"afk": {"memory_per_run_mb": -1}}),
+            "afk.memory_per_run_mb",
             Some("-1"),
         ),
     ];
