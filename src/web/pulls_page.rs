@@ -112,6 +112,9 @@ struct PullPage {
     diff: String,
     /// Why the last merge or close was refused.
     refused: Option<String>,
+    /// What its run's checks said (issue 14): the claim's `checks` and
+    /// rounds; `None` when lab followed none.
+    checks: Option<(String, i64)>,
 }
 
 async fn pull_page(
@@ -127,6 +130,16 @@ async fn pull_page(
     let (repo, view) = match pulls::view(&app.scheduler, name, number, true).await {
         Ok(v) => v,
         Err(e) => return super::service_error(e),
+    };
+    let checks = match view.pull.run_id {
+        Some(run) => app
+            .store
+            .claim_of_run(run)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|c| c.checks.map(|k| (k, c.rounds))),
+        None => None,
     };
     let status = if refused.is_some() {
         StatusCode::CONFLICT
@@ -151,6 +164,7 @@ async fn pull_page(
                 .unwrap_or_default(),
             view,
             refused,
+            checks,
         },
     )
 }

@@ -104,6 +104,18 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
             && page.contains("<strong>pr-green</strong>"),
         "{page}"
     );
+    // The pull request's page says what its check said.
+    let pull = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, "/repos/r/pulls/1")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        pull.contains(
+            r#"<dd id="checks"><strong>passed</strong> <span class="from">after 2 round(s)</span>"#
+        ),
+        "{pull}"
+    );
     let ledger = s.get("/api/v1/afk/ledger").await.ok();
     assert_eq!(ledger["by_outcome"][0]["outcome"], "pr-green", "{ledger}");
     assert_eq!(ledger["by_outcome"][0]["rounds"], 2, "{ledger}");

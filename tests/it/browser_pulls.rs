@@ -226,6 +226,8 @@ async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
         text.contains(&format!("#{n}")),
         "the issue is linked: {text}"
     );
+    let checks = br.driver.find(By::Id("checks")).await.unwrap();
+    assert_eq!(checks.text().await.unwrap(), "none after 1 round(s)");
     br.shot("walk_3_pull").await;
 
     // Not safe: a person's change on the checked-out main.
