@@ -86,23 +86,32 @@ fn follow_calls(f: &FakeForge) -> (usize, usize) {
     (polls, all)
 }
 
-async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
-    let s = TestServer::start(b).await;
-    let f = FakeForge::start(flavor).await;
-    let (bare, n) = setup(&s, &f, flavor, &rounds(true)).await;
-    f.fake.state.lock().unwrap().ci.green_file = Some("FIXED".into());
-    let c = outcome(&s, "r", n, 60).await;
+/// Waits for the run to end `pr-green` with passed checks in round 2, whose
+/// prompt starts with `told`; returns that prompt.
+async fn green_in_round_2(s: &TestServer, n: i64, told: &str) -> String {
+    let c = outcome(s, "r", n, 60).await;
     assert_eq!(c["outcome"], "pr-green", "{c}");
     assert_eq!(
         (c["rounds"].as_i64(), c["checks"].as_str()),
         (Some(2), Some("passed")),
         "{c}"
     );
-    let told = record(&s, "round2.txt");
-    assert!(
-        told.starts_with("lab: your pull request needs another round (round 2 of 3)."),
-        "{told}"
-    );
+    let prompt = record(s, "round2.txt");
+    assert!(prompt.starts_with(told), "{prompt}");
+    prompt
+}
+
+async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(flavor).await;
+    let (bare, n) = setup(&s, &f, flavor, &rounds(true)).await;
+    f.fake.state.lock().unwrap().ci.green_file = Some("FIXED".into());
+    let told = green_in_round_2(
+        &s,
+        n,
+        "lab: your pull request needs another round (round 2 of 3).",
+    )
+    .await;
     assert!(told.contains("- ci/test: failure"), "{told}");
     // One session throughout, and the fix reached the forge's repo.
     let runs = s.get("/api/v1/runs?kind=afk").await.ok();
@@ -269,3 +278,19 @@ crate::on_both!(
     a_reviewer_asks_for_a_person,
     pending_checks_at_the_time_limit,
 );
+
+/// The repo's own check command runs beside the forge's checks: green on
+/// the forge is not enough while it fails.
+async fn the_check_command_runs_beside_the_forges_checks(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Gitea).await;
+    f.fake.state.lock().unwrap().ci.all = Some("success".into());
+    let (_, n) = setup(&s, &f, Flavor::Gitea, &rounds(true)).await;
+    s.patch("/api/v1/repos/r", json!({"check_command": "test -f FIXED"}))
+        .await
+        .ok();
+    green_in_round_2(&s, n, "lab: the check of your pull request failed on ").await;
+    s.stop().await;
+}
+
+crate::on_both!(the_check_command_runs_beside_the_forges_checks);

@@ -124,21 +124,32 @@ pub(super) async fn combined_status(State(f): State<Fake>, Path(sha): Path<Strin
     Json(body).into_response()
 }
 
+/// The items of pull request `n` in one of the fake's lists, paged.
+fn of_pull(
+    f: &Fake,
+    uri: &Uri,
+    q: &ListQ,
+    n: i64,
+    list: fn(&super::State_) -> &Vec<(i64, Value)>,
+) -> Response {
+    let items: Vec<Value> = {
+        let s = f.state.lock().unwrap();
+        list(&s)
+            .iter()
+            .filter(|(p, _)| *p == n)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    paged(f, uri, q, items, true)
+}
+
 pub(super) async fn reviews(
     State(f): State<Fake>,
     uri: Uri,
     Path(n): Path<i64>,
     Query(q): Query<ListQ>,
 ) -> Response {
-    let items: Vec<Value> = {
-        let s = f.state.lock().unwrap();
-        s.reviews
-            .iter()
-            .filter(|(p, _)| *p == n)
-            .map(|(_, r)| r.clone())
-            .collect()
-    };
-    paged(&f, &uri, &q, items, true)
+    of_pull(&f, &uri, &q, n, |s| &s.reviews)
 }
 
 /// GitHub's review comments (on a line).
@@ -148,15 +159,7 @@ pub(super) async fn review_comments(
     Path(n): Path<i64>,
     Query(q): Query<ListQ>,
 ) -> Response {
-    let items: Vec<Value> = {
-        let s = f.state.lock().unwrap();
-        s.pr_comments
-            .iter()
-            .filter(|(p, _)| *p == n)
-            .map(|(_, c)| c.clone())
-            .collect()
-    };
-    paged(&f, &uri, &q, items, true)
+    of_pull(&f, &uri, &q, n, |s| &s.pr_comments)
 }
 
 impl super::FakeForge {
