@@ -35,6 +35,9 @@ use crate::store::Claim;
 /// The words in a reviewer's text that ask for a person.
 pub const ASK_FOR_A_PERSON: &str = "needs-human";
 
+/// How the AFK status says a forge's rate limit holds the reads back.
+const RATE_LIMITED: &str = "the forge's rate limit: following pull requests waits";
+
 /// Where a claim's following stands on this node.
 #[derive(Debug, Default)]
 struct Follow {
@@ -144,17 +147,17 @@ impl Scheduler {
             }
         };
         match polled? {
-            Ok(s) => self.judge_forge(claim, run, repo, settings, s).await,
+            Ok(s) => {
+                self.clear_rate_limit_note(&repo.name);
+                self.judge_forge(claim, run, repo, settings, s).await
+            }
             Err(SourceError::RateLimited { retry_after }) => {
                 if let Some(f) = self.forge.0.lock().expect("poisoned").get_mut(&claim.id) {
                     f.next = Some(Instant::now() + retry_after.max(self.runner.cfg.forge_poll));
                 }
                 self.note(
                     &repo.name,
-                    Some(format!(
-                        "the forge's rate limit: following pull requests waits {} s",
-                        retry_after.as_secs()
-                    )),
+                    Some(format!("{RATE_LIMITED} {} s", retry_after.as_secs())),
                 );
                 None
             }
@@ -162,6 +165,20 @@ impl Scheduler {
                 tracing::warn!(claim = claim.id, error = %e, "could not read the pull request");
                 None
             }
+        }
+    }
+
+    /// A read went through: the repo's rate-limit note, if it is this
+    /// module's, is over.
+    fn clear_rate_limit_note(&self, repo: &str) {
+        let ours = self
+            .problems
+            .lock()
+            .expect("poisoned")
+            .get(repo)
+            .is_some_and(|p| p.starts_with(RATE_LIMITED));
+        if ours {
+            self.note(repo, None);
         }
     }
 

@@ -263,6 +263,11 @@ async fn pending_checks_at_the_time_limit(b: Backend) {
         follow_calls(&f).0 > before
     })
     .await;
+    wait::until("the note gone", wait::secs(5).every_ms(100), async || {
+        let st = s.get("/api/v1/afk/status").await.ok();
+        st["repos"][0]["problem"].is_null()
+    })
+    .await;
     let c = outcome(&s, "r", n, 90).await;
     assert_eq!(c["outcome"], "pr-opened", "{c}");
     assert_eq!(c["checks"], "pending", "{c}");
