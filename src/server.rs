@@ -42,6 +42,10 @@ pub struct ServeConfig {
     /// time (then twice as long each time, at most 5 minutes).
     #[arg(long, env = "LAB_NOTIFY_RETRY_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub notify_retry_ms: u64,
+    /// Milliseconds between two reads of an AFK run's pull request on a
+    /// forge, at least (its checks, reviews and comments: 4-5 requests).
+    #[arg(long, env = "LAB_FORGE_POLL_MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub forge_poll_ms: u64,
     /// The `lab` binary panes start as the exec shim (tests set it; lab
     /// serve uses itself).
     #[arg(skip)]
@@ -364,6 +368,7 @@ async fn runner_config(
         run_env: cfg.run_env.clone(),
         sandbox: crate::run::sandbox::probe(cfg.bwrap.as_deref()).await,
         sandbox_policy: sandbox_policy(cfg, data_dir),
+        forge_poll: std::time::Duration::from_millis(cfg.forge_poll_ms),
     })
 }
 

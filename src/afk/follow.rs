@@ -82,6 +82,14 @@ impl Scheduler {
         }
         claim.pr_url.as_ref()?;
         let repo = repo?;
+        if repo.issues.source != SourceKind::Builtin
+            && let Some(number) = claim
+                .pr_url
+                .as_deref()
+                .and_then(super::forge_follow::pull_number)
+        {
+            return self.follow_forge(claim, run, repo, settings, number).await;
+        }
         match repo.check_command.as_deref() {
             None => self.without_checks(claim, repo).await,
             Some(command) => {
@@ -113,7 +121,7 @@ impl Scheduler {
         ))
     }
 
-    async fn with_check(
+    pub(super) async fn with_check(
         &self,
         claim: &Claim,
         run: &Run,
@@ -285,10 +293,17 @@ impl Scheduler {
             }
         }
         let text = round_prompt(command, &head, &result, claim.rounds + 1, max_rounds);
+        self.tell(claim, run, &text, "the check failed").await
+    }
+
+    /// Types a round's prompt into the run's live session, which is then
+    /// working again; a session lab cannot type into ends the run for a
+    /// person.
+    pub(super) async fn tell(&self, claim: &Claim, run: &Run, text: &str, why: &str) -> Verdict {
         match self
             .runner
             .tmux
-            .send_input(&run.session, &text, &["Enter"])
+            .send_input(&run.session, text, &["Enter"])
             .await
         {
             Ok(()) => {
@@ -297,21 +312,17 @@ impl Scheduler {
                     .store
                     .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
                     .await;
-                tracing::info!(
-                    run = run.id,
-                    round = claim.rounds + 1,
-                    "the check failed: a new round"
-                );
+                tracing::info!(run = run.id, round = claim.rounds + 1, "{why}: a new round");
                 None
             }
             Err(e) => Some((
                 StopCause::Rounds,
-                format!("the check failed and lab could not tell the agent: {e}"),
+                format!("{why} and lab could not tell the agent: {e}"),
             )),
         }
     }
 
-    async fn note_checks(&self, claim: &Claim, checks: &str) {
+    pub(super) async fn note_checks(&self, claim: &Claim, checks: &str) {
         if let Err(e) = self.runner.store.set_claim_checks(claim.id, checks).await {
             tracing::warn!(claim = claim.id, error = %e, "could not record the checks");
         }

@@ -11,6 +11,7 @@
 
 mod admission;
 mod follow;
+mod forge_follow;
 pub mod limits;
 mod lost;
 mod outcome;
@@ -79,6 +80,8 @@ pub struct Scheduler {
     tell_retry: Mutex<HashMap<i64, Instant>>,
     /// The check commands of this node's claims' pull requests.
     checks: follow::Checks,
+    /// The forge pull requests of this node's claims being followed.
+    forge: forge_follow::Follows,
     /// Providers held back by a usage limit, and their runs that wait.
     limits: limits::Limits,
     /// Why the last tick started nothing for want of memory, if it did.
@@ -101,6 +104,7 @@ impl Scheduler {
             pr_seen: Mutex::new(HashMap::new()),
             tell_retry: Mutex::new(HashMap::new()),
             checks: follow::Checks::default(),
+            forge: forge_follow::Follows::default(),
             admission: Mutex::new(None),
             limits: limits::Limits::default(),
             problems: Mutex::new(BTreeMap::new()),

@@ -90,6 +90,7 @@ impl Scheduler {
             }
             self.pr_seen.lock().expect("poisoned").remove(&claim.id);
             self.checks.forget(claim.id);
+            self.forge.forget(claim.id);
             self.limits.forget(claim.id);
             // The claim as it is now (its checks may have been noted since
             // it was read).

@@ -56,6 +56,35 @@ fn auth_header(repo: &Repo) -> Option<String> {
     Some(format!("Authorization: Basic {basic}"))
 }
 
+/// Brings a run's branch where its pull request is: the branch lives in the
+/// run's own clone; lab takes it into the repo (or its mirror), where the
+/// built-in tracker sees it, and for a forge pushes it there with lab's
+/// credentials. Also after each round on a forge (`forge_follow.rs`).
+pub(super) async fn deliver(
+    runner: &crate::run::Runner,
+    repo: &Repo,
+    run: &Run,
+    branch: &str,
+) -> Result<(), PullError> {
+    if let Some(ws) = run.workspace.as_deref() {
+        runner
+            .workspaces
+            .collect(repo, std::path::Path::new(ws), branch)
+            .await
+            .map_err(|e| PullError::Push(format!("could not take {branch} from the run: {e}")))?;
+    }
+    if repo.issues.source != SourceKind::Builtin {
+        let remote = push_url(repo)
+            .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;
+        runner
+            .workspaces
+            .push_branch(repo, branch, &remote, auth_header(repo).as_deref())
+            .await
+            .map_err(|e| PullError::Push(format!("could not push {branch}: {e}")))?;
+    }
+    Ok(())
+}
+
 /// Opens the pull request of a run's branch against the repo's default
 /// branch. One per run: a run that already opened one, or is opening one
 /// right now, is told so. The work runs as a task of its own, so a caller
@@ -108,25 +137,8 @@ async fn open_now(
             run.id
         )));
     }
-    // The branch lives in the run's own clone: bring it into the repo (or
-    // its mirror), where the built-in tracker and the push take it from.
-    if let Some(ws) = run.workspace.as_deref() {
-        runner
-            .workspaces
-            .collect(&repo, std::path::Path::new(ws), &branch)
-            .await
-            .map_err(|e| PullError::Push(format!("could not take {branch} from the run: {e}")))?;
-    }
+    deliver(runner, &repo, run, &branch).await?;
     let source = afk.sources.of(&repo);
-    if source.kind() != SourceKind::Builtin {
-        let remote = push_url(&repo)
-            .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;
-        runner
-            .workspaces
-            .push_branch(&repo, &branch, &remote, auth_header(&repo).as_deref())
-            .await
-            .map_err(|e| PullError::Push(format!("could not push {branch}: {e}")))?;
-    }
     let pr = source
         .create_pull(&NewPull {
             title,

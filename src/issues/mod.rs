@@ -6,6 +6,7 @@
 
 mod builtin;
 mod forge;
+pub mod pull_status;
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use crate::store::Store;
 pub use builtin::Builtin;
 pub use forge::Forge;
 pub use forge::http_client as forge_http_client;
+pub use pull_status::{CheckState, PullStatus};
 
 /// An issue, as every source describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -106,6 +108,21 @@ pub trait IssueSource: Send + Sync {
     async fn pull(&self, number: i64) -> Result<PullRequest>;
     /// Opens a closed issue again.
     async fn reopen_issue(&self, number: i64) -> Result<()>;
+    /// A pull request as lab follows it: head, checks, reviews, comments
+    /// (`afk/forge_follow.rs`). The built-in tracker reports no checks and
+    /// no reviews: its check is the repo's `check_command`.
+    async fn pull_status(&self, number: i64) -> Result<PullStatus> {
+        let p = self.pull(number).await?;
+        Ok(PullStatus {
+            head_sha: String::new(),
+            author: String::new(),
+            checks: CheckState::None,
+            reviews: Vec::new(),
+            comments: Vec::new(),
+            merged: p.state == "merged",
+            closed: p.state == "closed",
+        })
+    }
     /// Puts `add` on an issue and takes `remove` off it, a label at a time
     /// (taking off a label the issue does not have is no error).
     async fn edit_labels(&self, number: i64, add: &[String], remove: &[String]) -> Result<()> {

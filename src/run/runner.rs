@@ -41,6 +41,9 @@ pub struct RunnerConfig {
     pub sandbox: super::sandbox::Availability,
     /// What every run's sandbox hides and adds.
     pub sandbox_policy: super::sandbox::Policy,
+    /// How often an AFK run's pull request on a forge is read at most
+    /// (`--forge-poll-ms`).
+    pub forge_poll: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use crate::on_both;
 use crate::support::{Backend, TestServer, wait};
 
 /// The fake agent's end of a turn, as Claude Code's `Stop` hook reports it.
-const STOP: &str = r#"
+pub(crate) const STOP: &str = r#"
 stop() {
   printf '{"session_id":"s","transcript_path":"/tmp/t","cwd":"%s","hook_event_name":"Stop","stop_hook_active":false}' "$PWD" \
     | labctl hook claude-code

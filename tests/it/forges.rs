@@ -7,6 +7,7 @@ use crate::support::forge::{FakeForge, Flavor};
 use crate::support::{Backend, TestServer, git, wait};
 
 mod checks;
+mod follow;
 mod schemas;
 
 pub(crate) async fn forge_repo(s: &TestServer, f: &FakeForge, flavor: Flavor, url: Option<&str>) {

@@ -8,6 +8,7 @@
 mod http;
 mod labels;
 mod paging;
+mod status;
 mod wire;
 
 use std::time::Duration;
@@ -15,7 +16,9 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use super::{Comment, Issue, IssueSource, NewPull, PullRequest, Result, SourceError, forge_token};
+use super::{
+    Comment, Issue, IssueSource, NewPull, PullRequest, PullStatus, Result, SourceError, forge_token,
+};
 use crate::domain::IssueState;
 use crate::repo::Repo;
 use crate::repo::issue_source::{GITHUB_API, SourceKind};
@@ -355,5 +358,9 @@ impl IssueSource for Forge {
             .json(self.req(Method::GET, &format!("{}/pulls/{number}", self.repo_api)))
             .await?;
         Ok(pr.into())
+    }
+
+    async fn pull_status(&self, number: i64) -> Result<PullStatus> {
+        self.read_pull_status(number).await
     }
 }

@@ -94,6 +94,10 @@ fn lab_reads(kind: &str) -> &'static [&'static str] {
         "label" => &["id", "name"],
         "comment" => &["body", "user", "created_at"],
         "pull" => &["number", "title", "html_url", "state", "head", "base"],
+        "check-runs" => &["check_runs"],
+        "status" => &["statuses"],
+        "review" => &["id", "user", "state"],
+        "review-comment" => &["id", "user", "body", "path"],
         _ => &["message"],
     }
 }
@@ -104,11 +108,17 @@ fn schema_name(flavor: Flavor, kind: &str) -> &'static str {
         (Flavor::Gitea, "label") => "Label",
         (Flavor::Gitea, "comment") => "Comment",
         (Flavor::Gitea, "pull") => "PullRequest",
+        (Flavor::Gitea, "status") => "CombinedStatus",
+        (Flavor::Gitea, "review") => "PullReview",
         (Flavor::Gitea, _) => "APIError",
         (Flavor::Github, "issue") => "issue",
         (Flavor::Github, "label") => "label",
         (Flavor::Github, "comment") => "issue-comment",
         (Flavor::Github, "pull") => "pull-request",
+        (Flavor::Github, "check-runs") => "check-run-list",
+        (Flavor::Github, "status") => "combined-commit-status",
+        (Flavor::Github, "review") => "pull-request-review",
+        (Flavor::Github, "review-comment") => "pull-request-review-comment",
         (Flavor::Github, "validation") => "validation-error",
         (Flavor::Github, _) => "basic-error",
     }
@@ -157,6 +167,51 @@ impl Client {
         let r = rb.send().await.unwrap();
         let (s, h) = (r.status(), r.headers().clone());
         (s, h, r.json().await.unwrap_or(Value::Null))
+    }
+}
+
+/// What lab reads to follow a pull request (`src/issues/forge/status.rs`).
+async fn follow_routes(f: &FakeForge, c: &Client, flavor: Flavor, n: i64) {
+    let repo = repo_path(flavor);
+    f.fake.state.lock().unwrap().ci.all = Some("failure".into());
+    f.add_review(n, "ana", "CHANGES_REQUESTED", "Rename it.");
+    f.add_pull_comment(n, "ana", "Off by one.");
+    let (s, _, v) = c
+        .call(Method::GET, &format!("{repo}/pulls/{n}"), None)
+        .await;
+    assert_eq!(s, 200);
+    conforms(flavor, "pull", &v, "one pull");
+    let sha = v["head"]["sha"].as_str().unwrap().to_owned();
+    assert!(v["user"]["login"].is_string(), "{v}");
+    let (_, _, st) = c
+        .call(Method::GET, &format!("{repo}/commits/{sha}/status"), None)
+        .await;
+    conforms(flavor, "status", &st, "combined status");
+    let (_, _, v) = c
+        .call(Method::GET, &format!("{repo}/pulls/{n}/reviews"), None)
+        .await;
+    conforms(flavor, "review", &v, "reviews");
+    if flavor == Flavor::Github {
+        assert_eq!(v[0]["state"], "CHANGES_REQUESTED");
+        let (_, _, v) = c
+            .call(
+                Method::GET,
+                &format!("{repo}/commits/{sha}/check-runs"),
+                None,
+            )
+            .await;
+        conforms(flavor, "check-runs", &v, "check runs");
+        let (_, _, v) = c
+            .call(Method::GET, &format!("{repo}/pulls/{n}/comments"), None)
+            .await;
+        conforms(flavor, "review-comment", &v, "review comments");
+    } else {
+        assert_eq!(st["statuses"][0]["status"], "failure", "{st}");
+        let (_, _, v) = c
+            .call(Method::GET, &format!("{repo}/issues/{n}/comments"), None)
+            .await;
+        conforms(flavor, "comment", &v, "the conversation");
+        assert_eq!(v[0]["user"]["login"], "ana", "{v}");
     }
 }
 
@@ -271,6 +326,7 @@ async fn fakes_answer_as_described(flavor: Flavor) {
         .call(M::GET, &format!("{repo}/pulls?state=all"), None)
         .await;
     conforms(flavor, "pull", &v, "pulls");
+    follow_routes(&f, &c, flavor, v[0]["number"].as_i64().unwrap()).await;
     let (s, _, v) = c.call(M::POST, &format!("{repo}/pulls"), Some(pull)).await;
     match flavor {
         Flavor::Gitea => {

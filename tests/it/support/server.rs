@@ -77,6 +77,7 @@ impl TestServer {
             public_url: None,
             reconcile_ms: 100,
             notify_retry_ms: 50,
+            forge_poll_ms: 300,
             lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
             provider_bins: [
                 ("claude-code".to_owned(), agent.clone()),

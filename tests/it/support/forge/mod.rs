@@ -15,11 +15,13 @@
 //! - codes: Gitea answers a PATCH of an issue 201 and a duplicate pull
 //!   request 409; GitHub 200 and 422 with `errors[].message`.
 
+mod follow;
 mod gate;
 mod routes;
 
 use std::sync::{Arc, Mutex};
 
+pub use follow::Ci;
 use gate::gate;
 use routes::*;
 
@@ -67,6 +69,14 @@ pub struct State_ {
     /// The origin `Link` headers name (Gitea's `ROOT_URL`, a proxy's); the
     /// fake's own when None.
     pub link_base: Option<String>,
+    /// How the CI judges each pull request head (`follow.rs`).
+    pub ci: Ci,
+    /// Reviews, by pull request number.
+    pub reviews: Vec<(i64, Value)>,
+    /// GitHub's review comments, by pull request number.
+    pub pr_comments: Vec<(i64, Value)>,
+    /// Gitea's conversation comments by people: number, author, body.
+    pub people_comments: Vec<(i64, String, String)>,
 }
 
 #[derive(Clone)]
@@ -128,6 +138,20 @@ impl FakeForge {
             )
             .route("/api/v1/orgs/{org}/labels", get(list_org_labels))
             .route(&format!("{repo}/pulls"), get(list_pulls).post(create_pull))
+            .route(&format!("{repo}/pulls/{{n}}"), get(follow::get_pull))
+            .route(&format!("{repo}/pulls/{{n}}/reviews"), get(follow::reviews))
+            .route(
+                &format!("{repo}/pulls/{{n}}/comments"),
+                get(follow::review_comments),
+            )
+            .route(
+                &format!("{repo}/commits/{{sha}}/status"),
+                get(follow::combined_status),
+            )
+            .route(
+                &format!("{repo}/commits/{{sha}}/check-runs"),
+                get(follow::check_runs),
+            )
             .layer(axum::middleware::from_fn_with_state(fake.clone(), gate))
             .with_state(fake.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

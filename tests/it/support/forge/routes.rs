@@ -128,17 +128,21 @@ pub(super) async fn patch_issue(
 }
 
 fn comment_json(f: &Fake, n: i64, id: usize, body: &str) -> Value {
+    comment_by(f, n, id, "lab-bot", body)
+}
+
+fn comment_by(f: &Fake, n: i64, id: usize, author: &str, body: &str) -> Value {
     let html = format!("{}/owner/repo/issues/{n}#issuecomment-{id}", f.base);
     let issue = format!("{}{}/issues/{n}", f.base, repo_path(f.flavor));
     match f.flavor {
         Flavor::Gitea => {
             json!({"id": id, "html_url": html, "pull_request_url": "", "issue_url": issue,
-            "user": user("lab-bot", 8), "original_author": "", "original_author_id": 0, "body": body,
+            "user": user(author, if author == "lab-bot" { 8 } else { 12 }), "original_author": "", "original_author_id": 0, "body": body,
             "assets": [], "created_at": "2026-11-30T11:00:00Z", "updated_at": "2026-11-30T11:00:00Z"})
         }
         Flavor::Github => {
             json!({"id": id, "node_id": format!("IC_{id}"), "url": format!("{issue}/comments/{id}"),
-            "html_url": html, "issue_url": issue, "body": body, "user": user("lab-bot", 8),
+            "html_url": html, "issue_url": issue, "body": body, "user": user(author, if author == "lab-bot" { 8 } else { 12 }),
             "created_at": "2026-11-30T11:00:00Z", "updated_at": "2026-11-30T11:00:00Z",
             "author_association": "NONE"})
         }
@@ -153,11 +157,18 @@ pub(super) async fn list_comments(
 ) -> Response {
     let c: Vec<Value> = {
         let s = f.state.lock().unwrap();
+        let people = s
+            .people_comments
+            .iter()
+            .enumerate()
+            .filter(|(_, (i, _, _))| *i == n)
+            .map(|(id, (_, a, b))| comment_by(&f, n, 5000 + id, a, b));
         s.comments
             .iter()
             .enumerate()
             .filter(|(_, (i, _))| *i == n)
             .map(|(id, (_, b))| comment_json(&f, n, id + 1, b))
+            .chain(people)
             .collect()
     };
     paged(&f, &uri, &q, c, true)

@@ -1,0 +1,301 @@
+//! An AFK run follows its pull request on a forge (issue 14 §1): the
+//! forge's checks and reviews start rounds of the same session; green ends
+//! it `pr-green`; rounds stop at the limit; pending checks at the time limit
+//! leave it `pr-opened`; a rate limit moves the next read. Against the fake
+//! forges, with the fake agent pushing through lab to a bare repository.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::forge_repo;
+use crate::afk::outcome;
+use crate::afk_follow::STOP;
+use crate::support::forge::{FakeForge, Flavor, Limit};
+use crate::support::{Backend, TestServer, git, wait};
+
+/// Works, opens its pull request, ends its turn; told of another round, it
+/// records the whole prompt, (maybe) fixes, commits and ends its turn; the
+/// same again for a third round.
+fn rounds(fix: bool) -> String {
+    let fix = if fix {
+        "touch FIXED && git add FIXED"
+    } else {
+        ":"
+    };
+    let round = |n: u8| {
+        format!(
+            "read line\nprintf '%s\\n' \"$line\" > \"$FAKE_REC/../round{n}.txt\"\n\
+             timeout --foreground 2 cat >> \"$FAKE_REC/../round{n}.txt\"\n\
+             {fix}\ncommit round{n}\nstop\n"
+        )
+    };
+    format!(
+        "{STOP}\ncommit work\nlabctl pr create --title 'Do it' --body 'Resolves' || exit 7\nstop\n{}{}\
+         while :; do sleep 1; done\n",
+        round(2),
+        round(3)
+    )
+}
+
+/// A forge repo whose clone URL is a bare repository (the forge's git
+/// side), with the AFK label's issue ready; returns the bare repo.
+async fn setup(s: &TestServer, f: &FakeForge, flavor: Flavor, script: &str) -> (PathBuf, i64) {
+    let upstream = git::init_repo(&s.tmp(), "upstream");
+    let bare = s.tmp().join("upstream.git");
+    let st = std::process::Command::new("git")
+        .args(["clone", "-q", "--bare"])
+        .arg(&upstream)
+        .arg(&bare)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    forge_repo(s, f, flavor, Some(&format!("file://{}", bare.display()))).await;
+    std::fs::write(s.tmp().join("afk.sh"), script).unwrap();
+    f.fake.state.lock().unwrap().ci.git_dir = Some(bare.clone());
+    s.patch("/api/v1/settings", json!({"afk": {"tick_seconds": 1}}))
+        .await
+        .ok();
+    let n = f.add_issue("Make it green", &["ready-for-agent"], "open", false);
+    s.patch("/api/v1/repos/r", json!({"afk_enabled": true}))
+        .await
+        .ok();
+    (bare, n)
+}
+
+fn record(s: &TestServer, name: &str) -> String {
+    std::fs::read_to_string(s.tmp().join("records").join(name)).unwrap_or_default()
+}
+
+/// The requests lab made to follow pull request 500.
+fn follow_calls(f: &FakeForge) -> (usize, usize) {
+    let log = f.log();
+    let polls = log
+        .iter()
+        .filter(|l| l.starts_with("GET") && l.split('?').next().unwrap().ends_with("/pulls/500"))
+        .count();
+    let all = log
+        .iter()
+        .filter(|l| {
+            l.starts_with("GET")
+                && (l.contains("/pulls/500")
+                    || l.contains("/commits/")
+                    || l.contains("/issues/500/"))
+        })
+        .count();
+    (polls, all)
+}
+
+/// Waits for the run to end `pr-green` with passed checks in round 2, whose
+/// prompt starts with `told`; returns that prompt.
+async fn green_in_round_2(s: &TestServer, n: i64, told: &str) -> String {
+    let c = outcome(s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    assert_eq!(
+        (c["rounds"].as_i64(), c["checks"].as_str()),
+        (Some(2), Some("passed")),
+        "{c}"
+    );
+    let prompt = record(s, "round2.txt");
+    assert!(prompt.starts_with(told), "{prompt}");
+    prompt
+}
+
+async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(flavor).await;
+    let (bare, n) = setup(&s, &f, flavor, &rounds(true)).await;
+    f.fake.state.lock().unwrap().ci.green_file = Some("FIXED".into());
+    let told = green_in_round_2(
+        &s,
+        n,
+        "lab: your pull request needs another round (round 2 of 3).",
+    )
+    .await;
+    assert!(told.contains("- ci/test: failure"), "{told}");
+    // One session throughout, and the fix reached the forge's repo.
+    let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    let branch = runs[0]["branch"].as_str().unwrap();
+    let files = git::git(&bare, &["ls-tree", "--name-only", branch]);
+    assert!(files.contains("FIXED"), "{files}");
+    // Each read of the pull request is 5 requests on GitHub (the pull
+    // request, check runs, combined status, reviews, review comments), 4 on
+    // Gitea (no check runs; the conversation's comments).
+    let (polls, all) = follow_calls(&f);
+    let per = if flavor == Flavor::Github { 5 } else { 4 };
+    assert!(polls >= 2, "{:#?}", f.log());
+    assert_eq!(all, polls * per, "{:#?}", f.log());
+    s.stop().await;
+}
+
+async fn gitea_red_check_fixed(b: Backend) {
+    a_red_check_is_fixed_in_a_second_round(b, Flavor::Gitea).await;
+}
+
+async fn github_red_check_fixed(b: Backend) {
+    a_red_check_is_fixed_in_a_second_round(b, Flavor::Github).await;
+}
+
+/// Waits for lab's pull request on the fake forge.
+async fn pull_opened(f: &FakeForge) -> Value {
+    wait::until(
+        "the pull request",
+        wait::secs(30).every_ms(100),
+        async || f.fake.state.lock().unwrap().pulls.first().cloned(),
+    )
+    .await
+}
+
+/// A reviewer asking for changes starts a round whose prompt is the
+/// review's text; then green ends the run.
+async fn a_review_starts_a_round(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Gitea).await;
+    f.fake.state.lock().unwrap().ci.all = Some("pending".into());
+    let (_, n) = setup(&s, &f, Flavor::Gitea, &rounds(false)).await;
+    let pr = pull_opened(&f).await["number"].as_i64().unwrap();
+    f.add_review(pr, "ana", "REQUEST_CHANGES", "Please rename x to width.");
+    // lab's own comment is not feedback.
+    f.add_pull_comment(pr, "lab-bot", "lab: this is mine");
+    wait::until("round 2", wait::secs(30).every_ms(100), async || {
+        let t = record(&s, "round2.txt");
+        t.contains("Please rename x").then_some(()).ok_or(t)
+    })
+    .await;
+    let told = record(&s, "round2.txt");
+    assert!(
+        told.contains("Review by ana:\nPlease rename x to width."),
+        "{told}"
+    );
+    assert!(!told.contains("this is mine"), "{told}");
+    f.fake.state.lock().unwrap().ci.all = Some("success".into());
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    assert_eq!(c["rounds"], 2, "{c}");
+    assert!(
+        record(&s, "round3.txt").is_empty(),
+        "the review was answered once"
+    );
+    s.stop().await;
+}
+
+/// Checks that stay red end the run for a person at the rounds' limit; a
+/// reviewer's "needs-human" would too.
+async fn rounds_stop_at_the_limit(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Github).await;
+    s.patch("/api/v1/settings", json!({"afk": {"max_rounds": 2}}))
+        .await
+        .ok();
+    let (_, n) = setup(&s, &f, Flavor::Github, &rounds(false)).await;
+    f.fake.state.lock().unwrap().ci.green_file = Some("FIXED".into());
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "needs-human", "{c}");
+    assert_eq!(c["rounds"], 2, "{c}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("the forge's checks still fail after 2 round(s)"),
+        "{c}"
+    );
+    assert_eq!(c["checks"], "failed: ci/test", "{c}");
+    s.stop().await;
+}
+
+/// A reviewer who writes "needs-human" hands the pull request to a person.
+async fn a_reviewer_asks_for_a_person(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Github).await;
+    f.fake.state.lock().unwrap().ci.all = Some("pending".into());
+    let (_, n) = setup(&s, &f, Flavor::Github, &rounds(false)).await;
+    let pr = pull_opened(&f).await["number"].as_i64().unwrap();
+    f.add_pull_comment(pr, "ana", "This touches billing: needs-human.");
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "needs-human", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("ana on src/lib.rs:3 asked for a person"),
+        "{c}"
+    );
+    assert_eq!(c["rounds"], 1, "{c}");
+    s.stop().await;
+}
+
+/// Checks still pending at the run's time limit: `pr-opened`. Meanwhile a
+/// rate limit of the forge moves the next read to when it asks, and says
+/// so on the AFK status.
+async fn pending_checks_at_the_time_limit(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Gitea).await;
+    f.fake.state.lock().unwrap().ci.all = Some("pending".into());
+    s.patch(
+        "/api/v1/settings",
+        json!({"afk": {"run_timeout_minutes": 1, "max_attempts": 1}}),
+    )
+    .await
+    .ok();
+    let (_, n) = setup(&s, &f, Flavor::Gitea, &rounds(false)).await;
+    pull_opened(&f).await;
+    wait::until("a first read", wait::secs(30).every_ms(100), async || {
+        follow_calls(&f).0 >= 1
+    })
+    .await;
+    f.fake.state.lock().unwrap().limit = Some(Limit::RetryAfter(4));
+    let problem = wait::until("the back-off", wait::secs(10).every_ms(100), async || {
+        let st = s.get("/api/v1/afk/status").await.ok();
+        let p = st["repos"][0]["problem"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        p.contains("rate limit").then_some(p).ok_or(st)
+    })
+    .await;
+    assert!(
+        problem.contains("following pull requests waits 4 s"),
+        "{problem}"
+    );
+    let before = follow_calls(&f).0;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(follow_calls(&f).0, before, "no read while backing off");
+    wait::until("reads again", wait::secs(10).every_ms(100), async || {
+        follow_calls(&f).0 > before
+    })
+    .await;
+    wait::until("the note gone", wait::secs(5).every_ms(100), async || {
+        let st = s.get("/api/v1/afk/status").await.ok();
+        st["repos"][0]["problem"].is_null()
+    })
+    .await;
+    let c = outcome(&s, "r", n, 90).await;
+    assert_eq!(c["outcome"], "pr-opened", "{c}");
+    assert_eq!(c["checks"], "pending", "{c}");
+    assert_eq!(c["rounds"], 1, "{c}");
+    s.stop().await;
+}
+
+crate::on_both!(
+    gitea_red_check_fixed,
+    github_red_check_fixed,
+    a_review_starts_a_round,
+    rounds_stop_at_the_limit,
+    a_reviewer_asks_for_a_person,
+    pending_checks_at_the_time_limit,
+);
+
+/// The repo's own check command runs beside the forge's checks: green on
+/// the forge is not enough while it fails.
+async fn the_check_command_runs_beside_the_forges_checks(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Gitea).await;
+    f.fake.state.lock().unwrap().ci.all = Some("success".into());
+    let (_, n) = setup(&s, &f, Flavor::Gitea, &rounds(true)).await;
+    s.patch("/api/v1/repos/r", json!({"check_command": "test -f FIXED"}))
+        .await
+        .ok();
+    green_in_round_2(&s, n, "lab: the check of your pull request failed on ").await;
+    s.stop().await;
+}
+
+crate::on_both!(the_check_command_runs_beside_the_forges_checks);
