@@ -115,6 +115,26 @@ struct PullPage {
     /// What its run's checks said (issue 14): the claim's `checks` and
     /// rounds; `None` when lab followed none.
     checks: Option<(String, i64)>,
+    /// A forge pull request's checks, as the forge says them now.
+    forge_checks: Option<String>,
+}
+
+/// A forge's checks in a few words: `passed`, `running`, `none reported`,
+/// or `failed: ` and the failing checks' names.
+fn forge_checks_text(c: &crate::issues::CheckState) -> String {
+    use crate::issues::CheckState;
+    match c {
+        CheckState::None => "none reported".into(),
+        CheckState::Pending => "running".into(),
+        CheckState::Green => "passed".into(),
+        CheckState::Red(f) => format!(
+            "failed: {}",
+            f.iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 async fn pull_page(
@@ -130,6 +150,18 @@ async fn pull_page(
     let (repo, view) = match pulls::view(&app.scheduler, name, number, true).await {
         Ok(v) => v,
         Err(e) => return super::service_error(e),
+    };
+    let builtin = repo.issues.source == SourceKind::Builtin;
+    // A forge's pull request: its checks as the forge says them now.
+    let forge_checks = if builtin {
+        None
+    } else {
+        Some(
+            match app.scheduler.sources.of(&repo).pull_status(number).await {
+                Ok(st) => forge_checks_text(&st.checks),
+                Err(e) => format!("the forge did not say: {e}"),
+            },
+        )
     };
     let checks = match view.pull.run_id {
         Some(run) => app
@@ -154,7 +186,8 @@ async fn pull_page(
                 "repos",
                 &format!("{} #{}: {}", repo.name, number, view.pull.title),
             ),
-            builtin: repo.issues.source == SourceKind::Builtin,
+            builtin,
+            forge_checks,
             default_branch: repo.default_branch.clone(),
             repo: repo.name,
             diff: view

@@ -126,6 +126,27 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
     let per = if flavor == Flavor::Github { 5 } else { 4 };
     assert!(polls >= 2, "{:#?}", f.log());
     assert_eq!(all, polls * per, "{:#?}", f.log());
+    // The pull request's page links the forge and says its checks now.
+    let pr = f.fake.state.lock().unwrap().pulls[0]["number"]
+        .as_i64()
+        .unwrap();
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(
+        &s,
+        &cookie,
+        reqwest::Method::GET,
+        &format!("/repos/r/pulls/{pr}"),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(
+        page.contains(
+            r#"<p id="forge-checks">Its checks on the forge: <strong>passed</strong></p>"#
+        ),
+        "{page}"
+    );
     s.stop().await;
 }
 
