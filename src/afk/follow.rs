@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{PR_GRACE, Scheduler};
-use crate::domain::{AgentBy, AgentState, Run, StopCause};
+use crate::domain::{AgentBy, AgentState, Run, RunState, StopCause};
 use crate::repo::issue_source::SourceKind;
 use crate::repo::{Budget, Repo};
 use crate::run::check::CheckResult;
@@ -149,10 +149,11 @@ impl Scheduler {
                 None
             }
             _ => {
-                let idle = run
-                    .agent
-                    .as_ref()
-                    .is_some_and(|a| a.state == AgentState::Idle);
+                let idle = !run.state.is_active()
+                    || run
+                        .agent
+                        .as_ref()
+                        .is_some_and(|a| a.state == AgentState::Idle);
                 if idle {
                     self.start_check(claim, run, repo, command);
                 }
@@ -161,14 +162,17 @@ impl Scheduler {
         }
     }
 
-    /// A run that ended on its own after opening its pull request: its
-    /// check runs once (there is no live session for another round). True
-    /// once the checks are noted (or there is nothing to check).
+    /// A run that ended after opening its pull request: its check runs. A
+    /// red check of an agent that ended its session on its own starts the
+    /// next round by resuming that session (`Runner::resume_round`), while
+    /// rounds are left. True once the checks are noted (or there is nothing
+    /// to check); false while the check runs or a round goes on.
     pub(super) async fn check_after_end(
         &self,
         claim: &Claim,
         run: &Run,
         repo: Option<&Repo>,
+        max_rounds: i64,
     ) -> bool {
         let Some(repo) = repo else { return true };
         let Some(command) = repo.check_command.as_deref() else {
@@ -183,7 +187,43 @@ impl Scheduler {
                 self.put(claim, Slot::Running { round });
                 false
             }
-            Some(Slot::Done { result, .. }) => {
+            Some(Slot::Done {
+                round,
+                head,
+                result,
+            }) => {
+                let on_its_own = run.state == RunState::Exited && run.stop_cause.is_none();
+                if !result.passed() && on_its_own && claim.rounds < max_rounds {
+                    self.put(claim, Slot::Seen { round });
+                    let head = head.unwrap_or_default();
+                    let prompt =
+                        round_prompt(command, &head, &result, claim.rounds + 1, max_rounds);
+                    match self
+                        .runner
+                        .store
+                        .start_round(claim.id, &format!("{head}:check"))
+                        .await
+                    {
+                        Ok(true) => match self.runner.resume_round(run.id, prompt).await {
+                            Ok(r) if r.state.is_active() => {
+                                tracing::info!(
+                                    run = run.id,
+                                    round = claim.rounds + 1,
+                                    "the check failed: the session resumes for a new round"
+                                );
+                                return false;
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!(run = run.id, error = %e, "could not resume the session for a round")
+                            }
+                        },
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::warn!(claim = claim.id, error = %e, "could not start a round")
+                        }
+                    }
+                }
                 let checks = if result.passed() {
                     CHECKS_PASSED.to_owned()
                 } else {
@@ -192,8 +232,11 @@ impl Scheduler {
                 self.note_checks(claim, &checks).await;
                 true
             }
-            Some(Slot::Seen { .. }) => true,
-            None => {
+            Some(Slot::Seen { round }) if round == claim.rounds => {
+                self.put(claim, Slot::Seen { round });
+                true
+            }
+            _ => {
                 self.start_check(claim, run, repo, command);
                 false
             }
@@ -300,6 +343,30 @@ impl Scheduler {
     /// working again; a session lab cannot type into ends the run for a
     /// person.
     pub(super) async fn tell(&self, claim: &Claim, run: &Run, text: &str, why: &str) -> Verdict {
+        if !run.state.is_active() {
+            // Its agent ended its session: the CLI resumes it for the round.
+            return match self.runner.resume_round(run.id, text.to_owned()).await {
+                Ok(r) if r.state.is_active() => {
+                    tracing::info!(
+                        run = run.id,
+                        round = claim.rounds + 1,
+                        "{why}: the session resumes for a new round"
+                    );
+                    None
+                }
+                Ok(r) => Some((
+                    StopCause::Rounds,
+                    format!(
+                        "{why} and the session could not be resumed: {}",
+                        r.state_reason.unwrap_or_default()
+                    ),
+                )),
+                Err(e) => Some((
+                    StopCause::Rounds,
+                    format!("{why} and lab could not resume the session: {e}"),
+                )),
+            };
+        }
         match self
             .runner
             .tmux

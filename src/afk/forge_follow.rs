@@ -119,10 +119,12 @@ impl Scheduler {
         settings: &Settings,
         number: i64,
     ) -> Verdict {
-        let idle = run
-            .agent
-            .as_ref()
-            .is_some_and(|a| a.state == AgentState::Idle);
+        // An agent that ended its session is done with its round too.
+        let idle = !run.state.is_active()
+            || run
+                .agent
+                .as_ref()
+                .is_some_and(|a| a.state == AgentState::Idle);
         let polled = {
             let mut all = self.forge.0.lock().expect("poisoned");
             let f = all.entry(claim.id).or_default();

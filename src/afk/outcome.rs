@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::{Scheduler, TickReport};
 use crate::domain::{Outcome, Run, StopCause};
+use crate::repo::issue_source::SourceKind;
 use crate::run::log;
 
 use crate::store::{Claim, RepoKey, StoreError, now_ms};
@@ -81,9 +82,22 @@ impl Scheduler {
                     continue;
                 }
             }
-            if claim.pr_url.is_some()
+            // A forge pull request of an agent that ended its session on its
+            // own is followed as a live one's is; a round resumes the
+            // session (within the run's time limit, counted from its start).
+            let ended_cause = match self
+                .follow_ended(&claim, &run, repo.as_ref(), &settings)
+                .await
+            {
+                Ended::Wait => continue,
+                Ended::Judge(cause) => cause,
+            };
+            if ended_cause.is_none()
+                && claim.pr_url.is_some()
                 && claim.checks.is_none()
-                && !self.check_after_end(&claim, &run, repo.as_ref()).await
+                && !self
+                    .check_after_end(&claim, &run, repo.as_ref(), settings.afk.max_rounds)
+                    .await
             {
                 // Its check runs: the outcome waits for it.
                 continue;
@@ -95,7 +109,7 @@ impl Scheduler {
             // The claim as it is now (its checks may have been noted since
             // it was read).
             let claim = store.claim_of_run(run_id).await?.unwrap_or(claim);
-            let (outcome, detail) = judge(&claim, &run);
+            let (outcome, detail) = judge(&claim, &run, settings.afk.max_rounds, ended_cause);
             let retry_at = (outcome.retryable() && claim.attempt < settings.afk.max_attempts)
                 .then(|| now_ms() + retry_backoff(settings.afk.tick_seconds, claim.attempt));
             if store
@@ -227,6 +241,49 @@ impl Scheduler {
 /// How long lab waits before telling an issue again after its source failed.
 const TELL_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// What settling does with an ended run's forge pull request.
+enum Ended {
+    /// Its checks are read, or a round goes on: the outcome waits.
+    Wait,
+    /// Judge it now (with why the follow-up ended it, if it did).
+    Judge(Option<StopCause>),
+}
+
+impl Scheduler {
+    async fn follow_ended(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: Option<&crate::repo::Repo>,
+        settings: &crate::settings::Settings,
+    ) -> Ended {
+        let on_its_own = run.state == crate::domain::RunState::Exited && run.stop_cause.is_none();
+        let Some(repo) = repo.filter(|r| r.issues.source != SourceKind::Builtin) else {
+            return Ended::Judge(None);
+        };
+        let Some(number) = claim
+            .pr_url
+            .as_deref()
+            .and_then(super::forge_follow::pull_number)
+            .filter(|_| on_its_own)
+        else {
+            return Ended::Judge(None);
+        };
+        let budget = repo.budget.over(&settings.afk);
+        let started = run.started_at.unwrap_or(run.created_at);
+        if now_ms() - started > budget.run_timeout_minutes * 60_000 {
+            return Ended::Judge(None);
+        }
+        match self.follow_forge(claim, run, repo, settings, number).await {
+            None => Ended::Wait,
+            Some((cause, why)) => {
+                tracing::info!(run = run.id, %why, "the pull request's follow-up ended");
+                Ended::Judge(Some(cause))
+            }
+        }
+    }
+}
+
 /// How long a failed attempt waits before the next: a tick for the first,
 /// doubling after each, at most an hour.
 pub fn retry_backoff(tick_seconds: i64, attempt: i64) -> i64 {
@@ -237,9 +294,14 @@ pub fn retry_backoff(tick_seconds: i64, attempt: i64) -> i64 {
 }
 
 /// The outcome of an ended run, and what to say about it.
-fn judge(claim: &Claim, run: &Run) -> (Outcome, String) {
+fn judge(
+    claim: &Claim,
+    run: &Run,
+    max_rounds: i64,
+    ended_cause: Option<StopCause>,
+) -> (Outcome, String) {
     let reason = run.state_reason.clone().unwrap_or_default();
-    match run.stop_cause {
+    match run.stop_cause.or(ended_cause) {
         Some(StopCause::Budget) => return (Outcome::OverBudget, format!("{reason}.")),
         Some(StopCause::Rounds) => {
             let url = claim.pr_url.clone().unwrap_or_default();
@@ -255,6 +317,13 @@ fn judge(claim: &Claim, run: &Run) -> (Outcome, String) {
             Some(super::follow::CHECKS_NONE) => {
                 (Outcome::PrGreen, format!("{url} (no checks to pass)"))
             }
+            Some(other) if claim.rounds >= max_rounds => (
+                Outcome::NeedsHuman,
+                format!(
+                    "{url} (its check: {other}, after {} round(s))",
+                    claim.rounds
+                ),
+            ),
             Some(other) => (Outcome::PrOpened, format!("{url} (its check: {other})")),
             None => (Outcome::PrOpened, url.clone()),
         };

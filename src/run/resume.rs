@@ -29,9 +29,15 @@ impl Runner {
     /// The run's repo, provider and CLI binary when it can be resumed, else
     /// why not. Checked before anything changes: a refused resume writes
     /// nothing.
-    async fn resumable(&self, run: &Run) -> Result<Result<Resumable, String>, StoreError> {
+    async fn resumable(
+        &self,
+        run: &Run,
+        from: RunState,
+    ) -> Result<Result<Resumable, String>, StoreError> {
         let id = run.id;
-        if run.state != RunState::Lost {
+        if run.state == RunState::Exited && from == RunState::Exited {
+            // An AFK round of an agent that ended its session.
+        } else if run.state != RunState::Lost {
             let what = if run.state.is_active() {
                 "it is live"
             } else {
@@ -89,17 +95,36 @@ impl Runner {
     /// or another resume won; once it is `starting`, a failure to start ends
     /// it `failed` with the reason, and the run is returned.
     pub async fn resume(&self, id: i64) -> Result<Run, RunError> {
+        self.resume_from(id, RunState::Lost, None).await
+    }
+
+    /// Starts the next round of an AFK run whose agent ended its session
+    /// after opening its pull request: its CLI resumes the same session in
+    /// the same workspace, with `prompt` (the failing check, ADR 20).
+    pub async fn resume_round(&self, id: i64, prompt: String) -> Result<Run, RunError> {
+        self.resume_from(id, RunState::Exited, Some(prompt)).await
+    }
+
+    async fn resume_from(
+        &self,
+        id: i64,
+        from: RunState,
+        prompt: Option<String>,
+    ) -> Result<Run, RunError> {
         let run = self.store.run(id).await?;
-        let (repo, p, program) = self.resumable(&run).await?.map_err(RunError::Conflict)?;
+        let (repo, p, program) = self
+            .resumable(&run, from)
+            .await?
+            .map_err(RunError::Conflict)?;
         let token = new_token();
         let _in_flight = InFlight::of_run(self, id);
         if !self
             .store
-            .begin_resume(id, &hex::encode(digest(&token)))
+            .begin_resume(id, &hex::encode(digest(&token)), from)
             .await?
         {
             return Err(RunError::Conflict(format!(
-                "run {id} is no longer lost: another resume came first"
+                "run {id} is no longer {from}: another resume came first"
             )));
         }
         // What the lost shim may have left; a new one writes its own.
@@ -110,7 +135,17 @@ impl Runner {
         {
             env.insert("LAB_ISSUE".to_owned(), n.to_string());
         }
-        match self.restart(&run, &repo, p, program, &token, &env).await {
+        let prompt = prompt.unwrap_or_else(|| {
+            if run.prompt.is_empty() {
+                String::new()
+            } else {
+                RESUME_PROMPT.to_owned()
+            }
+        });
+        match self
+            .restart(&run, &repo, p, program, (&token, &env), prompt)
+            .await
+        {
             Ok(Some(now)) => return Ok(now),
             Ok(None) => {}
             Err(reason) => {
@@ -141,8 +176,8 @@ impl Runner {
         repo: &Repo,
         p: &'static dyn Provider,
         program: PathBuf,
-        token: &str,
-        env: &BTreeMap<String, String>,
+        (token, env): (&str, &BTreeMap<String, String>),
+        prompt: String,
     ) -> Result<Option<Run>, String> {
         let ws = self.workspaces.path_for(run.id);
         let spec = SpawnSpec {
@@ -154,11 +189,7 @@ impl Runner {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.value.clone()))
                 .collect(),
-            initial_prompt: if run.prompt.is_empty() {
-                String::new()
-            } else {
-                RESUME_PROMPT.to_owned()
-            },
+            initial_prompt: prompt,
             working_dir: ws.clone(),
             sandboxed: run.sandboxed,
             hook_command: self.hook_command(p),

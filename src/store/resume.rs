@@ -26,20 +26,22 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// `lost` → `starting` for a resume, with the new run token's hash; the
-    /// launch path then records it `running`. What the lost process left
-    /// (pid, exit, agent state) is cleared and `resumes` counts one more.
-    /// False when the run was not lost (someone else resumed it first).
-    pub async fn begin_resume(&self, id: i64, token_hash: &str) -> Result<bool> {
+    /// `from` (`lost`, or `exited` for an AFK round) → `starting` for a
+    /// resume, with the new run token's hash; the launch path then records
+    /// it `running`. What the last process left (pid, exit, end, agent
+    /// state) is cleared and `resumes` counts one more. False when the run
+    /// was no longer in `from` (someone else resumed it first).
+    pub async fn begin_resume(&self, id: i64, token_hash: &str, from: RunState) -> Result<bool> {
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE runs SET state = 'starting', state_reason = NULL, token_hash = $1, \
                  resumes = resumes + 1, pid = NULL, pid_start = NULL, exit_status = NULL, \
                  exit_signal = NULL, agent_state = NULL, agent_reason = NULL, agent_since = NULL, \
-                 agent_by = NULL WHERE id = $2 AND state = 'lost'",
+                 agent_by = NULL, ended_at = NULL WHERE id = $2 AND state = $3",
             )
             .bind(token_hash)
             .bind(id)
+            .bind(from.as_str())
             .execute(pool)
             .await?
             .rows_affected()

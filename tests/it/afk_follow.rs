@@ -122,6 +122,63 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
     s.stop().await;
 }
 
+/// An agent that ends its session after opening its pull request: a red
+/// check resumes that session (the CLI's `--resume` with the run's session
+/// id) in the same workspace for the next round, with the failure as its
+/// prompt.
+async fn a_red_check_resumes_an_ended_session(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(
+        &s,
+        r#"
+commit() {
+  echo "$1" > "$1.md" && git add "$1.md" && git -c user.name=a -c user.email=a@example.com commit -qm "$1" || exit 8
+}
+if grep -q -- --resume "$FAKE_REC/argv"; then
+  cp "$FAKE_REC/argv" "$FAKE_REC/../round2-argv"
+  touch FIXED && git add FIXED && commit second
+else
+  commit work
+  labctl pr create --title 'Do it' --body 'Resolves' || exit 7
+fi
+"#,
+    );
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"check_command": "test -f FIXED"}))
+        .await
+        .ok();
+    let n = issue(&s, "r", "Fixed after the session ended").await;
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    assert_eq!(
+        (c["rounds"].as_i64(), c["checks"].as_str()),
+        (Some(2), Some("passed")),
+        "{c}"
+    );
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    let session = run["cli_session_id"].as_str().unwrap().to_owned();
+    let argv = std::fs::read(s.tmp().join("records/round2-argv")).unwrap();
+    let argv: Vec<String> = argv
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let at = argv.iter().position(|a| a == "--resume").expect("--resume");
+    assert_eq!(argv[at + 1], session);
+    let prompt = argv.iter().rev().find(|a| !a.is_empty()).unwrap();
+    assert!(prompt.contains("This is round 2 of 3."), "{prompt}");
+    // One run, resumed once, in its one workspace.
+    assert_eq!(
+        s.get("/api/v1/runs?kind=afk")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    s.stop().await;
+}
+
 /// A check that stays red ends the run for a person once the rounds are
 /// used up.
 async fn rounds_stop_at_the_limit(b: Backend) {
@@ -309,6 +366,7 @@ async fn a_usage_limit_pauses_the_provider_until_its_reset(b: Backend) {
 
 on_both!(
     a_red_check_is_fixed_in_a_second_round,
+    a_red_check_resumes_an_ended_session,
     rounds_stop_at_the_limit,
     a_token_budget_stops_a_run,
     memory_admission_holds_a_launch,

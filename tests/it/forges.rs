@@ -189,6 +189,9 @@ async fn an_afk_run_on_a_forge(b: Backend, flavor: Flavor) {
     assert!(st.success());
     forge_repo(&s, &f, flavor, Some(&format!("file://{}", bare.display()))).await;
     std::fs::write(s.tmp().join("afk.sh"), RESOLVES).unwrap();
+    // The forge's CI passes every head: the agent ended its session after
+    // opening the pull request, and lab follows it to green all the same.
+    f.fake.state.lock().unwrap().ci.all = Some("success".into());
     let n = f.add_issue("Make it faster", &["ready-for-agent"], "open", false);
     s.post("/api/v1/repos/r/afk/pause", json!(null)).await.ok();
     s.patch("/api/v1/repos/r", json!({"afk_enabled": true}))
@@ -220,7 +223,7 @@ async fn an_afk_run_on_a_forge(b: Backend, flavor: Flavor) {
         },
     )
     .await;
-    assert_eq!(outcome["outcome"], "pr-opened", "{outcome}");
+    assert_eq!(outcome["outcome"], "pr-green", "{outcome}");
     let branch = format!("lab/run-{run}");
     // The branch was pushed, and the pull request opened on the forge.
     let heads = std::process::Command::new("git")
@@ -234,10 +237,10 @@ async fn an_afk_run_on_a_forge(b: Backend, flavor: Flavor) {
     assert_eq!(pulls[0]["base"]["ref"], "main");
     assert_eq!(outcome["pr_url"], pulls[0]["html_url"]);
     // The issue is relabelled and commented.
-    let relabelled = "the issue relabelled lab:pr-opened";
+    let relabelled = "the issue relabelled lab:pr-green";
     wait::until(relabelled, wait::secs(5).every_ms(100), async || {
         let labels = f.labels_of(n);
-        if labels == ["lab:pr-opened"] {
+        if labels == ["lab:pr-green"] {
             return Ok(());
         }
         s.scheduler().tick().await;

@@ -397,7 +397,13 @@ async fn lost_and_resume_are_conditional_updates(b: Backend) {
     let run_id = id(&run);
     let store = &s.runner().store;
     use lab::domain::RunState;
-    assert!(!store.begin_resume(run_id, "h1").await.unwrap(), "not lost");
+    assert!(
+        !store
+            .begin_resume(run_id, "h1", lab::domain::RunState::Lost)
+            .await
+            .unwrap(),
+        "not lost"
+    );
     assert!(
         !store
             .mark_lost(run_id, RunState::Waiting, "x")
