@@ -34,6 +34,42 @@ fn two_rounds(fix: bool) -> String {
     )
 }
 
+/// An agent that ends its session after each turn: it works and opens its
+/// pull request; resumed (`--resume`), it keeps its argv as
+/// `round2-argv`, fixes (`FIXED`) and commits.
+pub(crate) const RESUMED_FIX: &str = r#"
+commit() {
+  echo "$1" > "$1.md" && git add "$1.md" && git -c user.name=a -c user.email=a@example.com commit -qm "$1" || exit 8
+}
+if grep -q -- --resume "$FAKE_REC/argv"; then
+  cp "$FAKE_REC/argv" "$FAKE_REC/../round2-argv"
+  touch FIXED && git add FIXED && commit second
+else
+  commit work
+  labctl pr create --title 'Do it' --body 'Resolves' || exit 7
+fi
+"#;
+
+/// The argv of the resumed agent (`RESUMED_FIX`'s `round2-argv`).
+pub(crate) fn round2_argv(s: &TestServer) -> Vec<String> {
+    let argv = std::fs::read(s.tmp().join("records/round2-argv")).unwrap();
+    argv.split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Waits for issue `n`'s run to end `pr-green`, its check passed in round 2.
+pub(crate) async fn green_in_round_2(s: &TestServer, n: i64) -> serde_json::Value {
+    let c = outcome(s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    assert_eq!(
+        (c["rounds"].as_i64(), c["checks"].as_str()),
+        (Some(2), Some("passed")),
+        "{c}"
+    );
+    c
+}
+
 /// A red check sends the failure to the same session; the agent's second
 /// round makes it green, and the run ends `pr-green`.
 async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
@@ -44,13 +80,7 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
         .await
         .ok();
     let n = issue(&s, "r", "Make the check pass").await;
-    let c = outcome(&s, "r", n, 60).await;
-    assert_eq!(c["outcome"], "pr-green", "{c}");
-    assert_eq!(
-        (c["rounds"].as_i64(), c["checks"].as_str()),
-        (Some(2), Some("passed")),
-        "{c}"
-    );
+    green_in_round_2(&s, n).await;
     let told = std::fs::read_to_string(s.tmp().join("records/round2.txt")).unwrap();
     assert!(
         told.starts_with("lab: the check of your pull request failed on ")
@@ -128,40 +158,16 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
 /// prompt.
 async fn a_red_check_resumes_an_ended_session(b: Backend) {
     let s = TestServer::start(b).await;
-    behave(
-        &s,
-        r#"
-commit() {
-  echo "$1" > "$1.md" && git add "$1.md" && git -c user.name=a -c user.email=a@example.com commit -qm "$1" || exit 8
-}
-if grep -q -- --resume "$FAKE_REC/argv"; then
-  cp "$FAKE_REC/argv" "$FAKE_REC/../round2-argv"
-  touch FIXED && git add FIXED && commit second
-else
-  commit work
-  labctl pr create --title 'Do it' --body 'Resolves' || exit 7
-fi
-"#,
-    );
+    behave(&s, RESUMED_FIX);
     afk_repo(&s, "r").await;
     s.patch("/api/v1/repos/r", json!({"check_command": "test -f FIXED"}))
         .await
         .ok();
     let n = issue(&s, "r", "Fixed after the session ended").await;
-    let c = outcome(&s, "r", n, 60).await;
-    assert_eq!(c["outcome"], "pr-green", "{c}");
-    assert_eq!(
-        (c["rounds"].as_i64(), c["checks"].as_str()),
-        (Some(2), Some("passed")),
-        "{c}"
-    );
+    let c = green_in_round_2(&s, n).await;
     let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
     let session = run["cli_session_id"].as_str().unwrap().to_owned();
-    let argv = std::fs::read(s.tmp().join("records/round2-argv")).unwrap();
-    let argv: Vec<String> = argv
-        .split(|&b| b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let argv = round2_argv(&s);
     let at = argv.iter().position(|a| a == "--resume").expect("--resume");
     assert_eq!(argv[at + 1], session);
     let prompt = argv.iter().rev().find(|a| !a.is_empty()).unwrap();

@@ -330,19 +330,7 @@ crate::on_both!(the_check_command_runs_beside_the_forges_checks);
 async fn a_red_check_resumes_an_ended_session(b: Backend) {
     let s = TestServer::start(b).await;
     let f = FakeForge::start(Flavor::Gitea).await;
-    let script = r#"
-commit() {
-  echo "$1" > "$1.md" && git add "$1.md" && git -c user.name=a -c user.email=a@example.com commit -qm "$1" || exit 8
-}
-if grep -q -- --resume "$FAKE_REC/argv"; then
-  cp "$FAKE_REC/argv" "$FAKE_REC/../round2-argv"
-  touch FIXED && git add FIXED && commit second
-else
-  commit work
-  labctl pr create --title 'Do it' --body 'Resolves' || exit 7
-fi
-"#;
-    let (bare, n) = setup(&s, &f, Flavor::Gitea, script).await;
+    let (bare, n) = setup(&s, &f, Flavor::Gitea, crate::afk_follow::RESUMED_FIX).await;
     f.fake.state.lock().unwrap().ci.green_file = Some("FIXED".into());
     let c = outcome(&s, "r", n, 60).await;
     assert_eq!(c["outcome"], "pr-green", "{c}");
@@ -351,11 +339,7 @@ fi
         (Some(2), Some("passed")),
         "{c}"
     );
-    let argv = std::fs::read(s.tmp().join("records/round2-argv")).unwrap();
-    let argv: Vec<String> = argv
-        .split(|&b| b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let argv = crate::afk_follow::round2_argv(&s);
     assert!(argv.iter().any(|a| a == "--resume"), "{argv:?}");
     let prompt = argv.iter().rev().find(|a| !a.is_empty()).unwrap();
     assert!(prompt.contains("- ci/test: failure"), "{prompt}");
