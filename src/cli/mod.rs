@@ -3,6 +3,7 @@
 mod afk;
 mod client;
 mod hook;
+mod issues;
 mod notify;
 mod output;
 mod pulls;
@@ -120,7 +121,7 @@ enum Command {
     Afk(afk::AfkCommand),
     /// Issues of a repo (inside a run: of the run's repo).
     #[command(subcommand)]
-    Issue(afk::IssueCommand),
+    Issue(issues::IssueCommand),
     /// Pull requests: open this run's; list, view, merge, close.
     #[command(subcommand)]
     Pr(afk::PrCommand),
@@ -246,7 +247,7 @@ async fn run(cli: Cli) -> CliResult<()> {
             Ok(())
         }
         Command::Afk(cmd) => afk::afk(&client, cmd).await,
-        Command::Issue(cmd) => afk::issue(&client, cmd).await,
+        Command::Issue(cmd) => issues::issue(&client, cmd).await,
         Command::Pr(cmd) => afk::pr(&client, cmd).await,
         Command::Ledger { json } => afk::ledger(&client, json).await,
         Command::Diff(args) => pulls::diff(&client, args).await,

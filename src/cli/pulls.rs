@@ -8,8 +8,9 @@ use std::io::IsTerminal;
 use clap::Args;
 use serde_json::Value;
 
-use super::afk::{PrCommand, repo_of};
+use super::afk::PrCommand;
 use super::client::{CliResult, Client, LAUNCH_WAIT, seg};
+use super::issues::repo_of;
 use super::output::{self, s, table};
 
 #[derive(Args)]

@@ -16,10 +16,10 @@ use utoipa::openapi::schema::{
 use crate::provider::{self, OptionType, Provider};
 use crate::repo::AFK_MAX_CONCURRENT;
 use crate::repo::issue_source::SOURCE_KINDS;
-use crate::settings::{
-    self as settings, MAX_CONCURRENT, RUN_TIMEOUT_MINUTES, TICK_SECONDS, WORKSPACE_RETENTION_HOURS,
-};
 use crate::validate::{MAX_LABEL, MAX_PROMPT, MAX_TEXT, MAX_TITLE};
+
+mod limits;
+pub use limits::*;
 
 /// What `char::is_control` refuses (Unicode Cc), inside a character class.
 const CTRL: &str = r"\x00-\x1f\x7f-\x9f";
@@ -327,73 +327,6 @@ pub fn providers_patch() -> ObjectBuilder {
         o = o.property(p.id(), defaults_patch(*p));
     }
     o
-}
-
-pub fn max_concurrent_patch() -> ObjectBuilder {
-    let (lo, hi) = MAX_CONCURRENT;
-    int(lo, hi, true).description(Some("Most AFK runs live at once, over all repos."))
-}
-
-pub fn tick_seconds_patch() -> ObjectBuilder {
-    let (lo, hi) = TICK_SECONDS;
-    int(lo, hi, true).description(Some("Seconds between scheduler ticks."))
-}
-
-pub fn run_timeout_minutes_patch() -> ObjectBuilder {
-    let (lo, hi) = RUN_TIMEOUT_MINUTES;
-    int(lo, hi, true).description(Some("Minutes an AFK run may take before lab stops it."))
-}
-
-pub fn check_command_patch() -> ObjectBuilder {
-    string(true)
-        .max_length(Some(crate::validate::MAX_CHECK_COMMAND))
-        .pattern(Some(r"^[^\x00-\x08\x0b-\x1f\x7f-\x9f]*$".to_owned()))
-        .description(Some(
-            "A shell command lab runs in an AFK run's workspace, in its sandbox, after each round of \
-             its agent once it opened its pull request (exit 0 is green); `null` or `\"\"` removes it.",
-        ))
-}
-
-pub fn max_rounds_patch() -> ObjectBuilder {
-    let (lo, hi) = settings::MAX_ROUNDS;
-    int(lo, hi, true).description(Some(
-        "Rounds an AFK run may have on its pull request, the first included; `null` resets to 3.",
-    ))
-}
-
-pub fn max_attempts_patch() -> ObjectBuilder {
-    let (lo, hi) = settings::MAX_ATTEMPTS;
-    int(lo, hi, true).description(Some(
-        "Attempts at one issue, the first included; `null` resets to 2.",
-    ))
-}
-
-pub fn max_tokens_patch() -> ObjectBuilder {
-    let (lo, hi) = settings::MAX_TOKENS;
-    int(lo, hi, true).description(Some("Tokens an AFK run may use; `null`: no cap."))
-}
-
-pub fn max_cost_usd_patch() -> ObjectBuilder {
-    let (lo, hi) = settings::MAX_COST_NANO_USD;
-    ObjectBuilder::new()
-        .schema_type(SchemaType::from_iter([Type::Number, Type::Null]))
-        .minimum(Some(lo as f64 / 1e9))
-        .maximum(Some(hi as f64 / 1e9))
-        .description(Some("US dollars an AFK run may cost; `null`: no cap."))
-}
-
-pub fn memory_per_run_mb_patch() -> ObjectBuilder {
-    let (lo, hi) = settings::MEMORY_PER_RUN_MB;
-    int(lo, hi, true).description(Some(
-        "MiB of available memory an AFK launch needs; it waits while the machine has less (0: no check).",
-    ))
-}
-
-pub fn workspace_retention_hours_patch() -> ObjectBuilder {
-    let (lo, hi) = WORKSPACE_RETENTION_HOURS;
-    int(lo, hi, true).description(Some(
-        "Hours an ended run's workspace is kept; `null` keeps it until the run is removed.",
-    ))
 }
 
 /// `limit` of `GET /runs`.

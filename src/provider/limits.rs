@@ -123,12 +123,23 @@ fn clock(s: &str) -> Option<(u32, u32)> {
     (hour < 24 && minute < 60).then_some((hour, minute))
 }
 
+/// The longest lab holds a provider back on one message. The message is
+/// screen text, which an agent (running text anyone can write into an
+/// issue) can print too: a forged "resets in 30 days" must not stop a
+/// provider's AFK runs for a month. A real limit that lasts longer shows
+/// again at the next run, and holds the provider again.
+pub const MAX_HOLD_SECS: i64 = 6 * 3600;
+
 /// When the limit lifts, in ms since the epoch: `now_ms` is the time,
 /// `utc_offset_secs` the machine's local offset (a time of day in a
-/// message is the CLI's local time).
+/// message is the CLI's local time); at most [`MAX_HOLD_SECS`] away.
 pub fn until_ms(reset: Reset, now_ms: i64, utc_offset_secs: i64) -> i64 {
+    reset_at(reset, now_ms, utc_offset_secs).min(now_ms + MAX_HOLD_SECS * 1000)
+}
+
+fn reset_at(reset: Reset, now_ms: i64, utc_offset_secs: i64) -> i64 {
     match reset {
-        Reset::In(secs) => now_ms + secs * 1000,
+        Reset::In(secs) => now_ms.saturating_add(secs.saturating_mul(1000)),
         Reset::Unknown => now_ms + UNKNOWN_RESET_SECS * 1000,
         Reset::At { hour, minute } => {
             let day = 86_400_000;
@@ -208,12 +219,25 @@ mod tests {
             ),
             now + 3 * h
         );
-        // 09:00 local has passed: tomorrow.
+        // 09:00 local has passed: tomorrow, held at most six hours.
         assert_eq!(
-            until_ms(Reset::At { hour: 9, minute: 0 }, now, 0),
+            reset_at(Reset::At { hour: 9, minute: 0 }, now, 0),
             now + 23 * h
         );
+        assert_eq!(
+            until_ms(Reset::At { hour: 9, minute: 0 }, now, 0),
+            now + 6 * h
+        );
         assert_eq!(until_ms(Reset::In(5), now, 0), now + 5000);
+        // A forged "resets in 30 days" holds a provider back six hours.
+        assert_eq!(
+            until_ms(Reset::In(30 * 86_400), now, 0),
+            now + MAX_HOLD_SECS * 1000
+        );
+        assert_eq!(
+            until_ms(Reset::In(i64::MAX), now, 0),
+            now + MAX_HOLD_SECS * 1000
+        );
         assert_eq!(
             until_ms(Reset::Unknown, now, 0),
             now + UNKNOWN_RESET_SECS * 1000

@@ -19,6 +19,7 @@ mod pulls;
 mod reads;
 mod repos;
 mod resume;
+mod run_row;
 mod runs;
 mod sessions;
 mod settings;

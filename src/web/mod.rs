@@ -11,6 +11,7 @@
 mod afk_page;
 mod assets;
 pub mod diff_view;
+mod form_values;
 pub mod forms;
 mod issue_page;
 mod issues_page;

@@ -2,8 +2,9 @@
 //! (each empty choice naming what it inherits, from the resolver), and the
 //! patch a posted form makes.
 
+use super::form_values::{change, dollars, number, options_patch};
 use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
-use super::settings_page::{change, dollars, number, option_fields, options_patch};
+use super::settings_page::option_fields;
 use crate::domain::{Change, Defaults, RunKind, Sourced};
 use crate::provider::{self, Provider};
 use crate::repo::{self, Repo, RepoPatch};

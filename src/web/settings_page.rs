@@ -9,6 +9,7 @@ use axum::response::{Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
 
+use super::form_values::{change, dollars, number, options_patch};
 use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
 use super::notify_form;
 use super::{Chrome, Page};
@@ -18,7 +19,7 @@ use crate::provider::{self, OptionType, Provider};
 use crate::resolve::{Request, resolve};
 use crate::settings::{self, AfkPatch, DefaultsPatch, RunsPatch, Settings, SettingsPatch};
 use crate::state::AppState;
-use crate::validate::{Errors as ValueErrors, FieldError};
+use crate::validate::Errors as ValueErrors;
 
 #[derive(Template)]
 #[template(path = "settings.html")]
@@ -330,83 +331,6 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
         ],
     });
     out
-}
-
-/// A select or text value: empty clears (inherit).
-pub fn change(form: &Form, name: &str) -> Change<String> {
-    match form.value(name) {
-        Some(v) => Change::Set(v),
-        None => Change::Clear,
-    }
-}
-
-/// A number field: empty clears (the default); not a number is an error.
-pub fn number(form: &Form, name: &str, errs: &mut ValueErrors) -> Change<i64> {
-    match form.value(name) {
-        None => Change::Clear,
-        Some(v) => match v.parse() {
-            Ok(n) => Change::Set(n),
-            Err(_) => {
-                errs.push(FieldError::new(name, "must be a whole number").with_value(v));
-                Change::Keep
-            }
-        },
-    }
-}
-
-/// A dollar amount of a posted form, as billionths; empty clears.
-pub fn dollars(form: &Form, name: &str, errs: &mut ValueErrors) -> Change<i64> {
-    match form.value(name) {
-        None => Change::Clear,
-        Some(v) => match v.trim().trim_start_matches('$').parse::<f64>() {
-            Ok(usd) if usd.is_finite() => Change::Set(crate::settings::usd_to_nano(usd)),
-            _ => {
-                errs.push(
-                    FieldError::new(name, "must be an amount of US dollars, like 2.50")
-                        .with_value(v),
-                );
-                Change::Keep
-            }
-        },
-    }
-}
-
-/// The options of one provider from a posted form: checkboxes (when the
-/// page showed them) and selects.
-pub fn options_patch(
-    p: &dyn Provider,
-    prefix: &str,
-    form: &Form,
-    checkboxes: bool,
-) -> std::collections::BTreeMap<String, Change<String>> {
-    p.spawn_options()
-        .iter()
-        .filter_map(|o| {
-            let name = format!("{prefix}afk_options.{}", o.key);
-            let c = if o.ty == OptionType::Bool && checkboxes {
-                if !form.has(&format!("{name}.shown")) {
-                    return None;
-                }
-                let v = if form.get(&name) == Some("true") {
-                    "true"
-                } else {
-                    "false"
-                };
-                // Only a departure from the provider's default is stored.
-                if v == o.default {
-                    Change::Clear
-                } else {
-                    Change::Set(v.to_owned())
-                }
-            } else {
-                if !form.has(&name) {
-                    return None;
-                }
-                change(form, &name)
-            };
-            Some((o.key.to_owned(), c))
-        })
-        .collect()
 }
 
 fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {

@@ -23,6 +23,7 @@ mod diffs;
 mod doctor;
 mod forges;
 mod hostile;
+mod issue_api;
 mod issue_pages;
 mod labctl;
 mod labctl_limits;

@@ -1,0 +1,255 @@
+//! `labctl issue …`: the issues of a repo's source (the built-in tracker or
+//! its forge), from outside a run or inside one (its run token reaches its
+//! repo's issues).
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::client::{CliError, CliResult, Client, Exit, seg};
+use super::output::{self, s, table};
+use crate::domain::IssueState;
+
+/// `open` or `closed`, offered and checked by clap.
+fn issue_state() -> impl TypedValueParser<Value = IssueState> {
+    PossibleValuesParser::new(IssueState::ALL.iter().map(|s| s.as_str()))
+        .map(|s| s.parse::<IssueState>().expect("one of the possible values"))
+}
+
+#[derive(Subcommand)]
+pub enum IssueCommand {
+    /// List issues (open ones, unless --state).
+    List {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long, value_parser = issue_state())]
+        state: Option<IssueState>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an issue and its comments.
+    View {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open an issue.
+    Create {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[arg(long)]
+        title: String,
+        #[arg(long, default_value = "")]
+        body: String,
+        /// Repeatable.
+        #[arg(long = "label")]
+        labels: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Close an issue.
+    Close {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+    },
+    /// Reopen a closed issue.
+    Reopen {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+    },
+    /// Put labels on an issue and take others off (the repo's ready label
+    /// gives it to the AFK scheduler).
+    Label {
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        /// A label to put on (repeatable).
+        #[arg(long)]
+        add: Vec<String>,
+        /// A label to take off (repeatable).
+        #[arg(long)]
+        remove: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct RepoArg {
+    /// Repo name or id (inside a run: the run's repo).
+    #[arg(long)]
+    pub(super) repo: Option<String>,
+}
+
+/// The repo an issue command is about.
+pub(super) async fn repo_of(client: &Client, arg: &RepoArg) -> CliResult<String> {
+    if let Some(r) = &arg.repo {
+        return Ok(r.clone());
+    }
+    let Some(run) = std::env::var("LAB_RUN_ID").ok().filter(|v| !v.is_empty()) else {
+        return Err(CliError::new(
+            Exit::Usage,
+            "--repo is required (outside a run)",
+        ));
+    };
+    let r = client.get(&format!("/api/v1/runs/{}", seg(&run))).await?;
+    Ok(s(&r["repo"]))
+}
+
+pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
+    match cmd {
+        IssueCommand::List {
+            repo,
+            label,
+            state,
+            json,
+        } => {
+            let repo = repo_of(client, &repo).await?;
+            let mut q = vec![format!("state={}", state.unwrap_or(IssueState::Open))];
+            if let Some(l) = label {
+                q.push(format!("label={}", seg(&l)));
+            }
+            let v = client
+                .get(&format!(
+                    "/api/v1/repos/{}/issues?{}",
+                    seg(&repo),
+                    q.join("&")
+                ))
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| {
+                    let labels = i["labels"]
+                        .as_array()
+                        .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default();
+                    vec![
+                        format!("#{}", s(&i["number"])),
+                        s(&i["state"]),
+                        s(&i["title"]),
+                        labels,
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("no issues");
+            } else {
+                table(&["ISSUE", "STATE", "TITLE", "LABELS"], &rows);
+            }
+        }
+        IssueCommand::View { number, repo, json } => {
+            let repo = repo_of(client, &repo).await?;
+            let v = client
+                .get(&format!("/api/v1/repos/{}/issues/{number}", seg(&repo)))
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            println!(
+                "#{} {} [{}]",
+                s(&v["number"]),
+                s(&v["title"]),
+                s(&v["state"])
+            );
+            let labels = v["labels"]
+                .as_array()
+                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default();
+            if !labels.is_empty() {
+                println!("labels: {labels}");
+            }
+            if let Some(u) = v["url"].as_str() {
+                println!("{u}");
+            }
+            println!("\n{}", v["body"].as_str().unwrap_or(""));
+            for c in v["comments"].as_array().into_iter().flatten() {
+                println!(
+                    "\n--- {} at {}\n{}",
+                    s(&c["author"]),
+                    s(&c["created_at"]),
+                    c["body"].as_str().unwrap_or("")
+                );
+            }
+        }
+        IssueCommand::Create {
+            repo,
+            title,
+            body,
+            labels,
+            json,
+        } => {
+            let repo = repo_of(client, &repo).await?;
+            let v = client
+                .post(
+                    &format!("/api/v1/repos/{}/issues", seg(&repo)),
+                    &json!({"title": title, "body": body, "labels": labels}),
+                )
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            println!("opened issue #{} in {repo}", s(&v["number"]));
+        }
+        IssueCommand::Close { number, repo } => {
+            let repo = repo_of(client, &repo).await?;
+            client
+                .post(
+                    &format!("/api/v1/repos/{}/issues/{number}/close", seg(&repo)),
+                    &Value::Null,
+                )
+                .await?;
+            println!("closed issue #{number} of {repo}");
+        }
+        IssueCommand::Reopen { number, repo } => {
+            let repo = repo_of(client, &repo).await?;
+            client
+                .post(
+                    &format!("/api/v1/repos/{}/issues/{number}/reopen", seg(&repo)),
+                    &Value::Null,
+                )
+                .await?;
+            println!("reopened issue #{number} of {repo}");
+        }
+        IssueCommand::Label {
+            number,
+            repo,
+            add,
+            remove,
+            json,
+        } => {
+            let repo = repo_of(client, &repo).await?;
+            let v = client
+                .post(
+                    &format!("/api/v1/repos/{}/issues/{number}/labels", seg(&repo)),
+                    &json!({"add": add, "remove": remove}),
+                )
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            let labels: Vec<String> = v["labels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(s)
+                .collect();
+            println!("issue #{number} of {repo}: {}", labels.join(", "));
+        }
+    }
+    Ok(())
+}

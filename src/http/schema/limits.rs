@@ -1,0 +1,77 @@
+//! The schemas of the limits a settings or repo change may set: the AFK
+//! scheduler's, the budgets (issue 14), a repo's check command and how long
+//! workspaces are kept, from the validators' own bounds.
+
+use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+
+use super::{int, string};
+use crate::settings::{
+    self, MAX_CONCURRENT, RUN_TIMEOUT_MINUTES, TICK_SECONDS, WORKSPACE_RETENTION_HOURS,
+};
+
+pub fn max_concurrent_patch() -> ObjectBuilder {
+    let (lo, hi) = MAX_CONCURRENT;
+    int(lo, hi, true).description(Some("Most AFK runs live at once, over all repos."))
+}
+
+pub fn tick_seconds_patch() -> ObjectBuilder {
+    let (lo, hi) = TICK_SECONDS;
+    int(lo, hi, true).description(Some("Seconds between scheduler ticks."))
+}
+
+pub fn run_timeout_minutes_patch() -> ObjectBuilder {
+    let (lo, hi) = RUN_TIMEOUT_MINUTES;
+    int(lo, hi, true).description(Some("Minutes an AFK run may take before lab stops it."))
+}
+
+pub fn check_command_patch() -> ObjectBuilder {
+    string(true)
+        .max_length(Some(crate::validate::MAX_CHECK_COMMAND))
+        .pattern(Some(r"^[^\x00-\x08\x0b-\x1f\x7f-\x9f]*$".to_owned()))
+        .description(Some(
+            "A shell command lab runs in an AFK run's workspace, in its sandbox, after each round of \
+             its agent once it opened its pull request (exit 0 is green); `null` or `\"\"` removes it.",
+        ))
+}
+
+pub fn max_rounds_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MAX_ROUNDS;
+    int(lo, hi, true).description(Some(
+        "Rounds an AFK run may have on its pull request, the first included; `null` resets to 3.",
+    ))
+}
+
+pub fn max_attempts_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MAX_ATTEMPTS;
+    int(lo, hi, true).description(Some(
+        "Attempts at one issue, the first included; `null` resets to 2.",
+    ))
+}
+
+pub fn max_tokens_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MAX_TOKENS;
+    int(lo, hi, true).description(Some("Tokens an AFK run may use; `null`: no cap."))
+}
+
+pub fn max_cost_usd_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MAX_COST_NANO_USD;
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Number, Type::Null]))
+        .minimum(Some(lo as f64 / 1e9))
+        .maximum(Some(hi as f64 / 1e9))
+        .description(Some("US dollars an AFK run may cost; `null`: no cap."))
+}
+
+pub fn memory_per_run_mb_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MEMORY_PER_RUN_MB;
+    int(lo, hi, true).description(Some(
+        "MiB of available memory an AFK launch needs; it waits while the machine has less (0: no check).",
+    ))
+}
+
+pub fn workspace_retention_hours_patch() -> ObjectBuilder {
+    let (lo, hi) = WORKSPACE_RETENTION_HOURS;
+    int(lo, hi, true).description(Some(
+        "Hours an ended run's workspace is kept; `null` keeps it until the run is removed.",
+    ))
+}
