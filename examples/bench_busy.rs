@@ -153,7 +153,14 @@ async fn main() {
     let agent = t.join("agent");
     script(&agent, if idle { IDLE } else { BUSY });
     // lab and bare tmux: the same agents, at once.
-    let (mut lab, lab_sock) = lab_with(&t.join("lab"), &agent, n, &[]).await;
+    // BENCH_LAB_ENV: `NAME=value` pairs, comma-separated, for lab (a log
+    // filter, a pass interval) when looking at what it does.
+    let extra = std::env::var("BENCH_LAB_ENV").unwrap_or_default();
+    let env: Vec<(&str, &str)> = extra
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    let (mut lab, lab_sock) = lab_with(&t.join("lab"), &agent, n, &env).await;
     let bare_sock = t.join("bare.sock");
     for i in 0..n {
         let ok = Command::new("tmux")

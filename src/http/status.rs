@@ -65,6 +65,10 @@ pub struct PassBody {
     /// tmux client processes it started.
     pub tmux_calls: u64,
     pub elapsed_ms: f64,
+    /// Whether it read the runs and the panes; a quiet pass only asked
+    /// whether any run's pane process ended, and read the screens of runs
+    /// whose output grew.
+    pub full: bool,
 }
 
 /// What this lab node is and how its run supervision is doing.
@@ -83,6 +87,7 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             runs: p.checked,
             tmux_calls: p.tmux_calls,
             elapsed_ms: p.elapsed.as_secs_f64() * 1e3,
+            full: p.full,
         }),
         cache: {
             let c = app.store.cache_stats();

@@ -12,9 +12,12 @@ use crate::domain::{AgentBy, AgentState, Run, RunState};
 use crate::provider::Provider;
 use crate::store::StoreError;
 
-/// Every how many passes a run's changing screen is read (3 s at the
-/// default pass interval).
-const SCREENS_EVERY: u32 = 3;
+/// Every how many passes, at most, the screen of a run whose output never
+/// pauses is read (15 s at the default pass interval). A screen is read at
+/// the first pass that finds its output paused (the log did not grow since
+/// the pass before): an agent that asks a person stops drawing, and one that
+/// keeps drawing is working.
+const BUSY_SCREENS_EVERY: u32 = 15;
 
 impl Runner {
     /// Needs attention: reads the screens of live runs whose output grew
@@ -28,10 +31,12 @@ impl Runner {
         report: &mut PassReport,
     ) -> Result<(), StoreError> {
         let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
-        let screens_every = self.cfg.reconcile_every * SCREENS_EVERY;
+        let busy_every = self.cfg.reconcile_every * BUSY_SCREENS_EVERY;
         {
             let mut seen = self.log_seen.lock().expect("poisoned");
+            let mut last = self.log_last.lock().expect("poisoned");
             seen.retain(|id, _| runs.iter().any(|r| r.id == *id));
+            last.retain(|id, _| runs.iter().any(|r| r.id == *id));
             for run in runs {
                 let Some(pane) = panes.get(run.session.as_str()).filter(|p| !p.dead) else {
                     continue;
@@ -44,15 +49,17 @@ impl Runner {
                     .as_deref()
                     .and_then(|p| std::fs::metadata(p).ok())
                     .map_or(0, |m| m.len());
-                // A screen that changed is read again at most every
-                // SCREENS_EVERY passes: a busy agent redraws many times a
-                // second, and reading every busy screen every pass cost the
-                // tmux server more than the agents' own output (the hooks
-                // report what matters at once; `look_again` forgets a run
-                // so that its next pass reads it).
+                // A screen that changed is read once its output pauses, and
+                // at most every BUSY_SCREENS_EVERY passes while it does not:
+                // a busy agent redraws many times a second, and reading
+                // every busy screen every few passes cost the tmux server
+                // more than the agents' own output (the hooks report what
+                // matters at once; `look_again` forgets a run so that its
+                // next pass reads it).
+                let paused = last.insert(run.id, size) == Some(size);
                 let due = match seen.get(&run.id) {
                     None => true,
-                    Some((at, when)) => *at != size && when.elapsed() >= screens_every,
+                    Some((at, when)) => *at != size && (paused || when.elapsed() >= busy_every),
                 };
                 if due {
                     changed.push((run, pane, size));

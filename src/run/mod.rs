@@ -19,6 +19,7 @@ mod launch_file;
 pub mod log;
 pub mod merge;
 pub mod proctree;
+mod quiet;
 mod reconcile;
 mod relay;
 mod resume;

@@ -50,6 +50,9 @@ pub struct PassReport {
     /// Runs that started or stopped waiting for a person.
     pub attention: Vec<i64>,
     pub elapsed: Duration,
+    /// A full pass (the runs and the panes read); else a quiet one
+    /// (`quiet.rs`).
+    pub full: bool,
 }
 
 impl Runner {
@@ -59,7 +62,13 @@ impl Runner {
         let _one_at_a_time = self.pass_lock.lock().await;
         let began = Instant::now();
         let calls_before = self.tmux.calls();
-        let mut report = PassReport::default();
+        let mut report = PassReport {
+            full: true,
+            ..PassReport::default()
+        };
+        // The count before the read: a write during the pass makes the next
+        // pass a full one.
+        let generation = self.store.runs_generation();
         // Runs first, panes second: a run that went live before the runs
         // were read has its session in the panes read after.
         let runs = self.store.active_runs(&self.cfg.node).await?;
@@ -159,6 +168,11 @@ impl Runner {
             tracing::warn!(error = %e, "could not close ended sessions; the next pass retries");
         }
         self.report_strays(&report.strays);
+        if to_close.is_empty() {
+            self.remember(generation, runs, panes, began);
+        } else {
+            *self.seen.lock().expect("poisoned") = None;
+        }
         report.tmux_calls = self.tmux.calls() - calls_before;
         report.elapsed = began.elapsed();
         self.passes.fetch_add(1, Ordering::Relaxed);
@@ -321,7 +335,8 @@ impl Runner {
         Ok(removed)
     }
 
-    /// Runs a pass every `reconcile_every` until `shutdown` turns true, the
+    /// Runs a pass (full or quiet, `quiet.rs`) every `reconcile_every` until
+    /// `shutdown` turns true, the
     /// usage pass about every [`USAGE_EVERY`] and the workspace retention
     /// about once a minute.
     pub fn spawn_loop(
@@ -339,7 +354,7 @@ impl Runner {
                 if *shutdown.borrow() {
                     break;
                 }
-                if let Err(e) = self.reconcile(false).await {
+                if let Err(e) = self.pass().await {
                     tracing::warn!(error = %e, "reconcile pass failed");
                 }
                 if last_usage.elapsed() >= USAGE_EVERY {

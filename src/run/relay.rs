@@ -13,12 +13,7 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
-
-/// How often, at most, the relay looks at the pane's size and whether the
-/// agent exited while its terminal stays open (a child of its holds it):
-/// an idle run's shim wakes only this often.
-const LOOK_MS: i32 = 1000;
+use std::time::Duration;
 
 /// A pty pair made for one agent.
 pub struct Pty {
@@ -96,101 +91,125 @@ impl Pty {
     /// Copies between the pane (`outer` in, standard output out) and the
     /// agent until the agent exits; its output also goes to `log`. Returns
     /// how it ended.
-    pub fn relay(
-        self,
-        outer: RawFd,
-        child: &mut Child,
-        mut log: File,
-    ) -> std::io::Result<ExitStatus> {
+    ///
+    /// Each direction is a thread blocked in `read` (no `poll`: at a hundred
+    /// busy runs, polling both terminals before every read cost the shims
+    /// more than the copying itself; ADR 16), and the pane's size follows
+    /// through `SIGWINCH`, which a third thread waits for. This thread waits
+    /// for the agent. A run doing nothing costs no wakeup at all.
+    pub fn relay(self, outer: RawFd, child: &mut Child, log: File) -> std::io::Result<ExitStatus> {
         let Pty { master, slave } = self;
         // Only the agent keeps the other end: its exit (and its children's)
         // ends the output.
         drop(slave);
         let raw = Raw::set(outer);
         let m = master.as_raw_fd();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut size = size_of(outer);
-        let mut looked = Instant::now();
-        let mut outer_open = true;
+        if let Some(ws) = size_of(outer) {
+            set_size(m, &ws);
+        }
+        // Blocked here, and in the threads started below (they inherit the
+        // mask), so that only the size thread takes it. The agent was
+        // started before and keeps its own mask.
+        let winch = block(libc::SIGWINCH);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let small = || std::thread::Builder::new().stack_size(STACK);
+        small().spawn(move || {
+            copy_out(m, log);
+            let _ = done_tx.send(());
+        })?;
+        small().spawn(move || copy_in(outer, m))?;
+        if winch {
+            small().spawn(move || follow_size(outer, m))?;
+        }
         let status = loop {
-            let mut fds = [
-                libc::pollfd {
-                    fd: m,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: if outer_open { outer } else { -1 },
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: two valid pollfd entries.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, LOOK_MS) };
-            if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return last_error();
-            }
-            let mut agent_gone = false;
-            if fds[0].revents != 0 {
-                match read(m, &mut buf) {
-                    Some(bytes) if !bytes.is_empty() => {
-                        // One write each, unbuffered: the pane and the log
-                        // see the bytes at once.
-                        write_all(libc::STDOUT_FILENO, bytes);
-                        let _ = log.write_all(bytes);
-                    }
-                    // EIO: every holder of the agent's terminal closed it.
-                    _ => agent_gone = true,
-                }
-            }
-            if fds[1].revents != 0 {
-                match read(outer, &mut buf) {
-                    Some(bytes) if !bytes.is_empty() => {
-                        write_all(m, bytes);
-                    }
-                    // The pane's terminal is gone: the agent's goes with it
-                    // when this process ends (the kernel hangs it up).
-                    _ => outer_open = false,
-                }
-            }
-            if agent_gone || looked.elapsed() >= Duration::from_millis(LOOK_MS as u64) || n == 0 {
-                looked = Instant::now();
-                let now = size_of(outer);
-                if let Some(ws) = now
-                    .filter(|w| size.is_none_or(|s| s.ws_row != w.ws_row || s.ws_col != w.ws_col))
-                {
-                    set_size(m, &ws);
-                    size = now;
-                }
-                if let Some(status) = child.try_wait()? {
-                    break status;
-                }
-                if agent_gone {
-                    // Output ended but the agent lives on (it closed its
-                    // terminal): wait for it.
-                    break child.wait()?;
-                }
+            match child.wait() {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other?,
             }
         };
-        // What the agent printed last, still in its terminal.
-        // SAFETY: making an open descriptor non-blocking.
-        unsafe {
-            let fl = libc::fcntl(m, libc::F_GETFL);
-            libc::fcntl(m, libc::F_SETFL, fl | libc::O_NONBLOCK);
-        }
-        while let Some(bytes) = read(m, &mut buf) {
-            if bytes.is_empty() {
-                break;
-            }
-            write_all(libc::STDOUT_FILENO, bytes);
-            let _ = log.write_all(bytes);
-        }
+        // What the agent printed last is read on until its terminal closes;
+        // a child of the agent that keeps it open does not hold the run.
+        let _ = done_rx.recv_timeout(DRAIN);
         drop(raw);
+        // `master` stays open until the process exits: the output thread
+        // may still be reading it.
+        std::mem::forget(master);
         Ok(status)
     }
 }
 
-/// Reads once; `None` on an error (EIO at a closed terminal, EAGAIN).
+/// Stack of each relay thread (they hold a pointer and a heap buffer).
+const STACK: usize = 64 * 1024;
+
+/// How long the agent's last output may take to arrive after it exited.
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// The agent's output to the pane and the log, one write each, unbuffered:
+/// both see the bytes at once. Ends when every holder of the agent's
+/// terminal closed it (EIO).
+fn copy_out(m: RawFd, mut log: File) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Some(bytes) = read(m, &mut buf) {
+        if bytes.is_empty() {
+            break;
+        }
+        write_all(libc::STDOUT_FILENO, bytes);
+        let _ = log.write_all(bytes);
+    }
+}
+
+/// What is typed in the pane, to the agent's terminal. Ends when the pane's
+/// terminal is gone (the agent's goes with it when this process ends: the
+/// kernel hangs it up).
+fn copy_in(outer: RawFd, m: RawFd) {
+    let mut buf = vec![0u8; 4096];
+    while let Some(bytes) = read(outer, &mut buf) {
+        if bytes.is_empty() {
+            break;
+        }
+        write_all(m, bytes);
+    }
+}
+
+/// Blocks `sig` in this thread (and the threads it starts); whether it is.
+fn block(sig: libc::c_int) -> bool {
+    // SAFETY: a zeroed sigset_t is initialised by sigemptyset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) == 0
+    }
+}
+
+/// Gives the agent's terminal the pane's size each time the pane's changes
+/// (tmux's resize sends `SIGWINCH` to the pane's foreground process group,
+/// this shim).
+fn follow_size(outer: RawFd, m: RawFd) {
+    // SAFETY: as in `block`; sigwait only reads the set.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGWINCH);
+    }
+    let mut last = size_of(outer);
+    loop {
+        let mut sig = 0;
+        // SAFETY: a valid set and an int to write the signal into.
+        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+            return;
+        }
+        let now = size_of(outer);
+        if let Some(ws) =
+            now.filter(|w| last.is_none_or(|s| s.ws_row != w.ws_row || s.ws_col != w.ws_col))
+        {
+            set_size(m, &ws);
+            last = now;
+        }
+    }
+}
+
+/// Reads once; `None` on an error (EIO at a closed terminal).
 fn read(fd: RawFd, buf: &mut [u8]) -> Option<&[u8]> {
     loop {
         // SAFETY: reading into a buffer of the given length.

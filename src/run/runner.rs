@@ -89,13 +89,24 @@ pub struct Runner {
     /// The log size of each live run when lab last read its screen, and
     /// when that was.
     pub(super) log_seen: Mutex<HashMap<i64, (u64, std::time::Instant)>>,
+    /// The log size of each live run at the last pass.
+    pub(super) log_last: Mutex<HashMap<i64, u64>>,
     /// Live runs whose usage did not change at the last read: when to read
     /// again, and the wait after that (doubling, see `usage.rs`).
     pub(super) usage_rest: Mutex<HashMap<i64, (std::time::Instant, Duration)>>,
+    /// The usage pass's runs, with the store's write count and the time
+    /// they were read (`usage.rs`).
+    pub(super) usage_runs: Mutex<Option<super::usage::TallyRuns>>,
+    /// What the usage pass last stored of each run's transcript.
+    pub(super) usage_reads: Mutex<HashMap<i64, crate::store::UsageRead>>,
     /// Dead panes whose exit status tmux has not reported yet, since when.
     pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
     /// Runs' screens, replayed from their logs when someone looks.
     pub screens: super::screen::Screens,
+    /// What the last full pass read, for the quiet passes after it.
+    pub(super) seen: Mutex<Option<super::quiet::Seen>>,
+    /// The pane processes the quiet passes watch.
+    pub(super) watches: Mutex<super::quiet::Watches>,
 }
 
 impl Runner {
@@ -136,8 +147,13 @@ impl Runner {
             last_pass: Mutex::new(None),
             exit_wait: Mutex::new(HashMap::new()),
             log_seen: Mutex::new(HashMap::new()),
+            log_last: Mutex::new(HashMap::new()),
             usage_rest: Mutex::new(HashMap::new()),
+            usage_runs: Mutex::new(None),
+            usage_reads: Mutex::new(HashMap::new()),
             screens: super::screen::Screens::new(super::tmux::PANE_ROWS, super::tmux::PANE_COLS),
+            seen: Mutex::new(None),
+            watches: Mutex::new(Default::default()),
         })
     }
 

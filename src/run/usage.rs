@@ -14,6 +14,7 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::Runner;
 use super::transcript::{find, open};
@@ -37,22 +38,27 @@ const ENDED_WINDOW_MS: i64 = 3_600_000;
 /// not a hundred.
 const REST_MAX: u32 = 16;
 
+/// The usage pass's runs, with the store's write count and the time they
+/// were read.
+pub(super) type TallyRuns = (u64, std::time::Instant, Arc<Vec<Run>>);
+
 impl Runner {
     /// One usage pass over this node's runs; returns how many runs' usage
     /// changed. A run whose usage cannot be read or stored is logged and
     /// left for the next pass; the others go on.
     pub async fn tally_usage(&self) -> Result<usize, StoreError> {
-        let runs = self
-            .store
-            .runs_to_tally(&self.cfg.node, now_ms() - ENDED_WINDOW_MS)
-            .await?;
+        let runs = self.runs_to_tally().await?;
         let mut changed = 0;
         let now = std::time::Instant::now();
         self.usage_rest
             .lock()
             .expect("poisoned")
             .retain(|id, _| runs.iter().any(|r| r.id == *id && r.state.is_active()));
-        for run in runs {
+        self.usage_reads
+            .lock()
+            .expect("poisoned")
+            .retain(|id, _| runs.iter().any(|r| r.id == *id));
+        for run in runs.iter() {
             let resting = run.state.is_active()
                 && self
                     .usage_rest
@@ -63,7 +69,7 @@ impl Runner {
             if resting {
                 continue;
             }
-            match self.tally_run(&run).await {
+            match self.tally_run(run).await {
                 Ok(true) => {
                     changed += 1;
                     self.usage_rest.lock().expect("poisoned").remove(&run.id);
@@ -84,11 +90,44 @@ impl Runner {
         Ok(changed)
     }
 
+    /// The runs a usage pass reads: this node's live runs and those that
+    /// ended within the hour and were not read to their end. Read again
+    /// only after this process wrote to runs, or every `quiet::FULL_EVERY`
+    /// (as the reconcile loop's runs are).
+    async fn runs_to_tally(&self) -> Result<Arc<Vec<Run>>, StoreError> {
+        let generation = self.store.runs_generation();
+        if let Some((g, at, runs)) = &*self.usage_runs.lock().expect("poisoned")
+            && *g == generation
+            && at.elapsed() < super::quiet::FULL_EVERY
+        {
+            return Ok(runs.clone());
+        }
+        let runs = Arc::new(
+            self.store
+                .runs_to_tally(&self.cfg.node, now_ms() - ENDED_WINDOW_MS)
+                .await?,
+        );
+        *self.usage_runs.lock().expect("poisoned") =
+            Some((generation, std::time::Instant::now(), runs.clone()));
+        Ok(runs)
+    }
+
     async fn tally_run(&self, run: &Run) -> Result<bool, StoreError> {
         let Some(format) = Format::of(&run.provider) else {
             return Ok(false);
         };
-        let before = self.store.usage_read(run.id).await?;
+        // This node alone reads its runs' transcripts, so what it stored
+        // last is what the database holds.
+        let known = self
+            .usage_reads
+            .lock()
+            .expect("poisoned")
+            .get(&run.id)
+            .cloned();
+        let before = match known {
+            Some(r) => r,
+            None => self.store.usage_read(run.id).await?,
+        };
         if before.done {
             return Ok(false);
         }
@@ -117,9 +156,17 @@ impl Runner {
             self.store.set_cli_session_id(run.id, &id).await?;
         }
         if read == before {
+            self.usage_reads
+                .lock()
+                .expect("poisoned")
+                .insert(run.id, read);
             return Ok(false);
         }
         self.store.save_usage_read(run.id, &read).await?;
+        self.usage_reads
+            .lock()
+            .expect("poisoned")
+            .insert(run.id, read);
         Ok(true)
     }
 

@@ -187,12 +187,23 @@ async fn ping_if_idle(
     Ok(conn.ping().await.is_ok())
 }
 
+/// A write to runs in progress; counted when dropped.
+pub(crate) struct RunsWrite<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl Drop for RunsWrite<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// lab's state.
 #[derive(Clone, Debug)]
 pub struct Store {
     db: Db,
     reads: std::sync::Arc<ReadsOf>,
     cache: std::sync::Arc<cache::Cache>,
+    /// Writes to runs through this store (any clone of it), counted.
+    runs_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -311,7 +322,21 @@ impl Store {
             db,
             reads: std::sync::Arc::new(reads),
             cache,
+            runs_written: Default::default(),
         }
+    }
+
+    /// How many writes to runs this process made: a reader holding runs
+    /// it read knows them current while this stays the same (the reconcile
+    /// loop skips its reads on it; other nodes' writes are not counted).
+    pub fn runs_generation(&self) -> u64 {
+        self.runs_written.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Counts a write to runs when the guard goes, after the write (or its
+    /// failure): a reader that saw the old count may have read the old rows.
+    pub(crate) fn writing_runs(&self) -> RunsWrite<'_> {
+        RunsWrite(&self.runs_written)
     }
 
     /// How often the resolve cache answered a read, and how often it could

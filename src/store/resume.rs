@@ -11,6 +11,7 @@ impl Store {
     /// workspace is not the retention's to remove. False when the run was no
     /// longer in `from`.
     pub async fn mark_lost(&self, id: i64, from: RunState, reason: &str) -> Result<bool> {
+        let _counted = self.writing_runs();
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE runs SET state = 'lost', state_reason = $1, token_hash = NULL \
@@ -32,6 +33,7 @@ impl Store {
     /// state) is cleared and `resumes` counts one more. False when the run
     /// was no longer in `from` (someone else resumed it first).
     pub async fn begin_resume(&self, id: i64, token_hash: &str, from: RunState) -> Result<bool> {
+        let _counted = self.writing_runs();
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE runs SET state = 'starting', state_reason = NULL, token_hash = $1, \

@@ -68,6 +68,7 @@ impl Store {
         new: &NewRun<'_>,
         places: impl FnOnce(i64) -> RunPlaces,
     ) -> Result<Run> {
+        let _counted = self.writing_runs();
         let now = now_ms();
         let options = serde_json::to_string(&new.resolved.options).unwrap_or_else(|_| "{}".into());
         let update = format!(
@@ -197,6 +198,7 @@ impl Store {
         pid: i64,
         pid_start: Option<u64>,
     ) -> Result<Option<Run>> {
+        let _counted = self.writing_runs();
         let now = now_ms();
         let sql = format!(
             "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = $3, \
@@ -219,6 +221,7 @@ impl Store {
         state: RunState,
         reason: Option<&str>,
     ) -> Result<bool> {
+        let _counted = self.writing_runs();
         let sql = format!(
             "UPDATE runs SET state = $1, state_reason = $2 WHERE id = $3 AND state IN {ACTIVE_STATES_SQL}"
         );
@@ -246,6 +249,7 @@ impl Store {
         reason: Option<&str>,
         by: AgentBy,
     ) -> Result<bool> {
+        let _counted = self.writing_runs();
         let now = now_ms();
         let (run_state, run_reason) = match state {
             AgentState::Waiting => (RunState::Waiting, reason),
@@ -278,6 +282,7 @@ impl Store {
     /// Ends a live run. False when it had already ended (someone else won),
     /// or was no longer in `e.from`.
     pub async fn finish_run(&self, id: i64, e: &Ending) -> Result<bool> {
+        let _counted = self.writing_runs();
         let now = now_ms();
         let from = match e.from {
             Some(st) => format!("= '{}'", st.as_str()),
@@ -304,6 +309,7 @@ impl Store {
     }
 
     pub async fn set_run_prompt(&self, id: i64, prompt: &str) -> Result<()> {
+        let _counted = self.writing_runs();
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE runs SET prompt = $1 WHERE id = $2").bind(prompt).bind(id).execute(pool).await?;
         });
@@ -311,6 +317,7 @@ impl Store {
     }
 
     pub async fn mark_workspace_removed(&self, id: i64) -> Result<()> {
+        let _counted = self.writing_runs();
         let now = now_ms();
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE runs SET workspace_removed_at = $1 WHERE id = $2")
@@ -337,6 +344,7 @@ impl Store {
 
     /// Deletes an ended run. `Conflict` when it is still live.
     pub async fn delete_run(&self, id: i64) -> Result<()> {
+        let _counted = self.writing_runs();
         let sql = format!("DELETE FROM runs WHERE id = $1 AND state NOT IN {ACTIVE_STATES_SQL}");
         let n = on_db!(self.db(), pool => {
             sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).execute(pool).await?.rows_affected()

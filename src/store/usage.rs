@@ -101,6 +101,7 @@ impl Store {
 
     /// Records the session id read from a run's CLI (Codex), once.
     pub async fn set_cli_session_id(&self, run_id: i64, id: &str) -> Result<()> {
+        let _counted = self.writing_runs();
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE runs SET cli_session_id = $1 WHERE id = $2 AND cli_session_id IS NULL")
                 .bind(id)

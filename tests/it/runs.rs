@@ -306,6 +306,54 @@ async fn reconcile_costs_a_constant_number_of_tmux_calls(b: Backend) {
     s.stop().await;
 }
 
+/// While nothing changes, the loop's passes are quiet (ADR 21): no tmux
+/// client, no read of the runs. A session killed by hand is still seen at
+/// the next pass, long before the next full one.
+async fn passes_are_quiet_while_nothing_changes(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let r = s.start_run("r", "stay").await;
+        s.record(id(&r), "child").await;
+        runs.push(r);
+    }
+    let before = wait::until("a quiet pass", wait::secs(10), async || {
+        let st = s.get("/api/v1/status").await.ok();
+        (st["last_pass"]["full"] == false).then_some(st)
+    })
+    .await;
+    assert_eq!(before["last_pass"]["runs"], 3, "{before}");
+    assert_eq!(before["last_pass"]["tmux_calls"], 0, "{before}");
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let after = s.get("/api/v1/status").await.ok();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    assert!(
+        n(&after, "reconcile_passes") >= n(&before, "reconcile_passes") + 5,
+        "the loop goes on: {before} → {after}"
+    );
+    // At most one full pass (one list-panes) in that second.
+    assert!(
+        n(&after, "tmux_calls") <= n(&before, "tmux_calls") + 1,
+        "{before} → {after}"
+    );
+
+    let killed = std::time::Instant::now();
+    let session = format!("={}", runs[0]["session"].as_str().unwrap());
+    agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
+    s.wait_state(id(&runs[0]), "lost").await;
+    assert!(
+        killed.elapsed() < std::time::Duration::from_secs(5),
+        "seen by a quiet pass, not the next full one: {:?}",
+        killed.elapsed()
+    );
+    for r in &runs[1..] {
+        let now = s.get(&format!("/api/v1/runs/{}", id(r))).await.ok();
+        assert_eq!(now["state"], "running", "{now}");
+    }
+    s.stop().await;
+}
+
 /// A run whose agent waits for a person says so, with the reason, within a
 /// pass; and goes back to running when the agent moves on.
 async fn a_waiting_agent_shows_as_waiting(b: Backend) {
@@ -390,6 +438,7 @@ on_both!(
     a_url_repo_runs_from_a_mirror,
     listing_filters,
     reconcile_costs_a_constant_number_of_tmux_calls,
+    passes_are_quiet_while_nothing_changes,
     a_waiting_agent_shows_as_waiting,
 );
 

@@ -120,6 +120,42 @@ async fn the_screen_is_what_tmux_shows(b: Backend) {
     s.stop().await;
 }
 
+/// The agent's terminal has the pane's size and follows it when the pane is
+/// resized: the exec shim passes `SIGWINCH` on (ADR 16).
+async fn the_agent_s_terminal_follows_the_pane(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = scripted(
+        &s,
+        "size",
+        r#"while :; do stty size > "$FAKE_REC/size.new"; mv "$FAKE_REC/size.new" "$FAKE_REC/size"; sleep 0.1; done"#,
+    )
+    .await;
+    let rid = id(&run);
+    let size = s.dir.path().join(format!("records/{rid}/size"));
+    let seen = async |want: &str| {
+        wait::until(
+            format!("the agent to see {want}"),
+            wait::secs(10),
+            async || {
+                std::fs::read_to_string(&size)
+                    .ok()
+                    .filter(|t| t.trim() == want)
+            },
+        )
+        .await
+    };
+    seen("50 200").await;
+    let socket = Path::new(run["tmux_socket"].as_str().unwrap());
+    let target = format!("={}:", run["session"].as_str().unwrap());
+    agent::tmux(
+        socket,
+        &["resize-window", "-t", &target, "-x", "120", "-y", "40"],
+    );
+    seen("40 120").await;
+    s.stop().await;
+}
+
 async fn history_keeps_what_scrolled_off(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
@@ -341,6 +377,7 @@ async fn input_is_typed_as_it_is(b: Backend) {
 
 on_both!(
     the_screen_is_what_tmux_shows,
+    the_agent_s_terminal_follows_the_pane,
     history_keeps_what_scrolled_off,
     input_is_typed_as_it_is,
 );
