@@ -126,7 +126,8 @@ pub(super) mod tests {
     use super::*;
     use crate::domain::{AgentStatus, Layer, RunKind, Sourced};
 
-    /// A run as a pass sees it (`agent_seen.rs`'s tests use it too).
+    /// A run as a pass sees it (the tests of `agent_seen.rs` and `usage.rs`
+    /// use it too).
     pub(in crate::run) fn run(
         state: RunState,
         reason: Option<&str>,

@@ -34,8 +34,8 @@ const ENDED_WINDOW_MS: i64 = 3_600_000;
 /// run whose usage did not change is read again after 1 pass, then 2, 4, 8,
 /// 16 (16 s at the default interval), and every pass again once it changes
 /// (a hook, or input sent to the run, resets it too; a working Codex run
-/// rests at most [`REST_WORKING`] passes). A hundred idle runs cost a few reads a second,
-/// not a hundred.
+/// rests at most [`REST_WORKING`] passes). A hundred idle runs cost a few
+/// reads a second, not a hundred.
 const REST_MAX: u32 = 16;
 
 /// The longest a working Codex run's rollout goes unread, in passes: its
@@ -258,6 +258,23 @@ fn read_on(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_working_codex_run_rests_less() {
+        use crate::domain::{AgentBy, RunState};
+        let run = |provider: &str, state| {
+            let mut r = super::super::attention::tests::run(
+                RunState::Running,
+                None,
+                Some((state, AgentBy::Rollout)),
+            );
+            r.provider = provider.into();
+            r
+        };
+        assert_eq!(rest_max(&run("codex", AgentState::Working)), REST_WORKING);
+        assert_eq!(rest_max(&run("codex", AgentState::Idle)), REST_MAX);
+        assert_eq!(rest_max(&run("claude-code", AgentState::Working)), REST_MAX);
+    }
 
     #[test]
     fn reading_on_counts_only_what_was_appended() {
