@@ -379,6 +379,8 @@ impl Scheduler {
                     .store
                     .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
                     .await;
+                // The next usage pass reads the round's turn in the rollout.
+                self.runner.look_again(run.id);
                 tracing::info!(run = run.id, round = claim.rounds + 1, "{why}: a new round");
                 None
             }

@@ -210,6 +210,7 @@ impl Scheduler {
                     tracing::warn!(run = run.id, error = %e, "could not resume a run after its usage limit");
                     return true;
                 }
+                self.runner.look_again(run.id);
                 if run.state == RunState::Waiting || limited_now(run) {
                     let _ = self
                         .runner

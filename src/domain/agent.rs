@@ -17,12 +17,14 @@ spelled! {
 spelled! {
     /// Who set a run's agent state: the CLI's hook, lab's launch (a run
     /// given a prompt is working from its start), a person's input (text
-    /// sent with Enter: the agent has a prompt), or lab's screen check (the
-    /// fallback for what no hook reports).
+    /// sent with Enter: the agent has a prompt), the CLI's own session file
+    /// (Codex's rollout: a turn's start and end, read by the usage pass), or
+    /// lab's screen check (the fallback for what no hook reports).
     pub enum AgentBy ("agent state source") {
         Hook = "hook",
         Launch = "launch",
         Input = "input",
+        Rollout = "rollout",
         Screen = "screen",
     }
 }

@@ -15,13 +15,14 @@ use crate::domain::{AgentState, AgentStatus, rfc3339};
 use crate::service;
 use crate::state::AppState;
 
-/// What the run's agent is doing, from its CLI's hooks (or, for what no hook
-/// reports, lab's screen check).
+/// What the run's agent is doing, from its CLI's hooks and Codex's rollout
+/// (or, for what they do not report, lab's screen check).
 #[derive(Serialize, ToSchema)]
 pub struct AgentStateBody {
     pub state: AgentState,
     /// The question a waiting agent asks (at most 500 characters), or why
-    /// an idle one's turn ended on an error; `null` otherwise.
+    /// an idle one's turn ended early (an error, an interruption); `null`
+    /// otherwise.
     pub reason: Option<String>,
     /// When the agent entered this state.
     pub since: String,

@@ -129,11 +129,17 @@ fn screen_change(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::domain::{AgentStatus, Layer, RunKind, Sourced};
 
-    fn run(state: RunState, reason: Option<&str>, agent: Option<(AgentState, AgentBy)>) -> Run {
+    /// A run as a pass sees it (the tests of `agent_seen.rs` and `usage.rs`
+    /// use it too).
+    pub(in crate::run) fn run(
+        state: RunState,
+        reason: Option<&str>,
+        agent: Option<(AgentState, AgentBy)>,
+    ) -> Run {
         Run {
             id: 1,
             kind: RunKind::Manual,
@@ -184,7 +190,7 @@ mod tests {
 
     #[test]
     fn the_screen_is_the_fallback_and_never_undoes_a_hook() {
-        use AgentBy::{Hook, Screen};
+        use AgentBy::{Hook, Rollout, Screen};
         use AgentState::{Idle, Waiting, Working};
         let claude = crate::provider::get("claude-code").unwrap();
         let login = Some("not logged in: attach and run /login");
@@ -236,9 +242,42 @@ mod tests {
             ),
             // A screen that asks nothing leaves a hook's state alone.
             (run(RunState::Running, None, Some((Idle, Hook))), None, None),
+            // The rollout (Codex's turns) is exact like a hook: a screen
+            // that asks nothing never undoes it, a question it does not
+            // report (an approval) still makes the run wait.
+            (
+                run(RunState::Running, None, Some((Idle, Rollout))),
+                None,
+                None,
+            ),
+            (
+                run(RunState::Running, None, Some((Working, Rollout))),
+                None,
+                None,
+            ),
         ];
         for (i, (r, reason, want)) in table.into_iter().enumerate() {
             assert_eq!(screen_change(&r, claude, reason), want, "row {i}");
+        }
+        let codex = crate::provider::get("codex").unwrap();
+        let approval = codex.attention(
+            "Would you like to run the following command?\n$ rm -rf x\n› 1. Yes, proceed",
+        );
+        let table = [
+            (
+                run(RunState::Running, None, Some((Working, Rollout))),
+                approval,
+                approval.map(|a| (Waiting, Some(a))),
+            ),
+            (
+                run(RunState::Running, None, Some((Idle, Rollout))),
+                None,
+                None,
+            ),
+        ];
+        assert!(approval.is_some(), "Codex's approval screen is read");
+        for (i, (r, reason, want)) in table.into_iter().enumerate() {
+            assert_eq!(screen_change(&r, codex, reason), want, "codex row {i}");
         }
     }
 }

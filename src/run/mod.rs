@@ -6,6 +6,7 @@
 //! only by [`proctree`].
 
 pub mod agent_config;
+mod agent_seen;
 mod attention;
 pub mod busy;
 pub mod check;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::Runner;
 use super::transcript::{find, open};
-use crate::domain::Run;
+use crate::domain::{AgentState, Run};
 use crate::store::{StoreError, UsageRead, now_ms};
 use crate::usage::{Format, Part, Tally};
 
@@ -34,13 +34,31 @@ const ENDED_WINDOW_MS: i64 = 3_600_000;
 /// The longest a live run's transcript goes unread, in reconcile passes: a
 /// run whose usage did not change is read again after 1 pass, then 2, 4, 8,
 /// 16 (16 s at the default interval), and every pass again once it changes
-/// (a hook resets it too). A hundred idle runs cost a few reads a second,
-/// not a hundred.
+/// (a hook, or input sent to the run, resets it too; a working Codex run
+/// rests at most [`REST_WORKING`] passes). A hundred idle runs cost a few
+/// reads a second, not a hundred.
 const REST_MAX: u32 = 16;
 
 /// The usage pass's runs, with the store's write count and the time they
 /// were read.
 pub(super) type TallyRuns = (u64, std::time::Instant, Arc<Vec<Run>>);
+
+/// The longest a working Codex run's rollout goes unread, in passes: its
+/// turn's end shows within seconds even without its notify hook.
+const REST_WORKING: u32 = 4;
+
+/// How many passes run `run`'s transcript may go unread at most.
+fn rest_max(run: &Run) -> u32 {
+    let working = run
+        .agent
+        .as_ref()
+        .is_some_and(|a| a.state == AgentState::Working);
+    if working && Format::of(&run.provider) == Some(Format::Codex) {
+        REST_WORKING
+    } else {
+        REST_MAX
+    }
+}
 
 impl Runner {
     /// One usage pass over this node's runs; returns how many runs' usage
@@ -77,9 +95,8 @@ impl Runner {
                 Ok(false) => {
                     let mut rest = self.usage_rest.lock().expect("poisoned");
                     let pass = self.cfg.reconcile_every;
-                    let wait = rest
-                        .get(&run.id)
-                        .map_or(pass, |(_, w)| (*w * 2).min(pass * REST_MAX));
+                    let most = pass * rest_max(run);
+                    let wait = rest.get(&run.id).map_or(pass, |(_, w)| (*w * 2).min(most));
                     rest.insert(run.id, (now + wait, wait));
                 }
                 Err(e) => {
@@ -155,6 +172,8 @@ impl Runner {
         if let Some(id) = session {
             self.store.set_cli_session_id(run.id, &id).await?;
         }
+        let mut read = read;
+        let seen = read.tally.agent.take();
         if read == before {
             self.usage_reads
                 .lock()
@@ -167,6 +186,9 @@ impl Runner {
             .lock()
             .expect("poisoned")
             .insert(run.id, read);
+        if let Some(seen) = seen.filter(|_| !ended) {
+            self.record_seen(run.id, &seen).await?;
+        }
         Ok(true)
     }
 
@@ -205,6 +227,7 @@ fn read_transcript(format: Format, home: &Path, path: &Path, read: &mut UsageRea
             Tally {
                 usage: read.tally.usage.clone(),
                 carry: part.carry,
+                agent: None,
             },
         );
         at_end &= read_on(format, home, &part_path, &mut offset, &mut sub, &mut budget);
@@ -282,6 +305,23 @@ fn read_on(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_working_codex_run_rests_less() {
+        use crate::domain::{AgentBy, RunState};
+        let run = |provider: &str, state| {
+            let mut r = super::super::attention::tests::run(
+                RunState::Running,
+                None,
+                Some((state, AgentBy::Rollout)),
+            );
+            r.provider = provider.into();
+            r
+        };
+        assert_eq!(rest_max(&run("codex", AgentState::Working)), REST_WORKING);
+        assert_eq!(rest_max(&run("codex", AgentState::Idle)), REST_MAX);
+        assert_eq!(rest_max(&run("claude-code", AgentState::Working)), REST_MAX);
+    }
 
     #[test]
     fn reading_on_counts_only_what_was_appended() {

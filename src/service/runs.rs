@@ -142,6 +142,9 @@ pub async fn input(
     let names: Vec<&str> = keys.iter().map(|k| k.tmux_name()).collect();
     match runner.tmux.send_input(&run.session, &text, &names).await {
         Ok(()) => {
+            // The next usage pass reads the run's transcript (Codex's
+            // rollout says when the turn this input starts ends).
+            runner.look_again(run.id);
             // Text sent with Enter is a prompt: the agent works on it. (Codex
             // reports only the end of a turn; Claude Code's own hook says
             // the same a moment later.)

@@ -64,6 +64,7 @@ impl Store {
                     cost_nano_usd: r.cost_nano_usd,
                 },
                 carry,
+                agent: None,
             },
             done: r.done,
         })

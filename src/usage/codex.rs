@@ -19,6 +19,14 @@
 //!   `user_message` event for its prompt, only an `item_completed` one, so
 //!   turns are counted by their start.)
 //!
+//! - the same turn events, and `user_message` (a prompt typed in) and
+//!   `turn_aborted` (`payload.reason`: `interrupted`, `replaced`,
+//!   `review_ended`, `budget_limited`), as the agent's state (ADR 13,
+//!   amended): the last one a read sees, at the line's `timestamp`
+//!   (RFC 3339, UTC), is the run's [`Seen`]. Approval requests are never
+//!   written to a rollout (the persistence policy of `codex-rs/rollout`
+//!   drops them), so a waiting agent is still the screen check's to see.
+//!
 //! Totals are cumulative, so each count adds what grew since the last one,
 //! priced at the model of the turn. Checked against the source (the
 //! `RolloutLine`, `RolloutItem`, `EventMsg`, `TokenUsage` and
@@ -29,10 +37,13 @@
 use serde::Deserialize;
 
 use super::prices::Tokens;
-use super::{Tally, count};
+use super::{Seen, Tally, count};
+use crate::domain::{AgentState, agent_reason};
 
 #[derive(Deserialize)]
 struct Line {
+    #[serde(default)]
+    timestamp: Option<String>,
     #[serde(rename = "type")]
     kind: String,
     payload: serde_json::Value,
@@ -48,6 +59,35 @@ struct Event {
     #[serde(rename = "type")]
     kind: String,
     info: Option<Info>,
+    /// `turn_aborted`'s reason.
+    reason: Option<serde_json::Value>,
+}
+
+impl Event {
+    /// The agent state this event says the agent entered, and why.
+    fn agent_state(&self) -> Option<(AgentState, Option<String>)> {
+        match self.kind.as_str() {
+            "task_started" | "turn_started" | "user_message" => Some((AgentState::Working, None)),
+            "task_complete" | "turn_complete" => Some((AgentState::Idle, None)),
+            "turn_aborted" => {
+                let why = match self.reason.as_ref().and_then(|r| r.as_str()) {
+                    Some("interrupted") => "the turn was interrupted".to_owned(),
+                    Some(r) => format!("the turn was aborted: {r}"),
+                    None => "the turn was aborted".to_owned(),
+                };
+                Some((AgentState::Idle, agent_reason(&why)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A line's `timestamp` as ms since the epoch; `None` when it is not an
+/// RFC 3339 time after the epoch.
+fn millis(timestamp: &str) -> Option<i64> {
+    let t = humantime::parse_rfc3339_weak(timestamp).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_millis()).ok()
 }
 
 #[derive(Deserialize)]
@@ -108,6 +148,11 @@ pub(super) fn line(t: &mut Tally, bytes: &[u8]) {
             let Ok(e) = serde_json::from_value::<Event>(l.payload) else {
                 return;
             };
+            if let Some((state, reason)) = e.agent_state()
+                && let Some(at) = l.timestamp.as_deref().and_then(millis)
+            {
+                t.agent = Some(Seen { state, reason, at });
+            }
             match (e.kind.as_str(), e.info) {
                 ("task_started" | "turn_started", _) => t.turn(),
                 ("token_count", Some(info)) => {
@@ -209,6 +254,89 @@ mod tests {
             Format::Codex,
             FIXTURE,
             &[1, 500, 1200, FIXTURE.len() - 2],
+        );
+    }
+
+    /// A TUI session's turns in the 0.171.0 shapes (`task_started` as the
+    /// pinned CLI wrote it offline; `task_complete` and `turn_aborted` with
+    /// the fields of `TurnCompleteEvent`/`TurnAbortedEvent` in
+    /// `codex-rs/protocol`): each read's last state, at its line's time.
+    #[test]
+    fn turns_give_the_agent_state_at_the_line_s_time() {
+        let turns = include_str!("../../tests/fixtures/codex-0.171.0-turns.jsonl");
+        let lines: Vec<&str> = turns.lines().collect();
+        let seen = |upto: usize| {
+            let mut t = Tally::default();
+            let text: String = lines[..upto].iter().map(|l| format!("{l}\n")).collect();
+            t.feed(Format::Codex, text.as_bytes());
+            t.agent.map(|s| (s.state, s.reason, s.at))
+        };
+        // The session's first line says nothing about a turn.
+        assert_eq!(seen(1), None);
+        // A turn started (then its prompt): working.
+        assert_eq!(seen(2), Some((AgentState::Working, None, 1796122800100)));
+        assert_eq!(seen(5).unwrap().0, AgentState::Working);
+        // It completed: idle, nothing asked.
+        assert_eq!(seen(6), Some((AgentState::Idle, None, 1796122809500)));
+        assert_eq!(seen(8).unwrap().0, AgentState::Working);
+        // The next one was interrupted: idle, and why.
+        assert_eq!(
+            seen(9),
+            Some((
+                AgentState::Idle,
+                Some("the turn was interrupted".into()),
+                1796122920250
+            ))
+        );
+        // The token fixture ends inside its second turn.
+        let mut t = Tally::default();
+        t.feed(Format::Codex, FIXTURE.as_bytes());
+        assert_eq!(t.agent.unwrap().state, AgentState::Working);
+    }
+
+    #[test]
+    fn a_state_line_without_its_time_or_with_odd_fields_is_read_safely() {
+        let read = |lines: &str| {
+            let mut t = Tally::default();
+            t.feed(Format::Codex, lines.as_bytes());
+            t.agent.map(|s| (s.state, s.reason))
+        };
+        // No time, or no RFC 3339 time: no state (the order would be unknown).
+        assert_eq!(
+            read("{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_complete\"}}\n"),
+            None
+        );
+        assert_eq!(
+            read(
+                "{\"timestamp\":\"t\",\"type\":\"event_msg\",\"payload\":{\"type\":\"task_complete\"}}\n"
+            ),
+            None
+        );
+        // A reason lab does not know is shown as given, cleaned and cut.
+        let odd = format!(
+            "{{\"timestamp\":\"2026-12-01T11:00:00Z\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"turn_aborted\",\"reason\":\"\\u001b[2Jx{}\"}}}}\n",
+            "y".repeat(3000)
+        );
+        let (state, reason) = read(&odd).unwrap();
+        assert_eq!(state, AgentState::Idle);
+        let reason = reason.unwrap();
+        assert!(
+            reason.starts_with("the turn was aborted:  [2Jx"),
+            "{reason}"
+        );
+        assert_eq!(reason.chars().count(), crate::domain::AGENT_REASON_CHARS);
+        // A reason that is no string, and an event lab does not use.
+        assert_eq!(
+            read(
+                "{\"timestamp\":\"2026-12-01T11:00:00Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"turn_aborted\",\"reason\":{\"x\":1}}}\n"
+            ),
+            Some((AgentState::Idle, Some("the turn was aborted".into())))
+        );
+        assert_eq!(
+            read(
+                "{\"timestamp\":\"2026-12-01T11:00:00Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"exec_approval_request\"}}\n"
+            ),
+            None
         );
     }
 

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::Usage;
+use crate::domain::{AgentState, Usage};
 use prices::Tokens;
 
 /// The longest transcript line lab reads; a longer one is skipped whole.
@@ -62,6 +62,20 @@ impl Format {
 pub struct Tally {
     pub usage: Usage,
     pub carry: Carry,
+    /// The last agent state this read saw recorded (Codex: a turn's start
+    /// or end), for the run's agent state (ADR 13); not kept between reads.
+    pub agent: Option<Seen>,
+}
+
+/// An agent state a transcript recorded, as of the line's own time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub state: AgentState,
+    /// Why an idle agent's turn ended early (an interruption), as
+    /// `domain::agent_reason` keeps it.
+    pub reason: Option<String>,
+    /// When the CLI wrote it (ms since the epoch).
+    pub at: i64,
 }
 
 impl Default for Tally {
@@ -72,6 +86,7 @@ impl Default for Tally {
                 ..Usage::default()
             },
             carry: Carry::default(),
+            agent: None,
         }
     }
 }

@@ -121,6 +121,93 @@ async fn codex_notify_makes_the_agent_idle(b: Backend) {
     s.stop().await;
 }
 
+/// A fake Codex (`FAKE_RUN`) that writes its rollout under
+/// `$HOME/.codex/sessions/YYYY/MM/DD/` in the 0.171.0 shapes (see
+/// `tests/fixtures/codex-0.171.0-turns.jsonl`), each line stamped with the
+/// time it is written: a turn starts, then each step waits for its go file
+/// in the run's record folder (`go-complete`, `go-start`, `go-abort`). It
+/// runs no notify hook, so every state here is the rollout's.
+fn codex_turns_script(s: &TestServer, sid: &str) -> std::path::PathBuf {
+    let script = s.tmp().join(format!("codex-turns-{sid}.sh"));
+    let body = r#"d="$HOME/.codex/sessions/$(date -u +%Y/%m/%d)"
+mkdir -p "$d"
+f="$d/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-SID.jsonl"
+now() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
+ev() { printf '{"timestamp":"%s","type":"event_msg","payload":%s}\n' "$(now)" "$1" >> "$f"; }
+await() { while [ ! -e "$FAKE_REC/$1" ]; do sleep 0.05; done; }
+printf '{"timestamp":"%s","type":"session_meta","payload":{"id":"SID","timestamp":"%s","cwd":"%s","originator":"codex_cli_rs","cli_version":"0.171.0","source":"cli"}}\n' "$(now)" "$(now)" "$(pwd)" > "$f"
+ev '{"type":"task_started","turn_id":"t1","started_at":1796122800,"model_context_window":475000,"collaboration_mode_kind":"default"}'
+echo x > "$FAKE_REC/rolled-1"
+await go-complete
+ev '{"type":"agent_message","message":"Done.","phase":"final_answer"}'
+ev '{"type":"task_complete","turn_id":"t1","last_agent_message":"Done.","completed_at":1796122809,"duration_ms":9400}'
+await go-start
+ev '{"type":"task_started","turn_id":"t2","started_at":1796122890,"model_context_window":475000,"collaboration_mode_kind":"default"}'
+ev '{"type":"user_message","message":"now run all the tests","images":[],"local_images":[],"text_elements":[]}'
+await go-abort
+ev '{"type":"turn_aborted","turn_id":"t2","reason":"interrupted","completed_at":1796122920,"duration_ms":30250}'
+while :; do sleep 1; done
+"#;
+    std::fs::write(&script, body.replace("SID", sid)).unwrap();
+    script
+}
+
+/// Waits until run `n`'s agent is `state` (with `reason`), and returns the
+/// run.
+async fn agent_becomes(s: &TestServer, n: i64, state: &str, reason: Option<&str>) -> Value {
+    let what = format!("run {n}'s agent to be {state}");
+    crate::support::wait::until(what, crate::support::wait::secs(15), async || {
+        let r = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+        let a = agent(&r);
+        if a["state"] == state && a["reason"].as_str() == reason {
+            Ok(r)
+        } else {
+            Err(r["agent_state"].to_string())
+        }
+    })
+    .await
+}
+
+/// Codex's rollout: the turn's end makes the run idle, a new turn (typed
+/// into Codex itself, not through lab) working, an interruption idle with
+/// why; no hook runs, so each state is read from the rollout file.
+async fn codex_rollout_drives_the_agent_state(b: Backend) {
+    let s = TestServer::start(b).await;
+    crate::usage::codex_repo(&s, "c").await;
+    let sid = "01a23190-0000-7000-8000-00000000c0de";
+    let script = codex_turns_script(&s, sid);
+    let run = s
+        .start_run("c", &format!("FAKE_RUN={}", script.display()))
+        .await;
+    let n = id(&run);
+    s.record(n, "rolled-1").await;
+    let working = agent_becomes(&s, n, "working", None).await;
+    let rec = s.tmp().join("records").join(n.to_string());
+    let go = |step: &str| std::fs::write(rec.join(step), b"").unwrap();
+
+    go("go-complete");
+    let idle = agent_becomes(&s, n, "idle", None).await;
+    assert_eq!(idle["state"], "running");
+    assert_eq!(idle["cli_session_id"], sid);
+    let since = |r: &Value| humantime::parse_rfc3339(agent(r)["since"].as_str().unwrap()).unwrap();
+    assert!(since(&idle) >= since(&working));
+
+    go("go-start");
+    let again = agent_becomes(&s, n, "working", None).await;
+    assert!(since(&again) >= since(&idle));
+
+    go("go-abort");
+    let aborted = agent_becomes(&s, n, "idle", Some("the turn was interrupted")).await;
+    assert_eq!(aborted["state"], "running");
+    assert!(aborted["state_reason"].is_null(), "{aborted}");
+    // Nothing new in the rollout: the state stays (the screen check,
+    // every 100 ms here, sees no question and leaves it alone).
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let still = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&still), agent(&aborted), "{still}");
+    s.stop().await;
+}
+
 /// Only a run's own token posts its hooks: another run's is a 403; a body
 /// that is not the documented shape is a 400 that changes nothing; an
 /// event lab does not know is accepted and ignored.
@@ -191,5 +278,6 @@ async fn hooks_are_the_run_s_own_and_checked(b: Backend) {
 on_both!(
     claude_hooks_drive_the_agent_state,
     codex_notify_makes_the_agent_idle,
+    codex_rollout_drives_the_agent_state,
     hooks_are_the_run_s_own_and_checked,
 );
