@@ -162,10 +162,25 @@ async fn main() {
         .collect();
     let (mut lab, lab_sock) = lab_with(&t.join("lab"), &agent, n, &env).await;
     let bare_sock = t.join("bare.sock");
+    // BENCH_BARE_LIKE_LAB=1: the bare server gets lab's tmux options (what
+    // lab adds beyond its server's configuration).
+    let like_lab = std::env::var("BENCH_BARE_LIKE_LAB").is_ok_and(|v| v == "1");
+    let bare_conf = t.join("bare.conf");
+    std::fs::write(
+        &bare_conf,
+        if like_lab {
+            "set-option -g automatic-rename off\n"
+        } else {
+            ""
+        },
+    )
+    .unwrap();
     for i in 0..n {
         let ok = Command::new("tmux")
             .arg("-S")
             .arg(&bare_sock)
+            .arg("-f")
+            .arg(&bare_conf)
             .args([
                 "new-session",
                 "-d",
@@ -197,7 +212,12 @@ async fn main() {
     let pct = |a: u64, b: u64| (a.saturating_sub(b)) as f64 / hz / wall * 100.0;
     let bare = pct(after.1, before.1);
     let kind = if idle { "idle" } else { "busy" };
-    println!("{n} {kind} agents on each, {wall:.0} s window, % of one core:\n");
+    let bare_is = if like_lab {
+        "bare tmux with lab's tmux options"
+    } else {
+        "bare tmux as installed"
+    };
+    println!("{n} {kind} agents on each ({bare_is}), {wall:.0} s window, % of one core:\n");
     println!("| what | lab | bare tmux (baseline) |\n|---|---|---|");
     let l: Vec<f64> = (0..3).map(|i| pct(after.0[i], before.0[i])).collect();
     println!(

@@ -338,6 +338,14 @@ async fn passes_are_quiet_while_nothing_changes(b: Backend) {
         "{before} → {after}"
     );
 
+    // lab's server does not name windows after their processes (tmux would
+    // look each busy pane's process up twice a second; ADR 16).
+    let rename = agent::tmux(
+        s.runner().tmux.socket(),
+        &["show-options", "-gwv", "automatic-rename"],
+    );
+    assert_eq!(rename.trim(), "off");
+
     let killed = std::time::Instant::now();
     let session = format!("={}", runs[0]["session"].as_str().unwrap());
     agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
