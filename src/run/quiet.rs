@@ -50,6 +50,11 @@ enum Watch {
     Start(u64),
 }
 
+/// The most pidfds lab holds: past them, a process is watched by its start
+/// time (a read of `/proc`), so that runs never take the descriptors lab's
+/// requests need (a soft limit of 1 024 is common).
+const MAX_PIDFDS: usize = 256;
+
 /// The pane processes being watched, by pid.
 #[derive(Default)]
 pub(super) struct Watches(HashMap<i64, Watch>);
@@ -65,7 +70,13 @@ impl Watches {
             let Some(start) = proctree::start_time(pid) else {
                 continue;
             };
-            let watch = match pidfd(pid) {
+            let fds = self
+                .0
+                .values()
+                .filter(|w| matches!(w, Watch::Fd(_)))
+                .count();
+            let fd = (fds < MAX_PIDFDS).then(|| pidfd(pid)).flatten();
+            let watch = match fd {
                 // The pid was the same process before and after the open.
                 Some(fd) if proctree::start_time(pid) == Some(start) => Watch::Fd(fd),
                 _ => Watch::Start(start),
@@ -222,5 +233,24 @@ mod tests {
         assert!(!w.all_alive(&[pid]));
         w.keep(&[]);
         assert!(w.0.is_empty());
+    }
+
+    #[test]
+    fn past_the_pidfds_a_start_time_tells_the_same() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = i64::from(child.id());
+        let mut w = Watches::default();
+        w.0.insert(pid, Watch::Start(proctree::start_time(pid).unwrap()));
+        assert!(w.all_alive(&[pid]));
+        // Another process under the same pid would have another start.
+        w.0.insert(pid, Watch::Start(1));
+        assert!(!w.all_alive(&[pid]));
+        w.0.insert(pid, Watch::Start(proctree::start_time(pid).unwrap()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!w.all_alive(&[pid]));
     }
 }

@@ -178,7 +178,13 @@ impl Tmux {
     pub async fn prepare(&self) -> Result<(), TmuxError> {
         let mut cmds = TmuxCommands::new();
         for (option, value) in [("remain-on-exit", "on"), ("automatic-rename", "off")] {
-            cmds = cmds.add_command(SetOption::new().global().option(option).value(value).build());
+            cmds = cmds.add_command(
+                SetOption::new()
+                    .global()
+                    .option(option)
+                    .value(value)
+                    .build(),
+            );
         }
         match self.run("set-option", chain(self.base(), cmds)).await {
             Ok(_) => Ok(()),
