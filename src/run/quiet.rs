@@ -216,13 +216,19 @@ fn live_pids(runs: &[Run], by_session: &HashMap<&str, &Pane>) -> Vec<i64> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_pidfd_turns_readable_when_its_process_ends() {
-        let mut child = std::process::Command::new("sleep")
+    /// A process that lives until killed, and its pid.
+    fn sleeper() -> (std::process::Child, i64) {
+        let child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .unwrap();
         let pid = i64::from(child.id());
+        (child, pid)
+    }
+
+    #[test]
+    fn a_pidfd_turns_readable_when_its_process_ends() {
+        let (mut child, pid) = sleeper();
         let mut w = Watches::default();
         w.keep(&[pid]);
         assert!(matches!(w.0.get(&pid), Some(Watch::Fd(_))), "a pidfd");
@@ -237,11 +243,7 @@ mod tests {
 
     #[test]
     fn past_the_pidfds_a_start_time_tells_the_same() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = i64::from(child.id());
+        let (mut child, pid) = sleeper();
         let mut w = Watches::default();
         w.0.insert(pid, Watch::Start(proctree::start_time(pid).unwrap()));
         assert!(w.all_alive(&[pid]));
