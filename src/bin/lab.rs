@@ -24,6 +24,13 @@ enum Command {
     /// becomes the agent. Used by lab itself.
     #[command(name = "__exec", hide = true)]
     Exec { launch_file: std::path::PathBuf },
+    /// The process that copies every run's output to its pane and its log
+    /// (ADR 22). Started by lab itself, in its tmux server.
+    #[command(name = "__relay", hide = true)]
+    Relay {
+        socket: std::path::PathBuf,
+        lock: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -31,6 +38,9 @@ fn main() -> ExitCode {
     if let Command::Exec { launch_file } = &cli.command {
         // No runtime, no logging: become the agent as directly as possible.
         return ExitCode::from(lab::run::exec::exec_main(launch_file).clamp(0, 255) as u8);
+    }
+    if let Command::Relay { socket, lock } = &cli.command {
+        return ExitCode::from(lab::run::relay::main(socket, lock).clamp(0, 255) as u8);
     }
     lab::init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -53,7 +63,7 @@ fn main() -> ExitCode {
                 }
                 Ok(())
             }
-            Command::Exec { .. } => unreachable!("handled above"),
+            Command::Exec { .. } | Command::Relay { .. } => unreachable!("handled above"),
         }
     });
     match result {

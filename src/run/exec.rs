@@ -39,6 +39,10 @@ pub struct Launch {
     /// The run's log: the shim pipes its pane into it before anything else
     /// (see [`PaneLog`]).
     pub log: PaneLog,
+    /// The relay's socket, when lab has one running: the shim hands it the
+    /// agent's output to copy (ADR 22).
+    #[serde(default)]
+    pub relay: Option<PathBuf>,
 }
 
 /// Where the pane's output goes. The shim attaches the pipe itself, from
@@ -161,11 +165,11 @@ pub fn exec_main(launch_file: &Path) -> i32 {
     let _ = std::fs::remove_file(launch_file);
     // The log first, so that every later failure is in it. The agent gets a
     // terminal of its own, whose output this process copies to the pane and
-    // to the log (`relay.rs`); where that cannot be made, the pane is piped
+    // to the log (`pty.rs`); where that cannot be made, the pane is piped
     // into the log by tmux (`pipe-pane`) and the agent gets the pane's.
     let relay = open_log(&launch.log.file)
         .ok()
-        .and_then(|log| Some((log, super::relay::Pty::open(0).ok()?)));
+        .and_then(|log| Some((log, super::pty::Pty::open(0).ok()?)));
     let mut log = relay.as_ref().and_then(|(l, _)| l.try_clone().ok());
     let mut fail = |msg: String, code: i64| {
         eprintln!("{msg}");
@@ -215,7 +219,7 @@ pub fn exec_main(launch_file: &Path) -> i32 {
     };
     ignore_job_control();
     let waited = match relay {
-        Some((log, pty)) => pty.relay(0, &mut child, log),
+        Some((log, pty)) => pty.relay(0, &mut child, log, launch.relay.as_deref()),
         None => loop {
             match child.wait() {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -291,6 +295,7 @@ mod tests {
                 socket: "/x/tmux.sock".into(),
                 file: "/x/output.log".into(),
             },
+            relay: None,
         };
         let env = l.environment(
             [

@@ -131,7 +131,12 @@ impl<'a> InFlight<'a> {
     /// The start of a run recorded long before (a resume): marked launching
     /// at once, before its state changes.
     pub(super) fn of_run(runner: &'a Runner, id: i64) -> Self {
-        runner.launching.lock().expect("poisoned").insert(id);
+        *runner
+            .launching
+            .lock()
+            .expect("poisoned")
+            .entry(id)
+            .or_default() += 1;
         InFlight {
             runner,
             pending: None,
@@ -141,7 +146,13 @@ impl<'a> InFlight<'a> {
 
     /// The run is recorded: mark it launching (before the pending count goes).
     fn recorded(&mut self, id: i64) {
-        self.runner.launching.lock().expect("poisoned").insert(id);
+        *self
+            .runner
+            .launching
+            .lock()
+            .expect("poisoned")
+            .entry(id)
+            .or_default() += 1;
         self.run = Some(id);
     }
 }
@@ -149,7 +160,13 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.run {
-            self.runner.launching.lock().expect("poisoned").remove(&id);
+            let mut launching = self.runner.launching.lock().expect("poisoned");
+            if let Some(n) = launching.get_mut(&id) {
+                *n -= 1;
+                if *n == 0 {
+                    launching.remove(&id);
+                }
+            }
         }
     }
 }
@@ -338,7 +355,11 @@ impl Runner {
             let out = self.prepare_files(run.id, p, &spec, true).await;
             (out, t.elapsed())
         };
-        let ((ws, ws_took), (prepared, prepare_took)) = tokio::join!(workspace, prepare);
+        // The relay is there before the pane starts (the first run after a
+        // start or a relay's end waits for it to listen).
+        let relay = self.relay.ensure(&self.tmux);
+        let ((ws, ws_took), (prepared, prepare_took), relay) =
+            tokio::join!(workspace, prepare, relay);
         timings.workspace = ws_took;
         let ws = ws.map_err(|e| format!("could not create the workspace: {e}"))?;
         let (dir, log) = prepared.map_err(|e| e.to_string())?;
@@ -354,6 +375,7 @@ impl Runner {
             workspace: &ws.path,
             dir: &dir,
             log: &log,
+            relay,
         })?;
         timings.prepare = prepare_took + t.elapsed();
         let t = std::time::Instant::now();

@@ -45,6 +45,8 @@ pub(super) struct Start<'a> {
     /// The run's folder and its log.
     pub dir: &'a Path,
     pub log: &'a Path,
+    /// The relay's socket, when one listens (ADR 22).
+    pub relay: Option<PathBuf>,
 }
 
 impl Runner {
@@ -92,6 +94,7 @@ impl Runner {
             workspace,
             dir,
             log,
+            relay,
         } = s;
         let mut env =
             super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
@@ -136,6 +139,7 @@ impl Runner {
                 socket: self.tmux.socket().to_path_buf(),
                 file: log.to_path_buf(),
             },
+            relay,
         };
         let launch_file = dir.join("launch.json");
         launch

@@ -94,8 +94,12 @@ impl Runner {
             if self.ending.contains(run.id) {
                 continue;
             }
-            let launching = launching_then.contains(&run.id)
-                || self.launching.lock().expect("poisoned").contains(&run.id);
+            let launching = launching_then.contains_key(&run.id)
+                || self
+                    .launching
+                    .lock()
+                    .expect("poisoned")
+                    .contains_key(&run.id);
             match by_session.get(run.session.as_str()) {
                 Some(pane) if !pane.dead => {
                     if run.state == RunState::Starting
@@ -223,7 +227,7 @@ impl Runner {
         let Some(id) = session_run_id(session) else {
             return false;
         };
-        self.launching.lock().expect("poisoned").contains(&id)
+        self.launching.lock().expect("poisoned").contains_key(&id)
             || self.pending.load(Ordering::SeqCst) > 0
     }
 

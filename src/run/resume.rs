@@ -210,6 +210,7 @@ impl Runner {
             workspace: &ws,
             dir: &dir,
             log: &log,
+            relay: self.relay.ensure(&self.tmux).await,
         })?;
         let pid = self.spawn_pane(run, &ws, &launch_file).await?;
         let now = self

@@ -1,7 +1,7 @@
 //! The runner: lab's tmux server and workspaces for this node, and what
 //! ends runs (stop, removal). The launch path is in `launch.rs`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,7 +75,9 @@ pub struct Runner {
     pub agent_config: AgentConfig,
     pub cfg: RunnerConfig,
     /// Runs between their insert and their session: reconcile leaves them be.
-    pub(super) launching: Mutex<HashSet<i64>>,
+    /// Counted: two resumes of one run may be in flight at once (one then
+    /// loses), and the loser's end must not unmark the winner's.
+    pub(super) launching: Mutex<HashMap<i64, usize>>,
     /// Launches that have not yet registered their run id.
     pub(super) pending: AtomicUsize,
     /// Runs being stopped: the stop, not reconcile, records how they ended.
@@ -107,6 +109,8 @@ pub struct Runner {
     pub(super) seen: Mutex<Option<super::quiet::Seen>>,
     /// The pane processes the quiet passes watch.
     pub(super) watches: Mutex<super::quiet::Watches>,
+    /// The relay that copies the runs' output (ADR 22).
+    pub relay: super::relay::keeper::Keeper,
 }
 
 impl Runner {
@@ -132,13 +136,15 @@ impl Runner {
         {
             cfg.sandbox_policy.hidden.push(dir.to_path_buf());
         }
+        let relay = super::relay::keeper::Keeper::new(tmux.socket(), &cfg.lab_exe);
         Ok(Runner {
             store,
+            relay,
             tmux,
             workspaces: Workspaces::new(&cfg.data_dir),
             agent_config: AgentConfig::new(cfg.agent_home.clone()),
             cfg,
-            launching: Mutex::new(HashSet::new()),
+            launching: Mutex::new(HashMap::new()),
             pending: AtomicUsize::new(0),
             ending: RunSet::default(),
             strays: Mutex::new(Vec::new()),
@@ -198,7 +204,7 @@ impl Runner {
                 run.node
             )));
         }
-        if self.launching.lock().expect("poisoned").contains(&id) {
+        if self.launching.lock().expect("poisoned").contains_key(&id) {
             return Err(RunError::Conflict(format!(
                 "run {id} is still starting; try again in a moment"
             )));

@@ -20,8 +20,8 @@ fn kill_tmux_server(s: &TestServer) {
     agent::tmux(s.runner().tmux.socket(), &["kill-server"]);
 }
 
-/// The names of the sessions on the test server's tmux server (none when
-/// it is not running).
+/// The names of the runs' sessions on the test server's tmux server (none
+/// when it is not running; the relay's is not a run's).
 fn sessions(s: &TestServer) -> String {
     let out = std::process::Command::new("tmux")
         .arg("-S")
@@ -29,7 +29,11 @@ fn sessions(s: &TestServer) -> String {
         .args(["list-sessions", "-F", "#{session_name}"])
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| *l != lab::run::relay::SESSION)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The fake agent's argv of run `id`, as strings.

@@ -38,6 +38,7 @@ mod pages_input;
 mod pulls_merge;
 mod readopt;
 mod real_cli;
+mod relay;
 mod runs;
 mod runs_end;
 mod sandbox;

@@ -9,6 +9,7 @@ use crate::on_both;
 use crate::support::process::LabHome;
 use crate::support::{Backend, agent, git, wait};
 
+/// The sessions on lab's socket but the relay's.
 fn sessions(socket: &std::path::Path) -> Vec<String> {
     let out = std::process::Command::new("tmux")
         .arg("-S")
@@ -18,6 +19,7 @@ fn sessions(socket: &std::path::Path) -> Vec<String> {
         .unwrap();
     let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
+        .filter(|l| *l != lab::run::relay::SESSION)
         .map(str::to_owned)
         .collect();
     v.sort();

@@ -76,24 +76,30 @@ async fn the_screen_is_what_tmux_shows(b: Backend) {
     assert_eq!(got[6], "new line");
     assert!(!text.contains("old line") && !text.contains("✽"));
 
-    // The log comes from the run's exec shim (ADR 16): the tmux server
-    // starts no pipe process of its own for it.
+    // The log comes from the run's exec shim and the relay (ADR 16, 22):
+    // the tmux server starts no pipe process of its own for it.
     let socket = Path::new(run["tmux_socket"].as_str().unwrap());
     let server: i64 = agent::tmux(socket, &["display-message", "-p", "#{pid}"])
         .trim()
         .parse()
         .unwrap();
-    let children: Vec<String> = std::fs::read_dir("/proc")
+    let mut children: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i64>().ok())
         .filter_map(|p| {
             let st = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            let comm = st[st.find('(')? + 1..st.rfind(')')?].to_owned();
             let ppid: i64 = st[st.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()?;
-            (ppid == server).then_some(comm)
+            let argv = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+            let word = argv.split(|b| *b == 0).nth(1)?.to_vec();
+            (ppid == server).then(|| String::from_utf8_lossy(&word).into_owned())
         })
         .collect();
-    assert_eq!(children, ["lab"], "only the run's shim");
+    children.sort();
+    assert_eq!(
+        children,
+        ["__exec", "__relay"],
+        "only the run's shim and the relay"
+    );
     let html = s.get(&format!("{path}?format=html")).await.ok();
     assert!(html["text"].is_null());
     let html = html["html"].as_str().unwrap();

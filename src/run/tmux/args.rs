@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::TmuxError;
 
 /// The longest socket path a Unix socket takes (sun_path is 108 bytes).
-const MAX_SOCKET_PATH: usize = 107;
+pub const MAX_SOCKET_PATH: usize = 107;
 
 /// An argument as tmux must receive it to pass it on unchanged: a final `;`
 /// would end the command, so it is sent as `\;`.

@@ -22,6 +22,7 @@ mod args;
 mod input;
 pub use input::INPUT_PIECE;
 
+pub use args::MAX_SOCKET_PATH;
 use args::{arg, fmt_arg, shell_quote, socket_path};
 
 use tmux_interface::{
@@ -220,7 +221,8 @@ impl Tmux {
         })
     }
 
-    /// Every pane on lab's server, in one tmux call. No server means no panes.
+    /// Every pane on lab's server but the relay's, in one tmux call. No
+    /// server means no panes.
     pub async fn panes(&self) -> Result<Vec<Pane>, TmuxError> {
         let mut tries = 0;
         loop {
@@ -229,7 +231,13 @@ impl Tmux {
                 .command(ListPanes::new().all().format(PANE_FORMAT).build())
                 .build();
             match self.run("list-panes", cmd).await {
-                Ok(out) => return Ok(out.lines().filter_map(parse_pane).collect()),
+                Ok(out) => {
+                    return Ok(out
+                        .lines()
+                        .filter_map(parse_pane)
+                        .filter(|p| p.session != crate::run::relay::SESSION)
+                        .collect());
+                }
                 Err(TmuxError::Failed { message, .. }) if no_server(&message) => {
                     return Ok(Vec::new());
                 }
@@ -282,6 +290,21 @@ impl Tmux {
                 (p.session.clone(), screen)
             })
             .collect())
+    }
+
+    /// The last line the relay's pane shows, if its session is there (a
+    /// relay that ended said why on it).
+    pub async fn relay_last_words(&self) -> Option<String> {
+        let target = format!("={}:", crate::run::relay::SESSION);
+        let cmd = CapturePane::new().stdout().target_pane(target).build();
+        let out = self
+            .run("capture-pane", self.base().command(cmd).build())
+            .await
+            .ok()?;
+        out.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(str::to_owned)
     }
 
     /// Kills sessions, as few tmux calls as the command-length limit allows.

@@ -1,8 +1,10 @@
 //! The agent's own terminal. The exec shim runs the agent on a pty pair of
-//! its own and copies what the agent prints both to the pane (its standard
-//! output) and to the run's log, and what is typed in the pane to the agent.
-//! So the tmux server writes no pipe per run (`pipe-pane` cost it more than
-//! drawing the panes, at a hundred busy runs; ADR 16).
+//! its own; what the agent prints goes both to the pane (the shim's standard
+//! output) and to the run's log, copied by the relay (`relay/`, ADR 22) or,
+//! where there is none, by the shim itself; what is typed in the pane the
+//! shim copies to the agent. So the tmux server writes no pipe per run
+//! (`pipe-pane` cost it more than drawing the panes, at a hundred busy runs;
+//! ADR 16).
 //!
 //! The pane's terminal is put in raw mode: keys pass as bytes, and the
 //! agent's own terminal makes of them what a terminal does (Ctrl-C is its
@@ -92,12 +94,22 @@ impl Pty {
     /// agent until the agent exits; its output also goes to `log`. Returns
     /// how it ended.
     ///
+    /// The agent's output is handed to the relay listening at `relay` when
+    /// there is one; when it lets go (the agent's terminal closed, or the
+    /// relay ended), this shim copies what is left itself.
+    ///
     /// Each direction is a thread blocked in `read` (no `poll`: at a hundred
     /// busy runs, polling both terminals before every read cost the shims
     /// more than the copying itself; ADR 16), and the pane's size follows
     /// through `SIGWINCH`, which a third thread waits for. This thread waits
     /// for the agent. A run doing nothing costs no wakeup at all.
-    pub fn relay(self, outer: RawFd, child: &mut Child, log: File) -> std::io::Result<ExitStatus> {
+    pub fn relay(
+        self,
+        outer: RawFd,
+        child: &mut Child,
+        log: File,
+        relay: Option<&std::path::Path>,
+    ) -> std::io::Result<ExitStatus> {
         let Pty { master, slave } = self;
         // Only the agent keeps the other end: its exit (and its children's)
         // ends the output.
@@ -111,9 +123,16 @@ impl Pty {
         // mask), so that only the size thread takes it. The agent was
         // started before and keeps its own mask.
         let winch = block(libc::SIGWINCH);
+        let handed = relay.and_then(|socket| {
+            use std::os::fd::AsFd;
+            crate::run::relay::handoff::hand_over(socket, master.as_fd(), log.as_fd())
+        });
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let small = || std::thread::Builder::new().stack_size(STACK);
         small().spawn(move || {
+            if let Some(conn) = handed {
+                crate::run::relay::handoff::wait_released(conn);
+            }
             copy_out(m, log);
             let _ = done_tx.send(());
         })?;

@@ -1,0 +1,136 @@
+//! lab's side of the relay: where it listens, whether it runs, and starting
+//! it in lab's tmux server when it does not.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::SESSION;
+use crate::run::tmux::{SpawnArgs, Tmux};
+
+/// How long a relay just started may take to listen before the run goes on
+/// without it (its shim copies on its own).
+const START_WAIT: Duration = Duration::from_secs(2);
+
+pub struct Keeper {
+    socket: PathBuf,
+    lock: PathBuf,
+    exe: PathBuf,
+    /// One start at a time: two launches that both found no relay must not
+    /// kill each other's new one.
+    starting: tokio::sync::Mutex<()>,
+}
+
+/// The lock file, opened (made 0600 if it is not there).
+pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+impl Keeper {
+    /// The relay of the tmux server at `tmux_socket`: its files sit beside
+    /// that socket (hidden from every run, like it), and it runs `exe`.
+    pub fn new(tmux_socket: &Path, exe: &Path) -> Keeper {
+        Keeper {
+            socket: tmux_socket.with_extension("relay"),
+            lock: tmux_socket.with_extension("relay-lock"),
+            exe: exe.to_path_buf(),
+            starting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Where the relay listens.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Whether a relay holds the lock (it takes it before it listens, and
+    /// keeps it until it ends).
+    pub fn running(&self) -> bool {
+        let Ok(f) = open_lock(&self.lock) else {
+            return false;
+        };
+        match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            // Free: nobody runs. Closing the file lets go again.
+            Ok(()) => false,
+            Err(_) => true,
+        }
+    }
+
+    /// The relay's socket once a relay listens there, starting one if none
+    /// runs; `None` when none could be started (runs copy on their own).
+    pub async fn ensure(&self, tmux: &Tmux) -> Option<PathBuf> {
+        if self.socket.as_os_str().len() > super::super::tmux::MAX_SOCKET_PATH {
+            return None;
+        }
+        if self.running() && self.socket.exists() {
+            return Some(self.socket.clone());
+        }
+        let _one = self.starting.lock().await;
+        if !(self.running() && self.socket.exists()) {
+            self.start(tmux).await;
+        }
+        let began = Instant::now();
+        while began.elapsed() < START_WAIT {
+            if self.running() && std::os::unix::net::UnixStream::connect(&self.socket).is_ok() {
+                return Some(self.socket.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tracing::warn!(
+            socket = %self.socket.display(),
+            "the output relay did not start; runs copy their own output"
+        );
+        None
+    }
+
+    async fn start(&self, tmux: &Tmux) {
+        // A relay that ended leaves its pane (remain-on-exit): say why it
+        // ended, and make room for the new one.
+        if let Some(last) = tmux.relay_last_words().await {
+            tracing::warn!(said = %last, "the output relay had ended; starting a new one");
+        }
+        let _ = tmux.kill_sessions(&[SESSION.to_owned()]).await;
+        let argv = [
+            self.exe.to_string_lossy().into_owned(),
+            "__relay".to_owned(),
+            self.socket.to_string_lossy().into_owned(),
+            self.lock.to_string_lossy().into_owned(),
+        ];
+        let cwd = self.socket.parent().unwrap_or(Path::new("/"));
+        if let Err(e) = tmux
+            .spawn(SpawnArgs {
+                session: SESSION,
+                cwd,
+                argv: &argv,
+            })
+            .await
+        {
+            tracing::warn!(error = %e, "cannot start the output relay");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lock_means_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Keeper::new(&dir.path().join("tmux.sock"), Path::new("/bin/true"));
+        assert_eq!(k.socket(), dir.path().join("tmux.relay"));
+        assert!(!k.running(), "nobody holds the lock");
+        assert!(!k.running(), "asking does not keep it");
+        let held = open_lock(&dir.path().join("tmux.relay-lock")).unwrap();
+        rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        assert!(k.running());
+        drop(held);
+        assert!(!k.running());
+    }
+}

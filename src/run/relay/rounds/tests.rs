@@ -1,0 +1,171 @@
+//! The relay's rounds with real terminals: an "agent" pty whose output the
+//! relay copies, a "pane" pty it copies to, a log file.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::Relay;
+use crate::run::relay::handoff;
+
+/// A pty pair in raw mode (bytes pass as they are): (master, slave).
+fn pty() -> (OwnedFd, OwnedFd) {
+    let (mut m, mut s) = (-1, -1);
+    // SAFETY: openpty writes two descriptors; the other pointers may be null.
+    let r = unsafe {
+        libc::openpty(
+            &mut m,
+            &mut s,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty");
+    // SAFETY: both were just opened and are owned here.
+    let (m, s) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: reads then writes the slave's attributes.
+    unsafe {
+        libc::tcgetattr(s.as_raw_fd(), &mut t);
+        libc::cfmakeraw(&mut t);
+        libc::tcsetattr(s.as_raw_fd(), libc::TCSANOW, &t);
+    }
+    (m, s)
+}
+
+/// A relay listening in `dir`, on a thread of its own; its socket.
+fn relay(dir: &Path) -> PathBuf {
+    let path = dir.join("relay.sock");
+    let l = UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || Relay::new(l).unwrap().run());
+    path
+}
+
+/// The pane's end the relay writes to: a description of its own,
+/// non-blocking, as a shim opens it.
+fn pane_end(slave: &OwnedFd) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{}", slave.as_raw_fd()))
+        .unwrap()
+}
+
+/// `n` bytes no shorter pattern repeats in.
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
+}
+
+/// Reads `n` bytes from a pty's master.
+fn read_n(master: &OwnedFd, n: usize) -> Vec<u8> {
+    let mut f = std::fs::File::from(master.try_clone().unwrap());
+    let mut out = vec![0u8; n];
+    f.read_exact(&mut out).unwrap();
+    out
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    agent_master: OwnedFd,
+    agent_slave: OwnedFd,
+    pane_master: OwnedFd,
+    _pane_slave: OwnedFd,
+    log: PathBuf,
+    conn: std::os::unix::net::UnixStream,
+}
+
+/// An agent's output handed to a fresh relay.
+fn handed() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = relay(dir.path());
+    let (agent_master, agent_slave) = pty();
+    let (pane_master, pane_slave) = pty();
+    let log = dir.path().join("output.log");
+    let log_file = std::fs::File::create(&log).unwrap();
+    let pane = pane_end(&pane_slave);
+    let conn = handoff::hand_over_to(
+        &socket,
+        [agent_master.as_fd(), pane.as_fd(), log_file.as_fd()],
+    )
+    .expect("the relay takes the run");
+    Setup {
+        _dir: dir,
+        agent_master,
+        agent_slave,
+        pane_master,
+        _pane_slave: pane_slave,
+        log,
+        conn,
+    }
+}
+
+/// Writes `bytes` as the agent would, then closes the agent's terminal.
+fn agent_prints(slave: OwnedFd, bytes: Vec<u8>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut f = std::fs::File::from(slave);
+        for chunk in bytes.chunks(1000) {
+            f.write_all(chunk).unwrap();
+        }
+    })
+}
+
+#[test]
+fn every_byte_reaches_the_pane_and_the_log_in_order_then_the_run_is_let_go() {
+    let s = handed();
+    let want = pattern(1 << 20);
+    let writer = agent_prints(s.agent_slave, want.clone());
+    let on_pane = read_n(&s.pane_master, want.len());
+    writer.join().unwrap();
+    assert!(on_pane == want, "the pane got the bytes in order");
+    // The agent's terminal closed: the relay lets the run go once all it
+    // read is written, and says so by closing the connection.
+    handoff::wait_released(s.conn);
+    assert!(
+        std::fs::read(&s.log).unwrap() == want,
+        "the log got every byte"
+    );
+    drop(s.agent_master);
+}
+
+#[test]
+fn a_pane_that_is_behind_holds_the_agent_back_and_loses_nothing() {
+    let s = handed();
+    let want = pattern(4 << 20);
+    let writer = agent_prints(s.agent_slave, want.clone());
+    // Nobody reads the pane: the relay stops reading the agent, whose
+    // writes then wait, as they would on a terminal tmux is slow to read.
+    std::thread::sleep(Duration::from_millis(500));
+    let logged = std::fs::metadata(&s.log).unwrap().len() as usize;
+    assert!(
+        logged < want.len(),
+        "the relay read on while the pane was behind ({logged} bytes)"
+    );
+    assert!(!writer.is_finished(), "the agent was not held back");
+    let on_pane = read_n(&s.pane_master, want.len());
+    writer.join().unwrap();
+    assert!(on_pane == want, "the pane got every byte in order");
+    handoff::wait_released(s.conn);
+    assert!(std::fs::read(&s.log).unwrap() == want, "and so did the log");
+}
+
+#[test]
+fn a_stranger_is_refused_and_the_relay_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = relay(dir.path());
+    let mut stranger = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    stranger.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    stranger
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(stranger.read_to_end(&mut got).unwrap(), 0, "closed");
+    // And a shim that comes next is served.
+    let (m, sl) = pty();
+    let log = std::fs::File::create(dir.path().join("log")).unwrap();
+    let pane = pane_end(&sl);
+    assert!(handoff::hand_over_to(&socket, [m.as_fd(), pane.as_fd(), log.as_fd()]).is_some());
+}
