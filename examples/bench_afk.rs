@@ -47,6 +47,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         reconcile_ms: 1000,
         notify_retry_ms: 1000,
         forge_poll_ms: 60_000,
+        no_relay: false,
         lab_exe: Some(lab_bin()),
         provider_bins: [("claude-code".to_owned(), agent.to_path_buf())].into(),
         agent_home: Some(t.join("home")),

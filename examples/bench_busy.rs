@@ -7,8 +7,8 @@
 //!
 //! Counted for lab: its own process (with the tmux clients it started and
 //! reaped), its tmux server, and every other process lab put under that
-//! server that is not the agent (exec shims, which copy the output, and
-//! the sandbox's bubblewrap). Counted for bare tmux: its server. The agents
+//! server that is not the agent: the relay, which copies the output (ADR
+//! 22), the exec shims, and the sandbox's bubblewrap. Counted for bare tmux: its server. The agents
 //! themselves (the same perl loop on both sides) are not counted.
 //! `idle` runs agents that print nothing after their first line.
 
@@ -124,16 +124,24 @@ async fn lab_with(
 
 type Procs = HashMap<u32, (u64, u64, u32, String)>;
 
+/// Whether a process is lab's relay (`lab __relay`).
+fn is_relay(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"__relay"))
+}
+
 /// A lab's CPU ticks: its process (with reaped children), its tmux server
-/// (with reaped children), everything else under that server but agents.
-fn lab_ticks(procs: &Procs, lab: u32, server: u32) -> [u64; 3] {
-    let extra: Vec<u32> = tree(procs, server)
+/// (with reaped children), its relay, everything else under that server
+/// but agents (shims, bubblewrap).
+fn lab_ticks(procs: &Procs, lab: u32, server: u32) -> [u64; 4] {
+    let (relay, extra): (Vec<u32>, Vec<u32>) = tree(procs, server)
         .into_iter()
         .filter(|p| *p != server)
-        .collect();
+        .partition(|p| is_relay(*p));
     [
         ticks(procs, &[lab], &[lab]),
         ticks(procs, &[server], &[]),
+        ticks(procs, &relay, &[]),
         ticks(procs, &extra, &[]),
     ]
 }
@@ -219,16 +227,17 @@ async fn main() {
     };
     println!("{n} {kind} agents on each ({bare_is}), {wall:.0} s window, % of one core:\n");
     println!("| what | lab | bare tmux (baseline) |\n|---|---|---|");
-    let l: Vec<f64> = (0..3).map(|i| pct(after.0[i], before.0[i])).collect();
+    let l: Vec<f64> = (0..4).map(|i| pct(after.0[i], before.0[i])).collect();
     println!(
         "| lab's process (with reaped tmux clients) | {:.2} | – |",
         l[0]
     );
     println!("| tmux server | {:.2} | {bare:.2} |", l[1]);
     println!(
-        "| exec shims (they copy the output), sandboxes | {:.2} | – |",
+        "| the relay (it copies the output, ADR 22) | {:.2} | – |",
         l[2]
     );
+    println!("| exec shims, sandboxes | {:.2} | – |", l[3]);
     let total: f64 = l.iter().sum();
     println!("| all | {total:.2} | {bare:.2} |");
     println!(

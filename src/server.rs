@@ -46,6 +46,11 @@ pub struct ServeConfig {
     /// forge, at least (its checks, reviews and comments: 4-5 requests).
     #[arg(long, env = "LAB_FORGE_POLL_MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
     pub forge_poll_ms: u64,
+    /// Runs copy their own output, one shim each, instead of handing it to
+    /// the relay (ADR 22): costs more at many busy runs; for comparison, or
+    /// should the relay misbehave.
+    #[arg(long, env = "LAB_NO_RELAY")]
+    pub no_relay: bool,
     /// The `lab` binary panes start as the exec shim (tests set it; lab
     /// serve uses itself).
     #[arg(skip)]
@@ -369,6 +374,7 @@ async fn runner_config(
         sandbox: crate::run::sandbox::probe(cfg.bwrap.as_deref()).await,
         sandbox_policy: sandbox_policy(cfg, data_dir),
         forge_poll: std::time::Duration::from_millis(cfg.forge_poll_ms),
+        relay: !cfg.no_relay,
     })
 }
 

@@ -25,6 +25,18 @@ pub struct StatusBody {
     pub stray_sessions: Vec<String>,
     pub last_pass: Option<PassBody>,
     pub cache: CacheBody,
+    pub relay: RelayBody,
+}
+
+/// The relay that copies the runs' output to their panes and logs (ADR 22).
+#[derive(Serialize, ToSchema)]
+pub struct RelayBody {
+    /// Off with `--no-relay`: every run's shim copies its own output.
+    pub enabled: bool,
+    /// Whether a relay runs now. lab starts one with the next run when
+    /// none does; runs started before it ended copy their own.
+    pub running: bool,
+    pub socket: String,
 }
 
 /// The in-memory cache of resolve inputs and settings (ADR 11).
@@ -96,6 +108,11 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
                 repos: c.repos.into(),
                 settings: c.settings.into(),
             }
+        },
+        relay: RelayBody {
+            enabled: r.relay.enabled(),
+            running: r.relay.running(),
+            socket: r.relay.socket().to_string_lossy().into_owned(),
         },
     })
 }

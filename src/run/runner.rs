@@ -44,6 +44,9 @@ pub struct RunnerConfig {
     /// How often an AFK run's pull request on a forge is read at most
     /// (`--forge-poll-ms`).
     pub forge_poll: Duration,
+    /// Whether runs hand their output to the relay (ADR 22); else each
+    /// shim copies its own (`--no-relay`).
+    pub relay: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,7 +139,7 @@ impl Runner {
         {
             cfg.sandbox_policy.hidden.push(dir.to_path_buf());
         }
-        let relay = super::relay::keeper::Keeper::new(tmux.socket(), &cfg.lab_exe);
+        let relay = super::relay::keeper::Keeper::new(tmux.socket(), &cfg.lab_exe, cfg.relay);
         Ok(Runner {
             store,
             relay,

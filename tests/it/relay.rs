@@ -100,6 +100,8 @@ async fn a_killed_relay_hands_each_run_back_to_its_shim(b: Backend) {
     // The relay stays for the next runs, and is no run: nothing reports it.
     let status = s.get("/api/v1/status").await.ok();
     assert_eq!(status["stray_sessions"], json!([]), "{status}");
+    assert_eq!(status["relay"]["running"], true, "{status}");
+    assert_eq!(status["relay"]["enabled"], true, "{status}");
     assert!(agent::pid_alive(second));
 }
 
@@ -152,3 +154,36 @@ on_both!(
     a_killed_relay_hands_each_run_back_to_its_shim,
     output_while_lab_is_down_is_all_in_the_log,
 );
+
+async fn without_the_relay_each_shim_copies_its_own(b: Backend) {
+    let s = TestServer::start_tweaked(b, |c| c.no_relay = true).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "FAKE_TICK_MS=20").await;
+    let log = log_of(&run);
+    ticks_past(&log, 5).await;
+    let socket = Path::new(run["tmux_socket"].as_str().unwrap());
+    let sessions = agent::tmux(socket, &["list-sessions", "-F", "#{session_name}"]);
+    assert_eq!(
+        sessions.trim(),
+        run["session"].as_str().unwrap(),
+        "no relay"
+    );
+    let status = s.get("/api/v1/status").await.ok();
+    let socket = s.runner().relay.socket().to_string_lossy().into_owned();
+    assert_eq!(
+        status["relay"],
+        json!({"enabled": false, "running": false, "socket": socket}),
+        "{status}"
+    );
+    let shim = run["pid"].as_i64().unwrap();
+    assert!(holds(shim, &log), "the shim writes its log itself");
+    let stopped = s
+        .post(&format!("/api/v1/runs/{}/stop", id(&run)), json!(null))
+        .await
+        .ok();
+    assert_eq!(stopped["state"], "stopped", "{stopped}");
+    let t = ticks(&log);
+    assert_eq!(t, (1..=t.len() as u64).collect::<Vec<_>>(), "every tick");
+}
+
+on_both!(without_the_relay_each_shim_copies_its_own);

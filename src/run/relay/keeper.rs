@@ -16,6 +16,8 @@ pub struct Keeper {
     socket: PathBuf,
     lock: PathBuf,
     exe: PathBuf,
+    /// Off (`--no-relay`): no relay is started and every shim copies its own.
+    enabled: bool,
     /// One start at a time: two launches that both found no relay must not
     /// kill each other's new one.
     starting: tokio::sync::Mutex<()>,
@@ -35,13 +37,19 @@ pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
 impl Keeper {
     /// The relay of the tmux server at `tmux_socket`: its files sit beside
     /// that socket (hidden from every run, like it), and it runs `exe`.
-    pub fn new(tmux_socket: &Path, exe: &Path) -> Keeper {
+    pub fn new(tmux_socket: &Path, exe: &Path, enabled: bool) -> Keeper {
         Keeper {
+            enabled,
             socket: tmux_socket.with_extension("relay"),
             lock: tmux_socket.with_extension("relay-lock"),
             exe: exe.to_path_buf(),
             starting: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Whether runs hand their output to a relay (not `--no-relay`).
+    pub fn enabled(&self) -> bool {
+        self.enabled
     }
 
     /// Where the relay listens.
@@ -65,7 +73,7 @@ impl Keeper {
     /// The relay's socket once a relay listens there, starting one if none
     /// runs; `None` when none could be started (runs copy on their own).
     pub async fn ensure(&self, tmux: &Tmux) -> Option<PathBuf> {
-        if self.socket.as_os_str().len() > super::super::tmux::MAX_SOCKET_PATH {
+        if !self.enabled || self.socket.as_os_str().len() > super::super::tmux::MAX_SOCKET_PATH {
             return None;
         }
         if self.running() && self.socket.exists() {
@@ -123,7 +131,7 @@ mod tests {
     #[test]
     fn a_held_lock_means_running() {
         let dir = tempfile::tempdir().unwrap();
-        let k = Keeper::new(&dir.path().join("tmux.sock"), Path::new("/bin/true"));
+        let k = Keeper::new(&dir.path().join("tmux.sock"), Path::new("/bin/true"), true);
         assert_eq!(k.socket(), dir.path().join("tmux.relay"));
         assert!(!k.running(), "nobody holds the lock");
         assert!(!k.running(), "asking does not keep it");

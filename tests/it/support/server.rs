@@ -78,6 +78,7 @@ impl TestServer {
             reconcile_ms: 100,
             notify_retry_ms: 50,
             forge_poll_ms: 300,
+            no_relay: false,
             lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
             provider_bins: [
                 ("claude-code".to_owned(), agent.clone()),
