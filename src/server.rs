@@ -49,7 +49,7 @@ pub struct ServeConfig {
     /// Runs copy their own output, one shim each, instead of handing it to
     /// the relay (ADR 22): costs more at many busy runs; for comparison, or
     /// should the relay misbehave.
-    #[arg(long, env = "LAB_NO_RELAY")]
+    #[arg(long, env = "LAB_NO_RELAY", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_relay: bool,
     /// The `lab` binary panes start as the exec shim (tests set it; lab
     /// serve uses itself).
