@@ -1,7 +1,7 @@
 //! A hostile agent: an AFK run whose agent tries every way out of its run
 //! that a prompt-injected agent could try (lab's secrets and database, lab's
-//! tmux server, another run's screen, keys, workspace and branch, the
-//! registered repo's refs). Every attempt must fail, while the same agent
+//! tmux server and output relay, another run's screen, keys, workspace and
+//! branch, the registered repo's refs). Every attempt must fail, while the same agent
 //! still does its work: edit, commit on its branch, read its issue and open
 //! its pull request with its run token.
 
@@ -16,6 +16,7 @@ fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
     let data = s.data_dir().canonicalize().unwrap();
     let d = data.display();
     let sock = s.runner().tmux.socket().display().to_string();
+    let relay = s.runner().relay.socket().display().to_string();
     let other_session = other["session"].as_str().unwrap();
     let other_ws = other["workspace"].as_str().unwrap();
     let other_branch = other["branch"].as_str().unwrap();
@@ -51,6 +52,7 @@ fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
             "read lab's tmux environment",
             format!("tmux -S {sock} show-environment -g"),
         ),
+        ("see the output relay's socket", format!("test -e {relay}")),
         (
             "reach lab's tmux through TMUX",
             "tmux list-sessions".to_owned(),
@@ -139,9 +141,11 @@ async fn a_hostile_agent_reaches_only_its_own_run(b: Backend) {
         .filter(|l| l.starts_with("ESCAPED"))
         .collect();
     assert!(escaped.is_empty(), "the agent got out:\n{report}");
+    // (The relay's socket is there, outside the sandbox.)
+    assert!(s.runner().relay.socket().exists());
     assert_eq!(
         report.lines().filter(|l| l.starts_with("refused")).count(),
-        19
+        20
     );
     assert!(
         report.ends_with("done\n"),
