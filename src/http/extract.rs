@@ -59,6 +59,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
+/// For `#[serde(default, deserialize_with)]` on an `Option`: a field that
+/// may be left out but, when there, holds a value (`null` is refused, as the
+/// document's type says).
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
 /// For `#[serde(deserialize_with)]`: a nested struct, from an object only.
 pub fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
     Object::deserialize(d).map(|Object(v)| v)

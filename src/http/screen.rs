@@ -124,7 +124,7 @@ async fn screen(
 pub struct InputBody {
     /// Text, typed as it is (line breaks and tabs allowed; at most 16 384
     /// characters).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schema(schema_with = schema::input_text)]
     pub text: Option<String>,
     /// Keys pressed after the text, in order: Enter, Escape, Tab, BTab,

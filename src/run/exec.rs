@@ -203,6 +203,10 @@ pub fn exec_main(launch_file: &Path) -> i32 {
         Some((_, pty)) => pty.spawn(&mut cmd),
         None => cmd.spawn(),
     };
+    // The command keeps the copies of the agent's terminal it gave the
+    // child: without them, the terminal closes when the agent (and every
+    // child of it) has, and the last output is read to its end at once.
+    drop(cmd);
     let mut child = match spawned {
         Ok(c) => c,
         Err(err) => {

@@ -187,3 +187,67 @@ async fn without_the_relay_each_shim_copies_its_own(b: Backend) {
 }
 
 on_both!(without_the_relay_each_shim_copies_its_own);
+
+async fn a_relay_that_does_not_answer_is_replaced(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let a = s.start_run("r", "FAKE_TICK_MS=20").await;
+    let socket = Path::new(a["tmux_socket"].as_str().unwrap()).to_path_buf();
+    ticks_past(&log_of(&a), 3).await;
+    // In the relay's place, one that holds its lock and its socket but
+    // answers nothing (stuck, or of another version). (A stopped relay
+    // cannot be made: tmux continues a pane's stopped process.)
+    agent::tmux(
+        &socket,
+        &[
+            "kill-session",
+            "-t",
+            &format!("={}", lab::run::relay::SESSION),
+        ],
+    );
+    let relay = s.runner().relay.socket().to_path_buf();
+    let lock = relay.with_extension("relay-lock");
+    let mute = format!(
+        "use Fcntl qw(:flock); use Socket; open(my $l, '>>', '{}') or die; flock($l, LOCK_EX) or die; \
+         socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die; unlink '{}'; bind($s, pack_sockaddr_un('{}')) or die; \
+         listen($s, 5) or die; sleep 1000",
+        lock.display(),
+        relay.display(),
+        relay.display()
+    );
+    agent::tmux(
+        &socket,
+        &[
+            "new-session",
+            "-d",
+            "-s",
+            lab::run::relay::SESSION,
+            "--",
+            "perl",
+            "-e",
+            &mute,
+        ],
+    );
+    wait::until("the mute relay listening", wait::secs(10), async || {
+        (s.runner().relay.running() && relay.exists()).then_some(())
+    })
+    .await;
+    let mute_pid = relay_pid(&socket);
+    // The next launch finds it mute, replaces it, and is handed to the new
+    // relay (after waiting out its answer, 5 s).
+    let b2 = s.start_run("r", "FAKE_TICK_MS=20").await;
+    assert_eq!(b2["state"], "running", "{b2}");
+    let fresh = relay_pid(&socket);
+    assert_ne!(fresh, mute_pid);
+    assert!(!agent::pid_alive(mute_pid), "the mute one is gone");
+    ticks_past(&log_of(&b2), 3).await;
+    assert!(
+        holds(fresh, &log_of(&b2)),
+        "the new relay copies run {}",
+        id(&b2)
+    );
+    let status = s.get("/api/v1/status").await.ok();
+    assert_eq!(status["relay"]["running"], true, "{status}");
+}
+
+on_both!(a_relay_that_does_not_answer_is_replaced);

@@ -312,6 +312,8 @@ async fn input_is_typed_as_it_is(b: Backend) {
         (json!({}), "nothing to send"),
         (json!({"text": "", "keys": []}), "nothing to send"),
         (json!({"text": 5}), "text"),
+        // The document says text is a string: null is not "no text".
+        (json!({"text": null, "keys": ["Enter"]}), "text"),
         (json!({"keys": "Enter"}), "keys"),
     ] {
         let e = s.post(&path, body.clone()).await.expect(400);

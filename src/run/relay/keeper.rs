@@ -12,6 +12,10 @@ use crate::run::tmux::{SpawnArgs, Tmux};
 /// without it (its shim copies on its own).
 const START_WAIT: Duration = Duration::from_secs(2);
 
+/// After a relay failed to start, how long launches go without one before
+/// lab tries again (so that each launch does not wait [`START_WAIT`]).
+const RETRY_AFTER: Duration = Duration::from_secs(60);
+
 pub struct Keeper {
     socket: PathBuf,
     lock: PathBuf,
@@ -21,6 +25,10 @@ pub struct Keeper {
     /// One start at a time: two launches that both found no relay must not
     /// kill each other's new one.
     starting: tokio::sync::Mutex<()>,
+    /// When a relay last failed to start.
+    gave_up: std::sync::Mutex<Option<Instant>>,
+    /// Relays started so far.
+    starts: std::sync::atomic::AtomicU64,
 }
 
 /// The lock file, opened (made 0600 if it is not there).
@@ -44,6 +52,8 @@ impl Keeper {
             lock: tmux_socket.with_extension("relay-lock"),
             exe: exe.to_path_buf(),
             starting: tokio::sync::Mutex::new(()),
+            gave_up: std::sync::Mutex::new(None),
+            starts: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -70,22 +80,62 @@ impl Keeper {
         }
     }
 
-    /// The relay's socket once a relay listens there, starting one if none
-    /// runs; `None` when none could be started (runs copy on their own).
+    /// Whether a relay of this version answers on the socket (a blocking
+    /// question of at most [`handoff::ANSWER_WAIT`], asked off the runtime).
+    async fn answers(&self) -> bool {
+        if !self.running() {
+            return false;
+        }
+        let socket = self.socket.clone();
+        tokio::task::spawn_blocking(move || super::handoff::ping(&socket))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// The relay's socket once a relay of this version answers there,
+    /// starting one if none does (and replacing one that holds the lock
+    /// but does not answer: stuck, or of another version); `None` when none
+    /// could be started (runs copy on their own; lab tries again a minute
+    /// later).
     pub async fn ensure(&self, tmux: &Tmux) -> Option<PathBuf> {
         if !self.enabled || self.socket.as_os_str().len() > super::super::tmux::MAX_SOCKET_PATH {
             return None;
         }
-        if self.running() && self.socket.exists() {
+        let starts = self.starts.load(std::sync::atomic::Ordering::SeqCst);
+        if self.answers().await {
             return Some(self.socket.clone());
         }
         let _one = self.starting.lock().await;
-        if !(self.running() && self.socket.exists()) {
-            self.start(tmux).await;
+        // Another launch started one while this one waited: ask it.
+        if self.starts.load(std::sync::atomic::Ordering::SeqCst) != starts && self.answers().await {
+            return Some(self.socket.clone());
         }
+        if self
+            .gave_up
+            .lock()
+            .expect("poisoned")
+            .is_some_and(|t| t.elapsed() < RETRY_AFTER)
+        {
+            return None;
+        }
+        if self.running() {
+            tracing::warn!(
+                socket = %self.socket.display(),
+                "the output relay does not answer; replacing it (its runs copy their own output)"
+            );
+            let _ = tmux.kill_sessions(&[SESSION.to_owned()]).await;
+            let began = Instant::now();
+            while self.running() && began.elapsed() < START_WAIT {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        self.start(tmux).await;
         let began = Instant::now();
         while began.elapsed() < START_WAIT {
-            if self.running() && std::os::unix::net::UnixStream::connect(&self.socket).is_ok() {
+            if self.answers().await {
+                *self.gave_up.lock().expect("poisoned") = None;
+                self.starts
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 return Some(self.socket.clone());
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -94,6 +144,7 @@ impl Keeper {
             socket = %self.socket.display(),
             "the output relay did not start; runs copy their own output"
         );
+        *self.gave_up.lock().expect("poisoned") = Some(Instant::now());
         None
     }
 

@@ -16,8 +16,11 @@
 //! The relay survives lab's restarts (it lives in lab's tmux server, as the
 //! runs do). If it ends, each shim takes its run back and copies on its own
 //! (`handoff::wait_released`), and lab starts a new relay for the runs that
-//! start after (`keeper.rs`). What the relay read but had not written when
-//! it was killed is lost; it writes what it reads in the same round.
+//! start after (`keeper.rs`), as it does for a relay that holds its lock but
+//! does not answer. What the relay reads it appends to the log in the same
+//! round (the pane may get it later, when tmux is behind); a relay killed
+//! between a read and its write loses that read, and a pane that was behind
+//! misses what it had not taken (the log has it).
 //!
 //! Invariant: the relay copies bytes and never reads them: nothing an agent
 //! prints changes what the relay does.
@@ -59,6 +62,7 @@ pub fn main(socket: &Path, lock: &Path) -> i32 {
         std::thread::sleep(Duration::from_millis(10));
     }
     raise_open_files();
+    keep_to_itself();
     let path = socket;
     let _ = std::fs::remove_file(path);
     let listener = match std::os::unix::net::UnixListener::bind(path) {
@@ -78,6 +82,32 @@ pub fn main(socket: &Path, lock: &Path) -> i32 {
         }
     }
     // `held` keeps the lock until the process ends.
+}
+
+/// The relay's pane is a terminal a person may attach to: nothing typed
+/// there may stop, interrupt or pause the relay (raw mode: no signals from
+/// keys, no XON/XOFF; the job-control signals ignored).
+fn keep_to_itself() {
+    for sig in [
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
+    ] {
+        // SAFETY: ignoring a signal runs no handler code.
+        unsafe {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: tcgetattr fills the termios given; cfmakeraw edits it.
+    unsafe {
+        if libc::tcgetattr(0, &mut t) == 0 {
+            libc::cfmakeraw(&mut t);
+            libc::tcsetattr(0, libc::TCSANOW, &t);
+        }
+    }
 }
 
 /// Four descriptors a run: as many as the hard limit lets this process open.

@@ -18,7 +18,11 @@ use rustix::buffer::spare_capacity;
 use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
 use rustix::io::Errno;
 
-use super::handoff::{self, Refused, TAKEN};
+use super::handoff::{self, GO, Greeting, OFFER, PONG, Refused};
+
+/// The most a run's agent terminal is read for the log after its shim is
+/// gone (a child of the agent may print on for ever).
+const DRAIN_MAX: usize = 4 << 20;
 
 /// What a token names: the listener, or a slot's connection, agent or pane.
 const LISTENER: u64 = u64::MAX;
@@ -42,8 +46,10 @@ struct Run {
 }
 
 enum Slot {
-    /// A connection whose hello has not arrived.
+    /// A connection whose first message has not arrived.
     Greeting(UnixStream),
+    /// A hand-over offered, the shim's go not yet here.
+    Offered(UnixStream, Box<handoff::Handed>),
     Run(Box<Run>),
 }
 
@@ -56,6 +62,10 @@ pub struct Relay {
     free: Vec<usize>,
     freed: Vec<usize>,
     buf: Vec<u8>,
+    /// A descriptor kept free: out of descriptors, the relay closes it to
+    /// accept (and refuse) a waiting connection, which would otherwise keep
+    /// the listener ready for ever.
+    spare: Option<File>,
 }
 
 impl Relay {
@@ -70,6 +80,7 @@ impl Relay {
             free: Vec::new(),
             freed: Vec::new(),
             buf: vec![0u8; 64 * 1024],
+            spare: File::open("/dev/null").ok(),
         })
     }
 
@@ -112,8 +123,15 @@ impl Relay {
             let conn = match self.listener.accept() {
                 Ok((c, _)) => c,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                // WouldBlock: none left; anything else (out of descriptors):
-                // the shim finds no relay and copies on its own.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    // Out of descriptors: refuse the one waiting (its shim
+                    // copies on its own), with the spare's place.
+                    self.spare = None;
+                    drop(self.listener.accept());
+                    self.spare = File::open("/dev/null").ok();
+                    continue;
+                }
+                // WouldBlock: none left.
                 Err(_) => return,
             };
             if conn.set_nonblocking(true).is_err() {
@@ -140,31 +158,50 @@ impl Relay {
 
     fn on_conn(&mut self, slot: usize) {
         match self.slots[slot].take() {
-            Some(Slot::Greeting(conn)) => match handoff::receive(&conn) {
-                Ok(h) => self.take(slot, conn, h),
-                Err(Refused::NotYet) => self.slots[slot] = Some(Slot::Greeting(conn)),
-                Err(Refused::Bad(why)) => {
-                    eprintln!("lab relay: a connection refused: {why}");
-                    let _ = epoll::delete(&self.ep, &conn);
-                    self.freed.push(slot);
+            Some(Slot::Greeting(mut conn)) => match handoff::receive(&conn) {
+                // Two bytes into an empty socket: they go at once. A peer
+                // that is gone makes the next event end it.
+                Ok(Greeting::Hand(h)) if conn.write_all(OFFER).is_ok() => {
+                    self.slots[slot] = Some(Slot::Offered(conn, Box::new(h)));
                 }
+                Ok(Greeting::Ping) => {
+                    let _ = conn.write_all(PONG);
+                    self.drop_conn(slot, &conn);
+                }
+                Err(Refused::NotYet) => self.slots[slot] = Some(Slot::Greeting(conn)),
+                // Refused (said nothing: the relay's pane is no log, and a
+                // stranger could fill it) or not answerable.
+                Ok(Greeting::Hand(_)) | Err(Refused::Bad(_)) => self.drop_conn(slot, &conn),
             },
-            // A run's shim never writes after its hello: this is its end.
-            Some(Slot::Run(run)) => self.close(slot, run),
+            Some(Slot::Offered(mut conn, h)) => {
+                let mut b = [0u8; 1];
+                match std::io::Read::read(&mut conn, &mut b) {
+                    Ok(1) if b == GO => self.take(slot, conn, *h),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        self.slots[slot] = Some(Slot::Offered(conn, h));
+                    }
+                    // Gone, or it gave up waiting: it copies on its own, and
+                    // the descriptors close here unread.
+                    _ => self.drop_conn(slot, &conn),
+                }
+            }
+            // After its go a shim never writes: this is its end. The agent's
+            // terminal is the relay's alone now.
+            Some(Slot::Run(run)) => self.drain_and_close(slot, run),
             None => {}
         }
     }
 
-    /// Takes over a run's output, and says so.
-    fn take(&mut self, slot: usize, mut conn: UnixStream, h: handoff::Handed) {
-        let ok = epoll::add(&self.ep, &h.master, token(slot, AGENT), EventFlags::IN).is_ok();
-        // The shim waits for the answer; one that gave up meanwhile closed
-        // its end, and the next round ends the run here.
-        if !ok || conn.write_all(TAKEN).is_err() {
-            let _ = epoll::delete(&self.ep, &h.master);
-            let _ = epoll::delete(&self.ep, &conn);
-            self.freed.push(slot);
-            return;
+    fn drop_conn(&mut self, slot: usize, conn: &UnixStream) {
+        let _ = epoll::delete(&self.ep, conn);
+        self.freed.push(slot);
+    }
+
+    /// Copies a run's output from now on.
+    fn take(&mut self, slot: usize, conn: UnixStream, h: handoff::Handed) {
+        if epoll::add(&self.ep, &h.master, token(slot, AGENT), EventFlags::IN).is_err() {
+            // Closing the connection tells the shim to copy on its own.
+            return self.drop_conn(slot, &conn);
         }
         self.slots[slot] = Some(Slot::Run(Box::new(Run {
             conn,
@@ -195,7 +232,11 @@ impl Relay {
                         Ok(w) if w == n => {}
                         Ok(w) => {
                             run.behind.extend_from_slice(&bytes[w..]);
-                            self.fall_behind(slot, &run);
+                            if !self.fall_behind(slot, &run) {
+                                // Cannot wait for the pane: the shim takes
+                                // the run back (its writes block instead).
+                                return self.close(slot, run);
+                            }
                         }
                         Err(_) => run.pane = None,
                     }
@@ -210,12 +251,12 @@ impl Relay {
     }
 
     /// The pane did not take all: wait for it, and read the agent no more
-    /// until it did.
-    fn fall_behind(&self, slot: usize, run: &Run) {
+    /// until it did. False when the pane cannot be waited for.
+    fn fall_behind(&self, slot: usize, run: &Run) -> bool {
         let _ = epoll::delete(&self.ep, &run.master);
-        if let Some(pane) = &run.pane {
-            let _ = epoll::add(&self.ep, pane, token(slot, PANE), EventFlags::OUT);
-        }
+        run.pane.as_ref().is_some_and(|pane| {
+            epoll::add(&self.ep, pane, token(slot, PANE), EventFlags::OUT).is_ok()
+        })
     }
 
     fn on_pane(&mut self, slot: usize) {
@@ -246,6 +287,28 @@ impl Relay {
             }
         }
         self.slots[slot] = Some(Slot::Run(run));
+    }
+
+    /// The shim is gone: what the agent's terminal still holds goes to the
+    /// log (the pane went with the shim), then the run is let go.
+    fn drain_and_close(&mut self, slot: usize, run: Box<Run>) {
+        let _ = epoll::delete(&self.ep, &run.master);
+        let mut log = &run.log;
+        let mut left = DRAIN_MAX;
+        if rustix::fs::fcntl_setfl(&run.master, rustix::fs::OFlags::NONBLOCK).is_ok() {
+            while left > 0 {
+                match rustix::io::read(&run.master, &mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let _ = log.write_all(&self.buf[..n]);
+                        left = left.saturating_sub(n);
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        self.close(slot, run);
     }
 
     /// Lets go of a run: its connection closes, which tells the shim.

@@ -169,3 +169,74 @@ fn a_stranger_is_refused_and_the_relay_serves_on() {
     let pane = pane_end(&sl);
     assert!(handoff::hand_over_to(&socket, [m.as_fd(), pane.as_fd(), log.as_fd()]).is_some());
 }
+
+#[test]
+fn a_shim_that_gives_up_before_its_go_keeps_its_terminal_to_itself() {
+    use std::io::IoSlice;
+    use std::mem::MaybeUninit;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = relay(dir.path());
+    let (m, slave) = pty();
+    let (_pm, ps) = pty();
+    let log = std::fs::File::create(dir.path().join("log")).unwrap();
+    let pane = pane_end(&ps);
+    let mut conn = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let fds = [m.as_fd(), pane.as_fd(), log.as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+    assert!(control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds)));
+    rustix::net::sendmsg(
+        &conn,
+        &[IoSlice::new(handoff::HELLO)],
+        &mut control,
+        rustix::net::SendFlags::empty(),
+    )
+    .unwrap();
+    let mut offer = [0u8; 2];
+    conn.read_exact(&mut offer).unwrap();
+    assert_eq!(&offer, handoff::OFFER);
+    // No go: the shim gave up and copies on its own.
+    drop(conn);
+    std::thread::sleep(Duration::from_millis(50));
+    std::fs::File::from(slave).write_all(b"mine").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(read_n(&m, 4), b"mine", "the relay read nothing");
+    assert_eq!(std::fs::metadata(dir.path().join("log")).unwrap().len(), 0);
+}
+
+#[test]
+fn what_the_agent_printed_last_reaches_the_log_after_its_shim_is_gone() {
+    let s = handed();
+    let mut agent = std::fs::File::from(s.agent_slave);
+    let want = pattern(10_000);
+    agent.write_all(&want).unwrap();
+    // The shim exits at once (its end of the connection closes) while the
+    // agent's terminal is still open: the relay reads on what it holds.
+    drop(s.conn);
+    let got = wait_for(|| {
+        let l = std::fs::read(&s.log).unwrap();
+        (l.len() >= want.len()).then_some(l)
+    });
+    assert!(got == want, "every byte, once, in order");
+    drop(agent);
+    drop(s.agent_master);
+}
+
+/// Waits up to 5 s for `f` to give something.
+fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let began = std::time::Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(began.elapsed() < Duration::from_secs(5), "timed out");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_ping_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = relay(dir.path());
+    assert!(handoff::ping(&socket));
+}
