@@ -86,7 +86,15 @@ pub struct Scheduler {
     limits: limits::Limits,
     /// Why the last tick started nothing for want of memory, if it did.
     pub admission: Mutex<Option<String>>,
+    /// When a settle last found no claim to follow or tell, at which
+    /// `Store::claims_generation`: settles skip their reads while no claim
+    /// was written since, up to [`QUIET_SETTLE`].
+    settled_nothing: Mutex<Option<(u64, Instant)>>,
 }
+
+/// The longest settles skip their reads after finding nothing (what the
+/// claims count here does not see: a claim written by hand).
+pub const QUIET_SETTLE: Duration = Duration::from_secs(10);
 
 /// Repos whose issues one tick lists at the same time.
 const LIST_AT_ONCE: usize = 8;
@@ -102,6 +110,7 @@ impl Scheduler {
             runner,
             backoff: Mutex::new(HashMap::new()),
             pr_seen: Mutex::new(HashMap::new()),
+            settled_nothing: Mutex::new(None),
             tell_retry: Mutex::new(HashMap::new()),
             checks: follow::Checks::default(),
             forge: forge_follow::Follows::default(),

@@ -35,8 +35,19 @@ impl Scheduler {
     /// issues.
     pub(super) async fn settle(&self, report: &mut TickReport) -> Result<(), StoreError> {
         let store = &self.runner.store;
+        let generation = store.claims_generation();
+        if self
+            .settled_nothing
+            .lock()
+            .expect("poisoned")
+            .is_some_and(|(g, at)| g == generation && at.elapsed() < super::QUIET_SETTLE)
+        {
+            return Ok(());
+        }
         let settings = store.settings().await?;
-        for claim in store.active_claims(self.runner.node()).await? {
+        let active = store.active_claims(self.runner.node()).await?;
+        let mut nothing = active.is_empty();
+        for claim in active {
             let Some(run_id) = claim.run_id else {
                 // A claim whose launch never finished (lab stopped meanwhile).
                 if now_ms() - claim.claimed_at > 10 * 60_000 {
@@ -125,9 +136,15 @@ impl Scheduler {
                 report.finished.push(run_id);
             }
         }
-        for claim in store.claims_to_relabel(self.runner.node()).await? {
+        let to_tell = store.claims_to_relabel(self.runner.node()).await?;
+        nothing &= to_tell.is_empty();
+        for claim in to_tell {
             self.tell_issue(&claim).await;
         }
+        // Nothing to follow nor tell: the next settles read nothing until a
+        // claim is written (an AFK tick's, or any other in this process).
+        *self.settled_nothing.lock().expect("poisoned") =
+            nothing.then(|| (generation, Instant::now()));
         Ok(())
     }
 

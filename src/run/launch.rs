@@ -176,7 +176,7 @@ impl Runner {
     /// name on `PATH`.
     pub fn binary_for(&self, p: &dyn Provider) -> Result<PathBuf, BinaryError> {
         if let Some(b) = self.cfg.bins.get(p.id()) {
-            return if is_executable(b) {
+            return if super::on_path::is_executable(b) {
                 Ok(b.clone())
             } else {
                 Err(BinaryError::NotExecutable {
@@ -185,7 +185,7 @@ impl Runner {
                 })
             };
         }
-        find_on_path(p.binary()).ok_or_else(|| BinaryError::NotOnPath {
+        super::on_path::find(p.binary()).ok_or_else(|| BinaryError::NotOnPath {
             name: p.name(),
             binary: p.binary(),
             var: p.binary_env_var(),
@@ -198,7 +198,7 @@ impl Runner {
     /// the screen check is then all lab has.
     pub fn hook_command(&self, p: &dyn Provider) -> Option<Vec<String>> {
         let labctl = self.cfg.lab_exe.parent()?.join("labctl");
-        is_executable(&labctl).then(|| {
+        super::on_path::is_executable(&labctl).then(|| {
             vec![
                 labctl.to_string_lossy().into_owned(),
                 "hook".to_owned(),
@@ -399,18 +399,6 @@ pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
 }
 
 #[cfg(test)]

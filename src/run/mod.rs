@@ -19,6 +19,7 @@ mod launch;
 mod launch_file;
 pub mod log;
 pub mod merge;
+mod on_path;
 pub mod proctree;
 mod pty;
 mod quiet;

@@ -152,7 +152,7 @@ pub async fn probe(bin: Option<&Path>) -> Availability {
         .to_owned();
     let path = match bin {
         Some(p) => p.to_path_buf(),
-        None => match find_on_path("bwrap") {
+        None => match super::on_path::find("bwrap") {
             Some(p) => p,
             None => {
                 return Availability::Missing {
@@ -187,16 +187,6 @@ pub async fn probe(bin: Option<&Path>) -> Availability {
             fix,
         },
     }
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ impl Store {
         global_cap: i64,
         listed_at: i64,
     ) -> Result<ClaimResult> {
+        let _counted = self.writing_claims();
         let now = now_ms();
         let insert = format!(
             "INSERT INTO afk_claims (repo_id, repo_name, issue_number, node, active, claimed_at, attempt) \
@@ -138,6 +139,7 @@ impl Store {
 
     /// Ties a claim to the run that works on it.
     pub async fn attach_run(&self, claim: i64, run: i64, model: &str, effort: &str) -> Result<()> {
+        let _counted = self.writing_claims();
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE afk_claims SET run_id = $1, model = $2, effort = $3, started_at = $4 WHERE id = $5")
                 .bind(run)
@@ -153,6 +155,7 @@ impl Store {
 
     /// Gives up a claim whose run could not start.
     pub async fn release_claim(&self, claim: i64) -> Result<()> {
+        let _counted = self.writing_claims();
         on_db!(self.db(), pool => {
             sqlx::query("DELETE FROM afk_claims WHERE id = $1").bind(claim).execute(pool).await?;
         });
@@ -198,6 +201,7 @@ impl Store {
 
     /// Records a run's pull request; false when it already had one.
     pub async fn set_claim_pr(&self, claim: i64, url: &str) -> Result<bool> {
+        let _counted = self.writing_claims();
         let n = on_db!(self.db(), pool => {
             sqlx::query("UPDATE afk_claims SET pr_url = $1 WHERE id = $2 AND pr_url IS NULL")
                 .bind(url)
@@ -225,6 +229,7 @@ impl Store {
         detail: &str,
         retry_at: Option<i64>,
     ) -> Result<bool> {
+        let _counted = self.writing_claims();
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE afk_claims SET active = FALSE, outcome = $1, detail = $2, ended_at = $3, retry_at = $5 \
@@ -246,6 +251,7 @@ impl Store {
     /// and the check that failed); false when a round for `key` was
     /// started already.
     pub async fn start_round(&self, claim: i64, key: &str) -> Result<bool> {
+        let _counted = self.writing_claims();
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE afk_claims SET rounds = rounds + 1, round_key = $1 WHERE id = $2 AND active \
@@ -262,6 +268,7 @@ impl Store {
 
     /// Records what a claim's pull request's checks said last.
     pub async fn set_claim_checks(&self, claim: i64, checks: &str) -> Result<()> {
+        let _counted = self.writing_claims();
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE afk_claims SET checks = $1 WHERE id = $2")
                 .bind(checks)
@@ -273,6 +280,7 @@ impl Store {
     }
 
     pub async fn mark_relabelled(&self, claim: i64) -> Result<()> {
+        let _counted = self.writing_claims();
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE afk_claims SET relabelled = TRUE, relabelled_at = $2 WHERE id = $1")
                 .bind(claim)

@@ -187,10 +187,10 @@ async fn ping_if_idle(
     Ok(conn.ping().await.is_ok())
 }
 
-/// A write to runs in progress; counted when dropped.
-pub(crate) struct RunsWrite<'a>(&'a std::sync::atomic::AtomicU64);
+/// A write in progress (to runs, or to claims); counted when dropped.
+pub(crate) struct CountedWrite<'a>(&'a std::sync::atomic::AtomicU64);
 
-impl Drop for RunsWrite<'_> {
+impl Drop for CountedWrite<'_> {
     fn drop(&mut self) {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
@@ -204,6 +204,8 @@ pub struct Store {
     cache: std::sync::Arc<cache::Cache>,
     /// Writes to runs through this store (any clone of it), counted.
     runs_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Writes to AFK claims through this store, counted.
+    claims_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -323,6 +325,7 @@ impl Store {
             reads: std::sync::Arc::new(reads),
             cache,
             runs_written: Default::default(),
+            claims_written: Default::default(),
         }
     }
 
@@ -335,8 +338,22 @@ impl Store {
 
     /// Counts a write to runs when the guard goes, after the write (or its
     /// failure): a reader that saw the old count may have read the old rows.
-    pub(crate) fn writing_runs(&self) -> RunsWrite<'_> {
-        RunsWrite(&self.runs_written)
+    pub(crate) fn writing_runs(&self) -> CountedWrite<'_> {
+        CountedWrite(&self.runs_written)
+    }
+
+    /// How many writes to AFK claims this process made (as
+    /// [`runs_generation`](Self::runs_generation) for runs): the scheduler
+    /// skips its reads between ticks while it stays the same and it last
+    /// found nothing to settle.
+    pub fn claims_generation(&self) -> u64 {
+        self.claims_written
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Counts a write to claims when the guard goes.
+    pub(crate) fn writing_claims(&self) -> CountedWrite<'_> {
+        CountedWrite(&self.claims_written)
     }
 
     /// How often the resolve cache answered a read, and how often it could

@@ -210,7 +210,63 @@ async fn a_stale_listing_cannot_take_a_told_issue_again(b: Backend) {
     assert!(matches!(later, ClaimResult::Claimed(_)), "{later:?}");
 }
 
+/// The AFK scheduler skips its settle reads while the store's claims count
+/// stays where it was when a settle found nothing: every way of writing a
+/// claim must move it, or a new claim would wait ten seconds to be followed.
+async fn every_claim_write_moves_the_claims_count(b: Backend) {
+    let (store, _dir) = open(&b).await;
+    let r = store.create_repo(&new_repo("r")).await.unwrap();
+    let mut last = store.claims_generation();
+    let mut moved = |what: &str, store: &Store| {
+        let now = store.claims_generation();
+        assert!(
+            now > last,
+            "{what} did not move the claims count ({last} → {now})"
+        );
+        last = now;
+    };
+    let ClaimResult::Claimed(c) = store
+        .claim_issue(r.id, "r", 7, "node-a", 10, 10, lab::store::now_ms())
+        .await
+        .unwrap()
+    else {
+        panic!("not claimed");
+    };
+    moved("claim_issue", &store);
+    store.attach_run(c.id, 1, "m", "e").await.unwrap();
+    moved("attach_run", &store);
+    store.set_claim_pr(c.id, "https://x/pr/1").await.unwrap();
+    moved("set_claim_pr", &store);
+    store.start_round(c.id, "k").await.unwrap();
+    moved("start_round", &store);
+    store.set_claim_checks(c.id, "{}").await.unwrap();
+    moved("set_claim_checks", &store);
+    store.finish_claim(c.id, Outcome::Failed, "").await.unwrap();
+    moved("finish_claim", &store);
+    store.mark_relabelled(c.id).await.unwrap();
+    moved("mark_relabelled", &store);
+    let ClaimResult::Claimed(c2) = store
+        .claim_issue(r.id, "r", 8, "node-a", 10, 10, lab::store::now_ms())
+        .await
+        .unwrap()
+    else {
+        panic!("not claimed");
+    };
+    moved("claim_issue", &store);
+    store.release_claim(c2.id).await.unwrap();
+    moved("release_claim", &store);
+    // Reads do not.
+    store.active_claims("node-a").await.unwrap();
+    store.claims_to_relabel("node-a").await.unwrap();
+    assert_eq!(
+        store.claims_generation(),
+        last,
+        "a read moved the claims count"
+    );
+}
+
 on_both!(
+    every_claim_write_moves_the_claims_count,
     a_stale_listing_cannot_take_a_told_issue_again,
     the_database_counts_the_ledger_as_memory_did,
     an_empty_ledger_has_no_rows

@@ -64,6 +64,9 @@ pub struct SpawnArgs<'a> {
 pub struct Tmux {
     socket: PathBuf,
     conf: PathBuf,
+    /// The tmux program, by its full path when it is on `PATH` (see
+    /// `run::on_path`: a client started by name costs a fork of lab).
+    bin: PathBuf,
     calls: AtomicU64,
 }
 
@@ -115,6 +118,7 @@ impl Tmux {
         Ok(Tmux {
             socket,
             conf,
+            bin: crate::run::on_path::find("tmux").unwrap_or_else(|| PathBuf::from("tmux")),
             calls: AtomicU64::new(0),
         })
     }
@@ -148,7 +152,8 @@ impl Tmux {
         cmd: TmuxCommand<'static>,
     ) -> Result<String, TmuxError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
-        let mut c = tokio::process::Command::from(cmd.to_command());
+        let mut c = tokio::process::Command::new(&self.bin);
+        c.args(cmd.to_command().get_args());
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -453,6 +458,14 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("pipe-pane failed"), "{e}");
+    }
+
+    #[test]
+    fn the_client_is_started_by_its_full_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tmux::new(dir.path(), &[]).unwrap();
+        assert!(t.bin.is_absolute(), "{}", t.bin.display());
+        assert!(t.bin.ends_with("tmux"), "{}", t.bin.display());
     }
 
     #[test]
