@@ -261,7 +261,7 @@ pub fn exec_main(launch_file: &Path) -> i32 {
 /// agent keeps the default handling. SIGHUP is not ignored: when the terminal
 /// goes (the session or the tmux server is killed), the shim ends and the
 /// kernel hangs up the agent with it.
-fn ignore_job_control() {
+pub(super) fn ignore_job_control() {
     for sig in [
         libc::SIGINT,
         libc::SIGQUIT,

@@ -35,6 +35,7 @@ mod notifications_ui;
 mod once;
 mod openapi_doc;
 mod pages_input;
+mod passes;
 mod pulls_merge;
 mod readopt;
 mod real_cli;

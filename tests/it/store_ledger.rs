@@ -11,14 +11,9 @@ use crate::on_both;
 use crate::store::{new_repo, open};
 use crate::support::Backend;
 
-/// Claims `issue` and, unless `outcome` is `None`, gives it a run of about
-/// `ms` milliseconds that ends with `outcome` ("" leaves the run live).
-async fn afk_run(
-    store: &Store,
-    repo: (i64, &str),
-    issue: i64,
-    how: Option<(&str, &str, u64, &str)>,
-) {
+/// Claims `issue` of `repo` (id, name) on node-a, under caps it never
+/// reaches.
+async fn claim(store: &Store, repo: (i64, &str), issue: i64) -> Claim {
     let ClaimResult::Claimed(c) = store
         .claim_issue(
             repo.0,
@@ -34,6 +29,18 @@ async fn afk_run(
     else {
         panic!("issue {issue} of {} not claimed", repo.1);
     };
+    *c
+}
+
+/// Claims `issue` and, unless `outcome` is `None`, gives it a run of about
+/// `ms` milliseconds that ends with `outcome` ("" leaves the run live).
+async fn afk_run(
+    store: &Store,
+    repo: (i64, &str),
+    issue: i64,
+    how: Option<(&str, &str, u64, &str)>,
+) {
+    let c = claim(store, repo, issue).await;
     let Some((model, effort, ms, outcome)) = how else {
         return;
     };
@@ -225,13 +232,7 @@ async fn every_claim_write_moves_the_claims_count(b: Backend) {
         );
         last = now;
     };
-    let ClaimResult::Claimed(c) = store
-        .claim_issue(r.id, "r", 7, "node-a", 10, 10, lab::store::now_ms())
-        .await
-        .unwrap()
-    else {
-        panic!("not claimed");
-    };
+    let c = claim(&store, (r.id, "r"), 7).await;
     moved("claim_issue", &store);
     store.attach_run(c.id, 1, "m", "e").await.unwrap();
     moved("attach_run", &store);
@@ -245,13 +246,7 @@ async fn every_claim_write_moves_the_claims_count(b: Backend) {
     moved("finish_claim", &store);
     store.mark_relabelled(c.id).await.unwrap();
     moved("mark_relabelled", &store);
-    let ClaimResult::Claimed(c2) = store
-        .claim_issue(r.id, "r", 8, "node-a", 10, 10, lab::store::now_ms())
-        .await
-        .unwrap()
-    else {
-        panic!("not claimed");
-    };
+    let c2 = claim(&store, (r.id, "r"), 8).await;
     moved("claim_issue", &store);
     store.release_claim(c2.id).await.unwrap();
     moved("release_claim", &store);

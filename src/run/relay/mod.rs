@@ -88,18 +88,8 @@ pub fn main(socket: &Path, lock: &Path) -> i32 {
 /// there may stop, interrupt or pause the relay (raw mode: no signals from
 /// keys, no XON/XOFF; the job-control signals ignored).
 fn keep_to_itself() {
-    for sig in [
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGTSTP,
-        libc::SIGTTIN,
-        libc::SIGTTOU,
-    ] {
-        // SAFETY: ignoring a signal runs no handler code.
-        unsafe {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
+    // The same signals the exec shim ignores while its agent runs.
+    super::exec::ignore_job_control();
     let mut t: libc::termios = unsafe { std::mem::zeroed() };
     // SAFETY: tcgetattr fills the termios given; cfmakeraw edits it.
     unsafe {
