@@ -260,7 +260,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     ));
     let loops = vec![
         runner.clone().spawn_loop(stop_rx.clone()),
-        notifier.spawn_loop(stop_rx.clone()),
+        notifier.clone().spawn_loop(stop_rx.clone()),
         scheduler.clone().spawn_loop(stop_rx),
     ];
     // What `lab doctor` would say, as warnings, without delaying start-up.
@@ -280,6 +280,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         runner: runner.clone(),
         sessions: Arc::new(crate::auth::browser::SessionCache::default()),
         scheduler: scheduler.clone(),
+        notifier,
         public_origin,
     };
     let app = app::router(state);

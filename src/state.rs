@@ -15,6 +15,7 @@ pub struct AppState {
     pub runner: Arc<Runner>,
     pub sessions: Arc<SessionCache>,
     pub scheduler: Arc<crate::afk::Scheduler>,
+    pub notifier: Arc<crate::notifications::Notifier>,
     /// The origin of `--public-url` when it is set: the only `Origin` a form
     /// may come from (else a form's `Origin` must match its `Host`).
     pub public_origin: Option<String>,

@@ -26,6 +26,17 @@ pub struct StatusBody {
     pub last_pass: Option<PassBody>,
     pub cache: CacheBody,
     pub relay: RelayBody,
+    pub notifications: NotifyLoopBody,
+}
+
+/// The loop that delivers notifications.
+#[derive(Serialize, ToSchema)]
+pub struct NotifyLoopBody {
+    /// Times it read the outbox since lab started.
+    pub reads: u64,
+    /// Times it skipped the read: nothing written since a read that found
+    /// nothing due, and nothing pending come due.
+    pub skipped: u64,
 }
 
 /// The relay that copies the runs' output to their panes and logs (ADR 22).
@@ -113,6 +124,10 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             enabled: r.relay.enabled(),
             running: r.relay.running(),
             socket: r.relay.socket().to_string_lossy().into_owned(),
+        },
+        notifications: {
+            let (reads, skipped) = app.notifier.looks();
+            NotifyLoopBody { reads, skipped }
         },
     })
 }

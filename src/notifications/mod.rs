@@ -15,7 +15,8 @@
 pub mod message;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -39,6 +40,28 @@ pub struct Notifier {
     /// The first retry's delay, and how often the outbox is looked at (at
     /// most a second).
     base: Duration,
+    looks: AtomicU64,
+    skipped: AtomicU64,
+}
+
+/// The longest the loop goes without reading the outbox.
+pub const BACKSTOP: Duration = Duration::from_secs(10);
+
+/// What a look that started nothing found: nothing is due before
+/// `next_due` (ms) while the store's counts stay `counts`.
+struct Quiet {
+    counts: (u64, u64),
+    next_due: Option<i64>,
+    at: Instant,
+}
+
+impl Quiet {
+    /// Whether a look now would find nothing either.
+    fn holds(&self, counts: (u64, u64), now: i64) -> bool {
+        self.counts == counts
+            && self.next_due.is_none_or(|t| now < t)
+            && self.at.elapsed() < BACKSTOP
+    }
 }
 
 impl Notifier {
@@ -48,10 +71,17 @@ impl Notifier {
             http,
             lab_url: lab_url.trim_end_matches('/').to_owned(),
             base,
+            looks: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
         }
     }
 
-    /// Delivers until `stop` turns true.
+    /// Delivers until `stop` turns true. The outbox is looked at every
+    /// `base` (at most a second) while anything may be due: after a look
+    /// that started nothing, the next ones skip their reads until this
+    /// process writes to runs or the outbox (`Store::runs_generation`,
+    /// `Store::outbox_generation`), the first pending row comes due, or
+    /// [`BACKSTOP`] goes by (rows no counter here sees: another node's).
     pub fn spawn_loop(
         self: Arc<Self>,
         mut stop: watch::Receiver<bool>,
@@ -59,8 +89,14 @@ impl Notifier {
         let poll = self.base.min(Duration::from_secs(1));
         tokio::spawn(async move {
             let mut pruned = 0;
+            let mut quiet: Option<Quiet> = None;
             while !*stop.borrow() {
-                let started = self.pass().await;
+                let counts = self.counts();
+                if quiet.as_ref().is_some_and(|q| q.holds(counts, now_ms())) {
+                    self.skipped.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    quiet = self.look(counts).await;
+                }
                 if now_ms() - pruned > 3_600_000 {
                     pruned = now_ms();
                     if let Err(e) = self
@@ -71,7 +107,7 @@ impl Notifier {
                         tracing::warn!(error = %e, "could not prune the notification outbox");
                     }
                 }
-                if started == 0 {
+                if quiet.is_some() {
                     tokio::select! {
                         _ = tokio::time::sleep(poll) => {}
                         _ = stop.changed() => {}
@@ -79,6 +115,44 @@ impl Notifier {
                 }
             }
         })
+    }
+
+    /// The store's write counts the outbox depends on.
+    fn counts(&self) -> (u64, u64) {
+        (self.store.runs_generation(), self.store.outbox_generation())
+    }
+
+    /// One look at the outbox: starts what is due; when nothing was, what
+    /// lets the next looks be skipped (`None` after a look that started
+    /// some, so the loop looks again at once).
+    async fn look(self: &Arc<Self>, counts: (u64, u64)) -> Option<Quiet> {
+        self.looks.fetch_add(1, Ordering::Relaxed);
+        if self.pass().await > 0 {
+            return None;
+        }
+        match self.store.next_notification_at().await {
+            Ok(next_due) => Some(Quiet {
+                counts,
+                next_due,
+                at: Instant::now(),
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the notification outbox");
+                Some(Quiet {
+                    counts,
+                    next_due: Some(0),
+                    at: Instant::now(),
+                })
+            }
+        }
+    }
+
+    /// How many times the loop read the outbox, and how many it skipped.
+    pub fn looks(&self) -> (u64, u64) {
+        (
+            self.looks.load(Ordering::Relaxed),
+            self.skipped.load(Ordering::Relaxed),
+        )
     }
 
     /// Starts an attempt for each due row this node could lease; how many.

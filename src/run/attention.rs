@@ -2,7 +2,7 @@
 //! runs whose output grew (one tmux call however many), as the fallback for
 //! what no hook reports (ADR 13). Part of each reconcile pass.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use super::Runner;
@@ -33,10 +33,14 @@ impl Runner {
         let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
         let busy_every = self.cfg.reconcile_every * BUSY_SCREENS_EVERY;
         {
+            let ids: HashSet<i64> = runs.iter().map(|r| r.id).collect();
             let mut seen = self.log_seen.lock().expect("poisoned");
             let mut last = self.log_last.lock().expect("poisoned");
-            seen.retain(|id, _| runs.iter().any(|r| r.id == *id));
-            last.retain(|id, _| runs.iter().any(|r| r.id == *id));
+            let mut watch = self.log_watch.lock().expect("poisoned");
+            seen.retain(|id, _| ids.contains(id));
+            last.retain(|id, _| ids.contains(id));
+            watch.retain(|id| ids.contains(&id));
+            watch.drain();
             for run in runs {
                 let Some(pane) = panes.get(run.session.as_str()).filter(|p| !p.dead) else {
                     continue;
@@ -44,11 +48,15 @@ impl Runner {
                 if !matches!(run.state, RunState::Running | RunState::Waiting) {
                     continue;
                 }
-                let size = run
-                    .log_path
-                    .as_deref()
-                    .and_then(|p| std::fs::metadata(p).ok())
-                    .map_or(0, |m| m.len());
+                // A log not written since it was last sized has that size
+                // (`log_watch.rs`); any other is watched, then sized.
+                let size = match last.get(&run.id) {
+                    Some(size) if watch.unchanged(run.id) => *size,
+                    _ => run.log_path.as_deref().map_or(0, |p| {
+                        watch.arm(run.id, std::path::Path::new(p));
+                        std::fs::metadata(p).map_or(0, |m| m.len())
+                    }),
+                };
                 // A screen that changed is read once its output pauses, and
                 // at most every BUSY_SCREENS_EVERY passes while it does not:
                 // a busy agent redraws many times a second, and reading

@@ -18,6 +18,7 @@ pub mod exec;
 mod launch;
 mod launch_file;
 pub mod log;
+mod log_watch;
 pub mod merge;
 mod on_path;
 pub mod proctree;
@@ -35,6 +36,7 @@ mod usage;
 pub mod workspace;
 
 pub use launch::{LaunchError, LaunchRequest, LaunchTimings};
+pub use quiet::{FULL_EVERY, PANES_EVERY};
 pub use reconcile::PassReport;
 pub use resume::RESUME_PROMPT;
 pub use runner::{RunError, Runner, RunnerConfig};

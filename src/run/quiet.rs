@@ -29,14 +29,24 @@ use super::{Runner, proctree};
 use crate::domain::{Run, RunState};
 use crate::store::StoreError;
 
-/// The longest the loop goes without a full pass.
+/// The longest the loop goes without reading this node's runs.
 pub const FULL_EVERY: Duration = Duration::from_secs(10);
+
+/// The longest the loop goes without listing the panes. Between, a pass
+/// due only to [`FULL_EVERY`] reads the runs and, when they are what the
+/// last full pass read, goes on as a quiet one: the pidfds already said
+/// every pane's process lives, and what only a listing shows (a session
+/// made on lab's socket by hand, a stray) can wait this long.
+pub const PANES_EVERY: Duration = Duration::from_secs(60);
 
 /// What the last full pass read, for the quiet passes after it.
 pub(super) struct Seen {
     /// `Store::runs_generation` before the pass read the runs.
     generation: u64,
+    /// When the runs were read.
     at: Instant,
+    /// When the panes were listed.
+    panes_at: Instant,
     /// Whether the pass left nothing to look at again soon.
     settled: bool,
     runs: Arc<Vec<Run>>,
@@ -157,6 +167,7 @@ impl Runner {
         *self.seen.lock().expect("poisoned") = Some(Seen {
             generation,
             at: began,
+            panes_at: began,
             settled,
             runs: Arc::new(runs),
             panes: Arc::new(panes),
@@ -167,7 +178,7 @@ impl Runner {
     async fn quiet_pass(&self) -> Result<Option<PassReport>, StoreError> {
         let _one_at_a_time = self.pass_lock.lock().await;
         let began = Instant::now();
-        let (runs, panes) = {
+        let (runs, panes, recheck) = {
             let seen = self.seen.lock().expect("poisoned");
             let Some(seen) = seen.as_ref() else {
                 return Ok(None);
@@ -177,11 +188,26 @@ impl Runner {
             if busy
                 || !seen.settled
                 || seen.generation != self.store.runs_generation()
-                || seen.at.elapsed() >= FULL_EVERY
+                || seen.panes_at.elapsed() >= PANES_EVERY
             {
                 return Ok(None);
             }
-            (seen.runs.clone(), seen.panes.clone())
+            let recheck = seen.at.elapsed() >= FULL_EVERY;
+            (seen.runs.clone(), seen.panes.clone(), recheck)
+        };
+        let runs = if recheck {
+            let generation = self.store.runs_generation();
+            let now = self.store.active_runs(&self.cfg.node).await?;
+            if now != *runs {
+                return Ok(None);
+            }
+            if let Some(seen) = self.seen.lock().expect("poisoned").as_mut() {
+                seen.generation = generation;
+                seen.at = began;
+            }
+            runs
+        } else {
+            runs
         };
         let by_session: HashMap<&str, &Pane> =
             panes.iter().map(|p| (p.session.as_str(), p)).collect();

@@ -98,7 +98,7 @@ pub struct Runner {
     pub(super) log_last: Mutex<HashMap<i64, u64>>,
     /// Live runs whose usage did not change at the last read: when to read
     /// again, and the wait after that (doubling, see `usage.rs`).
-    pub(super) usage_rest: Mutex<HashMap<i64, (std::time::Instant, Duration)>>,
+    pub(super) usage_rest: Mutex<HashMap<i64, super::usage::Rest>>,
     /// The usage pass's runs, with the store's write count and the time
     /// they were read (`usage.rs`).
     pub(super) usage_runs: Mutex<Option<super::usage::TallyRuns>>,
@@ -112,6 +112,8 @@ pub struct Runner {
     pub(super) seen: Mutex<Option<super::quiet::Seen>>,
     /// The pane processes the quiet passes watch.
     pub(super) watches: Mutex<super::quiet::Watches>,
+    /// Which logs were written since the screen check sized them.
+    pub(super) log_watch: Mutex<super::log_watch::LogWatch>,
     /// The relay that copies the runs' output (ADR 22).
     pub relay: super::relay::keeper::Keeper,
 }
@@ -163,6 +165,7 @@ impl Runner {
             screens: super::screen::Screens::new(super::tmux::PANE_ROWS, super::tmux::PANE_COLS),
             seen: Mutex::new(None),
             watches: Mutex::new(Default::default()),
+            log_watch: Mutex::new(Default::default()),
         })
     }
 

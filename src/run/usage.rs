@@ -12,9 +12,11 @@
 //! (`<session>/subagents/agent-*.jsonl`); their tokens and cost are the
 //! run's too, each file read on from an offset of its own (`Carry::parts`).
 
+use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Runner;
 use super::transcript::{find, open};
@@ -31,13 +33,64 @@ const MAX_PARTS: usize = 32;
 /// How long after its end a run's transcript is still looked for.
 const ENDED_WINDOW_MS: i64 = 3_600_000;
 
-/// The longest a live run's transcript goes unread, in reconcile passes: a
-/// run whose usage did not change is read again after 1 pass, then 2, 4, 8,
-/// 16 (16 s at the default interval), and every pass again once it changes
-/// (a hook, or input sent to the run, resets it too; a working Codex run
-/// rests at most [`REST_WORKING`] passes). A hundred idle runs cost a few
-/// reads a second, not a hundred.
+/// The longest a live run's transcript goes unread, in reconcile passes,
+/// while its output moves: a run whose usage did not change is read again
+/// after 1 pass, then 2, 4, 8, 16 (16 s at the default interval), and every
+/// pass again once it changes (a hook, or input sent to the run, resets it
+/// too; a working Codex run rests at most [`REST_WORKING`] passes).
 const REST_MAX: u32 = 16;
+
+/// The longest a live run's transcript goes unread while its log did not
+/// grow either (the screen check's sizes, `log_watch.rs`): an agent that
+/// draws nothing does nothing, and a turn that ends draws its answer. The
+/// rest doubles on to this (256 s at the default interval) and ends at the
+/// first pass that finds the log grown. A hundred idle runs cost a read
+/// every few seconds, not a hundred every sixteen.
+const REST_QUIET: u32 = 256;
+
+/// A live run whose usage did not change at its last read.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Rest {
+    /// When to read it again.
+    next: std::time::Instant,
+    /// The wait after that, before doubling.
+    wait: Duration,
+    /// Its log's size at that read, as the screen check last saw it.
+    log: Option<u64>,
+}
+
+impl Rest {
+    /// The rest after a read at `now` that changed nothing, from the one
+    /// before (if any): the log unchanged since then lets it grow past the
+    /// usual cap `most`, up to `quiet`.
+    fn after(
+        before: Option<Rest>,
+        now: std::time::Instant,
+        log: Option<u64>,
+        pass: Duration,
+        most: Duration,
+        quiet: Duration,
+    ) -> Rest {
+        let wait = match before {
+            None => pass,
+            Some(b) => {
+                let still = log.is_some() && b.log == log;
+                (b.wait * 2).min(if still { quiet } else { most })
+            }
+        };
+        Rest {
+            next: now + wait,
+            wait,
+            log,
+        }
+    }
+
+    /// Whether the run is still resting at `now`: a rest past the usual cap
+    /// ends as soon as the log grew.
+    fn holds(&self, now: std::time::Instant, log: Option<u64>, most: Duration) -> bool {
+        self.next > now && (self.wait <= most || log == self.log)
+    }
+}
 
 /// The usage pass's runs, with the store's write count and the time they
 /// were read.
@@ -68,23 +121,37 @@ impl Runner {
         let runs = self.runs_to_tally().await?;
         let mut changed = 0;
         let now = std::time::Instant::now();
+        let ids: HashSet<i64> = runs.iter().map(|r| r.id).collect();
+        let active: HashSet<i64> = runs
+            .iter()
+            .filter(|r| r.state.is_active())
+            .map(|r| r.id)
+            .collect();
         self.usage_rest
             .lock()
             .expect("poisoned")
-            .retain(|id, _| runs.iter().any(|r| r.id == *id && r.state.is_active()));
+            .retain(|id, _| active.contains(id));
         self.usage_reads
             .lock()
             .expect("poisoned")
-            .retain(|id, _| runs.iter().any(|r| r.id == *id));
+            .retain(|id, _| ids.contains(id));
+        let pass = self.cfg.reconcile_every;
+        let quiet = pass * REST_QUIET;
         for run in runs.iter() {
-            let resting = run.state.is_active()
-                && self
-                    .usage_rest
-                    .lock()
-                    .expect("poisoned")
-                    .get(&run.id)
-                    .is_some_and(|(next, _)| *next > now);
-            if resting {
+            let log = self
+                .log_last
+                .lock()
+                .expect("poisoned")
+                .get(&run.id)
+                .copied();
+            let most = pass * rest_max(run);
+            let rest = self
+                .usage_rest
+                .lock()
+                .expect("poisoned")
+                .get(&run.id)
+                .copied();
+            if run.state.is_active() && rest.is_some_and(|r| r.holds(now, log, most)) {
                 continue;
             }
             match self.tally_run(run).await {
@@ -93,11 +160,11 @@ impl Runner {
                     self.usage_rest.lock().expect("poisoned").remove(&run.id);
                 }
                 Ok(false) => {
-                    let mut rest = self.usage_rest.lock().expect("poisoned");
-                    let pass = self.cfg.reconcile_every;
-                    let most = pass * rest_max(run);
-                    let wait = rest.get(&run.id).map_or(pass, |(_, w)| (*w * 2).min(most));
-                    rest.insert(run.id, (now + wait, wait));
+                    let next = Rest::after(rest, now, log, pass, most, quiet);
+                    self.usage_rest
+                        .lock()
+                        .expect("poisoned")
+                        .insert(run.id, next);
                 }
                 Err(e) => {
                     tracing::warn!(run = run.id, error = %e, "could not read the run's usage")
@@ -305,6 +372,37 @@ fn read_on(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rest_grows_past_its_cap_only_while_the_log_stands_still() {
+        let pass = Duration::from_secs(1);
+        let (most, quiet) = (pass * REST_MAX, pass * REST_QUIET);
+        let now = std::time::Instant::now();
+        let mut rest = Rest::after(None, now, Some(10), pass, most, quiet);
+        assert_eq!(rest.wait, pass);
+        // The log stands still: 2, 4, … past the usual cap, to REST_QUIET.
+        for _ in 0..20 {
+            rest = Rest::after(Some(rest), now, Some(10), pass, most, quiet);
+        }
+        assert_eq!(rest.wait, quiet);
+        assert!(rest.holds(now + most * 2, Some(10), most), "still resting");
+        // The log grew: the long rest ends at once, and the next rests keep
+        // to the usual cap.
+        assert!(!rest.holds(now + pass, Some(11), most));
+        rest = Rest::after(Some(rest), now, Some(11), pass, most, quiet);
+        assert_eq!(rest.wait, most);
+        assert!(
+            rest.holds(now + pass, Some(12), most),
+            "within the usual cap"
+        );
+        assert!(!rest.holds(now + most, Some(11), most), "its time came");
+        // A run whose log is not known never rests past the usual cap.
+        let mut rest = Rest::after(None, now, None, pass, most, quiet);
+        for _ in 0..20 {
+            rest = Rest::after(Some(rest), now, None, pass, most, quiet);
+        }
+        assert_eq!(rest.wait, most);
+    }
 
     #[test]
     fn only_a_working_codex_run_rests_less() {

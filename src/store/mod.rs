@@ -206,6 +206,8 @@ pub struct Store {
     runs_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Writes to AFK claims through this store, counted.
     claims_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Writes to the notification outbox through this store, counted.
+    outbox_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -326,6 +328,7 @@ impl Store {
             cache,
             runs_written: Default::default(),
             claims_written: Default::default(),
+            outbox_written: Default::default(),
         }
     }
 
@@ -354,6 +357,21 @@ impl Store {
     /// Counts a write to claims when the guard goes.
     pub(crate) fn writing_claims(&self) -> CountedWrite<'_> {
         CountedWrite(&self.claims_written)
+    }
+
+    /// How many writes to the notification outbox this process made
+    /// outside the runs' own (a run's state change queues its rows in its
+    /// write to runs, counted by [`runs_generation`](Self::runs_generation)):
+    /// with both unchanged, the outbox holds nothing newly due but what its
+    /// next due time says, and the notifier does not read it.
+    pub fn outbox_generation(&self) -> u64 {
+        self.outbox_written
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Counts a write to the outbox when the guard goes.
+    pub(crate) fn writing_outbox(&self) -> CountedWrite<'_> {
+        CountedWrite(&self.outbox_written)
     }
 
     /// How often the resolve cache answered a read, and how often it could

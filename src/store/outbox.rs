@@ -71,6 +71,7 @@ impl Store {
     /// Queues `pr_opened` for a run's pull request (once per run).
     pub async fn note_pull_opened(&self, run: &Run, url: &str) -> Result<()> {
         let now = now_ms();
+        let _counted = self.writing_outbox();
         on_db!(self.db(), pool => {
             sqlx::query(
                 "INSERT INTO notify_outbox (endpoint_id, run_id, repo, event, state, reason, pull_request, \
@@ -110,6 +111,23 @@ impl Store {
         Ok(rows)
     }
 
+    /// When the first pending row becomes due (ms): the latest of its next
+    /// attempt and the end of its lease; `None` when none is pending. A row
+    /// behind its endpoint's oldest may count, so the answer can be early,
+    /// never late.
+    pub async fn next_notification_at(&self) -> Result<Option<i64>> {
+        let (at,): (Option<i64>,) = on_db!(self.db(), pool => {
+            sqlx::query_as(
+                "SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until \
+                 ELSE next_attempt_at END) FROM notify_outbox \
+                 WHERE delivered_at IS NULL AND given_up_at IS NULL",
+            )
+            .fetch_one(pool)
+            .await?
+        });
+        Ok(at)
+    }
+
     /// Takes a due row for one attempt until `until`; false when another
     /// node took it, or it was settled, first.
     pub async fn lease_notification(&self, id: i64, now: i64, until: i64) -> Result<bool> {
@@ -130,6 +148,7 @@ impl Store {
     }
 
     pub async fn notification_delivered(&self, id: i64) -> Result<()> {
+        let _counted = self.writing_outbox();
         on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE notify_outbox SET delivered_at = $1, lease_until = NULL, last_error = NULL WHERE id = $2",
@@ -151,6 +170,7 @@ impl Store {
         retry_at: Option<i64>,
     ) -> Result<()> {
         let now = now_ms();
+        let _counted = self.writing_outbox();
         on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE notify_outbox SET lease_until = NULL, last_error = $1, \

@@ -201,6 +201,47 @@ async fn events_arrive_in_order_and_a_500_is_tried_again(b: Backend) {
     s.stop().await;
 }
 
+/// With nothing to send, the loop reads the outbox once and then skips its
+/// reads (a tick every 50 ms here); a run's end is still sent at once, as
+/// the write to runs that queued it moves the count the loop watches.
+async fn an_idle_outbox_is_not_read_at_every_tick(b: Backend) {
+    let rx = Receiver::start().await;
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    notify(
+        &s,
+        json!([{"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ["ended"]}]),
+    )
+    .await;
+    let loop_counts = |v: Value| {
+        let n = &v["notifications"];
+        (n["reads"].as_u64().unwrap(), n["skipped"].as_u64().unwrap())
+    };
+    let (reads0, skipped0) = loop_counts(s.get("/api/v1/status").await.ok());
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let (reads1, skipped1) = loop_counts(s.get("/api/v1/status").await.ok());
+    assert!(
+        skipped1 - skipped0 >= 10,
+        "ticks skipped in 1.5 s: {}",
+        skipped1 - skipped0
+    );
+    assert!(
+        reads1 - reads0 <= 2,
+        "outbox reads in 1.5 s with nothing written: {}",
+        reads1 - reads0
+    );
+    let started = std::time::Instant::now();
+    let run = id(&s.start_run("r", "FAKE_EXIT=0").await);
+    let got = rx.wait_for("hook", 1).await;
+    assert_eq!(got[0].json()["run"], run);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "sent {:?} after the start",
+        started.elapsed()
+    );
+    s.stop().await;
+}
+
 /// A run waits (one `waiting` per entry, however many passes see it), opens
 /// a pull request and is lost; lab restarts in between and sends nothing
 /// twice.
@@ -414,6 +455,7 @@ async fn two_nodes_send_each_notification_once(b: Backend) {
 crate::on_postgres!(two_nodes_send_each_notification_once);
 
 on_both!(
+    an_idle_outbox_is_not_read_at_every_tick,
     events_arrive_in_order_and_a_500_is_tried_again,
     pull_requests_and_failures_are_sent_once_across_a_restart,
     a_wrong_endpoint_is_refused_and_nothing_is_written,

@@ -3,6 +3,7 @@
 //! finds a waiting agent.
 
 use serde_json::Value;
+use sqlx::Connection;
 
 use crate::on_both;
 use crate::support::agent;
@@ -98,6 +99,73 @@ async fn passes_are_quiet_while_nothing_changes(b: Backend) {
     s.stop().await;
 }
 
+/// Every `FULL_EVERY` the loop reads the runs again, and lists the panes
+/// only when the runs changed (or every `PANES_EVERY`): 11 s of a quiet run
+/// start no tmux client, and a change written behind this process's back
+/// (another node, or by hand) still brings a full pass within about 10 s.
+async fn the_runs_are_read_again_and_the_panes_listed_only_on_a_change(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let r = s.start_run("r", "stay").await;
+    let run = id(&r);
+    s.record(run, "child").await;
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    wait::until("a quiet pass", wait::secs(10), async || {
+        let st = s.get("/api/v1/status").await.ok();
+        (st["last_pass"]["full"] == false && st["last_pass"]["tmux_calls"] == 0).then_some(())
+    })
+    .await;
+    // (A late line of the agent's is read by one more pass: let it come,
+    // until a second goes by without a tmux client.)
+    let mut before = s.get("/api/v1/status").await.ok();
+    for _ in 0..10 {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let now = s.get("/api/v1/status").await.ok();
+        let still = n(&now, "tmux_calls") == n(&before, "tmux_calls");
+        before = now;
+        if still {
+            break;
+        }
+    }
+    tokio::time::sleep(lab::run::FULL_EVERY + std::time::Duration::from_millis(1500)).await;
+    let after = s.get("/api/v1/status").await.ok();
+    assert_eq!(
+        n(&after, "tmux_calls"),
+        n(&before, "tmux_calls"),
+        "no tmux client past FULL_EVERY with the runs unchanged: {before} → {after}"
+    );
+    assert!(n(&after, "reconcile_passes") > n(&before, "reconcile_passes") + 50);
+
+    // Another writer changes the run.
+    let sql = "UPDATE runs SET state_reason = 'changed elsewhere' WHERE id = $1";
+    match &s.database_url {
+        Some(url) => {
+            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+            sqlx::query(sql).bind(run).execute(&mut c).await.unwrap();
+        }
+        None => {
+            let file = s.data_dir().join("lab.db");
+            let url = format!("sqlite://{}", file.display());
+            let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            sqlx::query(sql).bind(run).execute(&mut c).await.unwrap();
+        }
+    }
+    let changed = std::time::Instant::now();
+    wait::until("a full pass after the change", wait::secs(15), async || {
+        let st = s.get("/api/v1/status").await.ok();
+        (n(&st, "tmux_calls") > n(&after, "tmux_calls")).then_some(())
+    })
+    .await;
+    assert!(
+        changed.elapsed() <= lab::run::FULL_EVERY + std::time::Duration::from_secs(2),
+        "{:?}",
+        changed.elapsed()
+    );
+    let now = s.get(&format!("/api/v1/runs/{run}")).await.ok();
+    assert_eq!(now["state"], "running", "{now}");
+    s.stop().await;
+}
+
 /// A run whose agent waits for a person says so, with the reason, within a
 /// pass; and goes back to running when the agent moves on.
 async fn a_waiting_agent_shows_as_waiting(b: Backend) {
@@ -122,5 +190,6 @@ async fn a_waiting_agent_shows_as_waiting(b: Backend) {
 on_both!(
     reconcile_costs_a_constant_number_of_tmux_calls,
     passes_are_quiet_while_nothing_changes,
+    the_runs_are_read_again_and_the_panes_listed_only_on_a_change,
     a_waiting_agent_shows_as_waiting,
 );
