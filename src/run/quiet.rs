@@ -6,11 +6,13 @@
 //! the loop runs a full pass only when something may have: a write to runs
 //! in this process (`Store::runs_generation`), a launch in flight, a pane's
 //! process that ended, a pass that left something to look at again (a run
-//! starting, a dead pane without its status), or [`FULL_EVERY`] gone by
-//! (what no counter here sees: another node's write, a session made or
-//! killed by hand). In between, a quiet pass asks the kernel, in one `poll`
-//! of a pidfd per pane process, whether any of them ended, and reads the
-//! screens of runs whose output grew, from what the last full pass read.
+//! starting, a dead pane without its status), or what no counter here sees:
+//! every [`FULL_EVERY`] the runs are read again (another node's write) and a
+//! full pass follows when they changed, and every [`PANES_EVERY`] one lists
+//! the panes (a session made by hand). In between, a quiet pass asks the
+//! kernel, in one `poll` of a pidfd per pane process, whether any of them
+//! ended, and reads the screens of runs whose output grew (`log_watch.rs`
+//! says which), from what the last full pass read (ADR 23).
 //!
 //! A pane's process is the exec shim; it ends when its agent does, when its
 //! session is killed, and with the tmux server (the pane's terminal hangs
