@@ -127,24 +127,23 @@ impl Notifier {
     /// some, so the loop looks again at once).
     async fn look(self: &Arc<Self>, counts: (u64, u64)) -> Option<Quiet> {
         self.looks.fetch_add(1, Ordering::Relaxed);
-        if self.pass().await > 0 {
-            return None;
-        }
-        match self.store.next_notification_at().await {
-            Ok(next_due) => Some(Quiet {
-                counts,
-                next_due,
-                at: Instant::now(),
-            }),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the notification outbox");
-                Some(Quiet {
-                    counts,
-                    next_due: Some(0),
-                    at: Instant::now(),
-                })
-            }
-        }
+        let next_due = match self.pass().await {
+            Some(0) => match self.store.next_notification_at().await {
+                Ok(at) => at,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the notification outbox");
+                    Some(0)
+                }
+            },
+            Some(_) => return None,
+            // The outbox could not be read: look again at the next tick.
+            None => Some(0),
+        };
+        Some(Quiet {
+            counts,
+            next_due,
+            at: Instant::now(),
+        })
     }
 
     /// How many times the loop read the outbox, and how many it skipped.
@@ -155,16 +154,17 @@ impl Notifier {
         )
     }
 
-    /// Starts an attempt for each due row this node could lease; how many.
+    /// Starts an attempt for each due row this node could lease; how many
+    /// (`None` when the outbox could not be read).
     /// Each attempt is a task of its own, so a slow endpoint holds up no
     /// other.
-    pub async fn pass(self: &Arc<Self>) -> usize {
+    pub async fn pass(self: &Arc<Self>) -> Option<usize> {
         let now = now_ms();
         let due = match self.store.due_notifications(now).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the notification outbox");
-                return 0;
+                return None;
             }
         };
         let mut started = 0;
@@ -182,7 +182,7 @@ impl Notifier {
             let me = self.clone();
             tokio::spawn(async move { me.attempt(d).await });
         }
-        started
+        Some(started)
     }
 
     async fn attempt(&self, d: Due) {
