@@ -55,6 +55,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         bwrap: None,
         sandbox_ro: Vec::new(),
         sandbox_rw: Vec::new(),
+        launch_pause_ms: 0,
     };
     let running = lab::server::start(&cfg).await.expect("lab starts");
     let api = Api::new(format!("http://{}", running.addr), running.token.clone());

@@ -344,8 +344,17 @@ async fn argv_finding(runner: &Runner, p: &dyn Provider, bin: &Path) -> Vec<Find
         hook_command: runner.hook_command(p),
         session_id: p.takes_session_id().then(crate::run::new_session_id),
     };
-    let verdict =
-        cli_check::check(p, bin, &p.command_line(&spec), runner.cfg.sandbox.bwrap()).await;
+    let verdict = cli_check::check(
+        p,
+        bin,
+        &p.command_line(&spec),
+        runner
+            .cfg
+            .sandbox
+            .bwrap()
+            .map(|b| (b, &runner.cfg.sandbox_policy)),
+    )
+    .await;
     vec![match verdict {
         Verdict::Accepted => finding(area, Level::Ok, "accepts lab's command line", None),
         Verdict::Warning(w) => finding(

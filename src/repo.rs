@@ -49,6 +49,8 @@ pub struct Repo {
     pub check_command: Option<String>,
     /// The repo's AFK budgets; `None` inherits the global ones.
     pub budget: RepoBudget,
+    /// Memory and process caps of its runs; `None` inherits the global ones.
+    pub limits: RepoLimits,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -96,6 +98,24 @@ impl RepoBudget {
     }
 }
 
+/// A repo's caps on each of its runs (ADR 24); `None` inherits
+/// `runs.memory_max_mb` and `runs.pids_max`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RepoLimits {
+    pub memory_max_mb: Option<i64>,
+    pub pids_max: Option<i64>,
+}
+
+impl Repo {
+    /// The caps its runs get: the repo's own, else the global settings'.
+    pub fn run_limits(&self, global: &crate::settings::RunSettings) -> crate::domain::RunLimits {
+        crate::domain::RunLimits {
+            memory_max_mb: self.limits.memory_max_mb.or(global.memory_max_mb),
+            pids_max: self.limits.pids_max.or(global.pids_max),
+        }
+    }
+}
+
 /// What one AFK run may spend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -123,6 +143,8 @@ pub struct RepoPatch {
     pub afk_max_tokens: Change<i64>,
     pub afk_max_cost_nano_usd: Change<i64>,
     pub afk_run_timeout_minutes: Change<i64>,
+    pub memory_max_mb: Change<i64>,
+    pub pids_max: Change<i64>,
 }
 
 /// A new repo from a create request. Its id and times are the store's.
@@ -141,6 +163,7 @@ pub fn create(patch: &RepoPatch) -> Result<Repo, Invalid> {
         allow_unsandboxed: None,
         check_command: None,
         budget: RepoBudget::default(),
+        limits: RepoLimits::default(),
         issues: IssueConfig::default(),
         created_at: 0,
         updated_at: 0,
@@ -310,6 +333,23 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
             b.run_timeout_minutes,
             "afk_run_timeout_minutes",
             settings::RUN_TIMEOUT_MINUTES,
+            &mut errs,
+        ),
+    };
+    let l = current.limits;
+    next.limits = RepoLimits {
+        memory_max_mb: settings::cap(
+            &patch.memory_max_mb,
+            l.memory_max_mb,
+            "memory_max_mb",
+            settings::MEMORY_MAX_MB,
+            &mut errs,
+        ),
+        pids_max: settings::cap(
+            &patch.pids_max,
+            l.pids_max,
+            "pids_max",
+            settings::PIDS_MAX,
             &mut errs,
         ),
     };

@@ -77,6 +77,11 @@ pub struct ServeConfig {
     /// and its CLI's own config (comma-separated).
     #[arg(long = "sandbox-rw", env = "LAB_SANDBOX_RW", value_delimiter = ',')]
     pub sandbox_rw: Vec<PathBuf>,
+    /// Milliseconds every launch waits once its run is recorded, before its
+    /// workspace: for tests of what a launch survives (a client that hangs
+    /// up, a crash mid-launch). 0 in use.
+    #[arg(long, env = "LAB_LAUNCH_PAUSE_MS", default_value_t = 0, hide = true)]
+    pub launch_pause_ms: u64,
 }
 
 fn run_env_name(s: &str) -> Result<String, String> {
@@ -359,9 +364,15 @@ async fn runner_config(
         };
         format!("http://{host}:{}", addr.port())
     });
+    let (sandbox, userns) = crate::run::sandbox::probe(cfg.bwrap.as_deref()).await;
+    let mut sandbox_policy = sandbox_policy(cfg, data_dir)?;
+    sandbox_policy.userns = userns;
+    let node = node_id(data_dir)?;
+    let cgroups = crate::run::cgroup::Cgroups::probe(&node);
     Ok(RunnerConfig {
         data_dir: data_dir.to_path_buf(),
-        node: node_id(data_dir)?,
+        node,
+        cgroups,
         lab_exe,
         lab_url,
         bins,
@@ -372,16 +383,22 @@ async fn runner_config(
             None => dirs::home_dir().context("cannot tell lab's home folder (set HOME)")?,
         },
         run_env: cfg.run_env.clone(),
-        sandbox: crate::run::sandbox::probe(cfg.bwrap.as_deref()).await,
-        sandbox_policy: sandbox_policy(cfg, data_dir),
+        sandbox,
+        sandbox_policy,
         forge_poll: std::time::Duration::from_millis(cfg.forge_poll_ms),
         relay: !cfg.no_relay,
+        launch_pause: std::time::Duration::from_millis(cfg.launch_pause_ms),
     })
 }
 
-/// What every run's sandbox hides (lab's data dir, a database outside it,
-/// PostgreSQL's local sockets) and what the operator adds.
-fn sandbox_policy(cfg: &ServeConfig, data_dir: &Path) -> crate::run::sandbox::Policy {
+/// What every run's sandbox sees of the system, what it hides (lab's data
+/// dir, a database outside it, PostgreSQL's local sockets) and what the
+/// operator adds.
+fn sandbox_policy(
+    cfg: &ServeConfig,
+    data_dir: &Path,
+) -> anyhow::Result<crate::run::sandbox::Policy> {
+    use crate::run::sandbox;
     let mut hidden = vec![data_dir.to_path_buf()];
     for dir in ["/run/postgresql", "/var/run/postgresql"] {
         hidden.push(PathBuf::from(dir));
@@ -402,11 +419,17 @@ fn sandbox_policy(cfg: &ServeConfig, data_dir: &Path) -> crate::run::sandbox::Po
             hidden.push(PathBuf::from(format!("/{dir}")));
         }
     }
-    crate::run::sandbox::Policy {
+    let files = sandbox::SandboxFiles::write(&data_dir.join("sandbox"))
+        .context("cannot write the sandbox's account files")?;
+    Ok(sandbox::Policy {
         hidden,
         read_only: cfg.sandbox_ro.clone(),
         writable: cfg.sandbox_rw.clone(),
-    }
+        system: sandbox::System::probe(),
+        files: Some(files),
+        userns: false,
+        tmp_bytes: Some(sandbox::TMP_BYTES),
+    })
 }
 
 /// This node's id, made once and kept in `<data-dir>/node-id`.

@@ -58,7 +58,7 @@ pub const MAX_COST_NANO_USD: (i64, i64) = (10_000_000, 1_000_000 * 1_000_000_000
 pub const MEMORY_PER_RUN_MB: (i64, i64) = (0, 1_048_576);
 
 /// Global settings of runs of every kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSettings {
     /// Hours an ended run's workspace is kept; `None` keeps it until the run
     /// is removed.
@@ -66,7 +66,40 @@ pub struct RunSettings {
     /// Whether runs that ask nobody (an unattended permission or approval
     /// mode) may start unsandboxed on a machine where lab cannot sandbox.
     pub allow_unsandboxed: bool,
+    /// Top-level keys of the operator's CLI config files (Claude Code's
+    /// `settings.json` and `.claude.json`, Codex's `config.toml`) that each
+    /// run's own copy gets; none by default (ADR 24).
+    pub carry_cli_keys: Vec<String>,
+    /// Memory each run may use, in MiB (its cgroup's `memory.max`); `None`:
+    /// no cap.
+    pub memory_max_mb: Option<i64>,
+    /// Processes and threads each run may have (`pids.max`); `None`: no cap.
+    pub pids_max: Option<i64>,
+    /// The most of a run's log lab keeps on disk, in MiB: past it, the
+    /// oldest output is dropped.
+    pub log_max_mb: i64,
 }
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            workspace_retention_hours: None,
+            allow_unsandboxed: false,
+            carry_cli_keys: Vec::new(),
+            memory_max_mb: Some(8192),
+            pids_max: Some(4096),
+            log_max_mb: 64,
+        }
+    }
+}
+
+/// Bounds of the run limits.
+pub const MEMORY_MAX_MB: (i64, i64) = (16, 1_048_576);
+pub const PIDS_MAX: (i64, i64) = (16, 4_194_304);
+pub const LOG_MAX_MB: (i64, i64) = (1, 65_536);
+/// How many keys may be carried, and how long one may be.
+pub const CARRY_KEYS: usize = 64;
+pub const CARRY_KEY_LEN: usize = 128;
 
 pub const WORKSPACE_RETENTION_HOURS: (i64, i64) = (0, 24 * 365);
 
@@ -122,6 +155,11 @@ pub struct AfkPatch {
 pub struct RunsPatch {
     pub workspace_retention_hours: Change<i64>,
     pub allow_unsandboxed: Change<bool>,
+    /// Replaces the list (`None`: keep it).
+    pub carry_cli_keys: Option<Vec<String>>,
+    pub memory_max_mb: Change<i64>,
+    pub pids_max: Change<i64>,
+    pub log_max_mb: Change<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -243,8 +281,68 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
         Change::Clear => false,
         Change::Set(v) => *v,
     };
+    next.runs.memory_max_mb = cap(
+        &patch.runs.memory_max_mb,
+        current.runs.memory_max_mb,
+        "runs.memory_max_mb",
+        MEMORY_MAX_MB,
+        &mut errs,
+    );
+    next.runs.pids_max = cap(
+        &patch.runs.pids_max,
+        current.runs.pids_max,
+        "runs.pids_max",
+        PIDS_MAX,
+        &mut errs,
+    );
+    next.runs.log_max_mb = match &patch.runs.log_max_mb {
+        Change::Keep => current.runs.log_max_mb,
+        Change::Clear => RunSettings::default().log_max_mb,
+        Change::Set(v) => {
+            let (lo, hi) = LOG_MAX_MB;
+            errs.check(validate::int_range("runs.log_max_mb", *v, lo, hi))
+                .unwrap_or(current.runs.log_max_mb)
+        }
+    };
+    if let Some(keys) = &patch.runs.carry_cli_keys {
+        next.runs.carry_cli_keys = errs
+            .check(carry_keys(keys))
+            .unwrap_or_else(|| current.runs.carry_cli_keys.clone());
+    }
     errs.finish()?;
     Ok(next)
+}
+
+/// The keys of the operator's CLI config runs carry: names of top-level
+/// keys (letters, digits, `_`, `-`, `.`), each once.
+pub fn carry_keys(keys: &[String]) -> Result<Vec<String>, FieldError> {
+    if keys.len() > CARRY_KEYS {
+        return Err(FieldError::new(
+            "runs.carry_cli_keys",
+            format!("at most {CARRY_KEYS} keys"),
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for k in keys {
+        let k = k.trim();
+        let ok = !k.is_empty()
+            && k.len() <= CARRY_KEY_LEN
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !ok {
+            return Err(FieldError::new(
+                "runs.carry_cli_keys",
+                format!(
+                    "a key is a top-level name of at most {CARRY_KEY_LEN} letters, digits, '_', '-' or '.'"
+                ),
+            )
+            .with_value(k.to_owned()));
+        }
+        if !out.iter().any(|o| o == k) {
+            out.push(k.to_owned());
+        }
+    }
+    Ok(out)
 }
 
 /// US dollars as billionths (the store's unit), rounded within the allowed

@@ -62,12 +62,15 @@ pub(super) type Verdict = Option<(StopCause, String)>;
 
 impl Scheduler {
     /// What to do with a live AFK run now.
+    /// A run that waits on a usage limit (`waiting`) still has its time
+    /// limit and budgets; its checks wait with it.
     pub(super) async fn watch(
         &self,
         claim: &Claim,
         run: &Run,
         repo: Option<&Repo>,
         settings: &Settings,
+        waiting: bool,
     ) -> Verdict {
         let budget = repo
             .map(|r| r.budget.over(&settings.afk))
@@ -76,9 +79,11 @@ impl Scheduler {
                 max_cost_nano_usd: settings.afk.max_cost_nano_usd,
                 run_timeout_minutes: settings.afk.run_timeout_minutes,
             });
-        let paused = self.limits.paused_ms(claim.id);
-        if let Some(v) = over_time_or_budget(run, &budget, paused) {
+        if let Some(v) = over_time_or_budget(run, &budget) {
             return Some(v);
+        }
+        if waiting {
+            return None;
         }
         claim.pr_url.as_ref()?;
         let repo = repo?;
@@ -272,7 +277,12 @@ impl Scheduler {
             let mut head = None;
             if let (Some(ws), Some(branch)) = (run.workspace.as_deref(), run.branch.as_deref()) {
                 let ws = std::path::Path::new(ws);
-                if let Err(e) = runner.workspaces.collect(&repo, ws, branch).await {
+                let jail = runner.jail(&run, Some(&repo));
+                if let Err(e) = runner
+                    .workspaces
+                    .collect(&repo, ws, branch, jail.as_ref())
+                    .await
+                {
                     tracing::warn!(run = run.id, error = %e, "could not take the run's branch");
                 }
                 head = runner.workspaces.branch_head(&repo, branch).await;
@@ -398,11 +408,10 @@ impl Scheduler {
     }
 }
 
-/// Past its time limit, or over its token or cost budget.
-/// `paused_ms` is the time the run waited on usage limits, which does not
-/// count.
-fn over_time_or_budget(run: &Run, b: &Budget, paused_ms: i64) -> Verdict {
-    let started = run.started_at.unwrap_or(run.created_at) + paused_ms;
+/// Past its time limit, or over its token or cost budget. The time a run
+/// waited on a usage limit counts: the limit is the run's own word.
+fn over_time_or_budget(run: &Run, b: &Budget) -> Verdict {
+    let started = run.started_at.unwrap_or(run.created_at);
     if now_ms() - started > b.run_timeout_minutes * 60_000 {
         return Some((
             StopCause::TimeLimit,

@@ -1,10 +1,15 @@
-//! Usage limits (issue 14): when an AFK run's CLI reports that its
-//! provider's usage limit stopped it (the screen check finds the message;
-//! Claude Code's `StopFailure` hook says `rate_limit`), lab marks that
-//! provider limited until the reset the message names. Meanwhile no new AFK
-//! run of the provider starts, and its limited runs wait without their
-//! time running out. After the reset, lab types `continue` into each of
-//! them (the same session goes on).
+//! Usage limits (issue 14, amended by issue 23's trust rule): when an AFK
+//! run's CLI reports that its provider's usage limit stopped it (the screen
+//! check finds the message; Claude Code's `StopFailure` hook says
+//! `rate_limit`), that run waits until the reset the message names, then lab
+//! types `continue` into it (the same session goes on). Its time limit keeps
+//! counting meanwhile.
+//!
+//! One run's word affects that run only: its screen and its hook calls are
+//! the agent's to forge. The provider as a whole is held back (no new AFK
+//! run of it) only on evidence no single agent can forge: the same limit
+//! reported by a second run of the provider while the first still waits
+//! (until the earlier of their resets).
 //!
 //! The marks live in this node's memory: a restarted lab finds the message
 //! on the screen again at its next look.
@@ -25,15 +30,22 @@ pub struct Limited {
     pub reason: String,
 }
 
+/// One claim's run waiting on a limit it reported.
+#[derive(Debug, Clone)]
+struct Wait {
+    provider: String,
+    run: i64,
+    until_ms: i64,
+    reason: String,
+}
+
 /// The limits this node knows of.
 #[derive(Debug, Default)]
 pub struct Limits {
+    /// Providers held back on two runs' word.
     providers: Mutex<HashMap<String, Limited>>,
-    /// Claims whose run waits on a limit: since when (ms).
-    waiting: Mutex<HashMap<i64, i64>>,
-    /// Time each claim's run spent waiting on limits (ms), which its time
-    /// limit does not count.
-    paused: Mutex<HashMap<i64, i64>>,
+    /// Claims whose run waits on a limit it reported.
+    waiting: Mutex<HashMap<i64, Wait>>,
     /// Claims whose run was told to continue: when, and the message it had
     /// (still on its screen for a while: not a new limit).
     resumed: Mutex<HashMap<i64, (i64, String)>>,
@@ -55,29 +67,40 @@ impl Limits {
             .cloned()
     }
 
-    /// What a claim's run spent waiting on limits, this wait included.
-    pub fn paused_ms(&self, claim: i64) -> i64 {
-        let done = self
-            .paused
-            .lock()
-            .expect("poisoned")
-            .get(&claim)
-            .copied()
-            .unwrap_or(0);
-        let now = self
-            .waiting
-            .lock()
-            .expect("poisoned")
-            .get(&claim)
-            .map(|since| now_ms() - since)
-            .unwrap_or(0);
-        done + now
-    }
-
     pub fn forget(&self, claim: i64) {
         self.waiting.lock().expect("poisoned").remove(&claim);
-        self.paused.lock().expect("poisoned").remove(&claim);
         self.resumed.lock().expect("poisoned").remove(&claim);
+    }
+
+    /// Records that `claim`'s run waits on a limit, and holds its provider
+    /// back when another run of the provider waits on one too.
+    fn wait(&self, claim: i64, w: Wait) {
+        let mut waiting = self.waiting.lock().expect("poisoned");
+        waiting.insert(claim, w.clone());
+        let now = now_ms();
+        let others: Vec<&Wait> = waiting
+            .values()
+            .filter(|o| o.provider == w.provider && o.run != w.run && o.until_ms > now)
+            .collect();
+        let Some(other) = others.iter().min_by_key(|o| o.until_ms) else {
+            return;
+        };
+        let (until, reason) = if other.until_ms < w.until_ms {
+            (other.until_ms, other.reason.clone())
+        } else {
+            (w.until_ms, w.reason.clone())
+        };
+        let mut p = self.providers.lock().expect("poisoned");
+        let held = p.entry(w.provider.clone()).or_insert(Limited {
+            provider: w.provider.clone(),
+            until_ms: until,
+            reason: reason.clone(),
+        });
+        if held.until_ms < now {
+            held.until_ms = until;
+            held.reason = reason;
+        }
+        tracing::info!(provider = %w.provider, until, "two runs hit the usage limit: the provider is held back");
     }
 }
 
@@ -129,18 +152,18 @@ impl Scheduler {
         v
     }
 
-    /// Looks at a live AFK run: a run a limit stopped marks its provider
-    /// (and waits); a waiting one whose provider's reset has come is told
-    /// to continue. True while the run waits on a limit.
+    /// Looks at a live AFK run: a run a limit stopped waits (and marks its
+    /// provider when a second run does too); a waiting one whose reset has
+    /// come is told to continue. True while the run waits on a limit.
     pub(super) async fn follow_limit(&self, claim: &Claim, run: &Run) -> bool {
-        let waiting_since = self
+        let waiting = self
             .limits
             .waiting
             .lock()
             .expect("poisoned")
             .get(&claim.id)
-            .copied();
-        match waiting_since {
+            .cloned();
+        match waiting {
             None if limited_now(run) => {
                 let screen = match run.log_path.clone() {
                     Some(log) => self
@@ -171,33 +194,26 @@ impl Scheduler {
                     return false;
                 }
                 let until = limits::until_ms(reset, now_ms(), utc_offset_secs());
-                tracing::info!(run = run.id, provider = %run.provider, until, "usage limit reached");
-                let mut p = self.limits.providers.lock().expect("poisoned");
-                let held = p.entry(run.provider.clone()).or_insert(Limited {
-                    provider: run.provider.clone(),
-                    until_ms: until,
-                    reason: line.clone(),
-                });
-                if held.until_ms < until {
-                    held.until_ms = until;
-                    held.reason = line;
-                }
-                drop(p);
+                tracing::info!(run = run.id, provider = %run.provider, until, "usage limit reached: the run waits");
                 self.limits
                     .resumed
                     .lock()
                     .expect("poisoned")
                     .insert(claim.id, (0, line_for_resume(&screen)));
-                self.limits
-                    .waiting
-                    .lock()
-                    .expect("poisoned")
-                    .insert(claim.id, now_ms());
+                self.limits.wait(
+                    claim.id,
+                    Wait {
+                        provider: run.provider.clone(),
+                        run: run.id,
+                        until_ms: until,
+                        reason: line,
+                    },
+                );
                 true
             }
             None => false,
-            Some(since) => {
-                if self.limits.holds(&run.provider).is_some() {
+            Some(w) => {
+                if w.until_ms > now_ms() {
                     return true;
                 }
                 // The reset has come: the same session goes on.
@@ -223,13 +239,6 @@ impl Scheduler {
                     .lock()
                     .expect("poisoned")
                     .remove(&claim.id);
-                *self
-                    .limits
-                    .paused
-                    .lock()
-                    .expect("poisoned")
-                    .entry(claim.id)
-                    .or_insert(0) += now_ms() - since;
                 if let Some(r) = self
                     .limits
                     .resumed

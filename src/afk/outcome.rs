@@ -77,10 +77,10 @@ impl Scheduler {
                 Err(e) => return Err(e),
             };
             if run.state.is_active() {
-                if self.follow_limit(&claim, &run).await {
-                    continue;
-                }
-                let why = self.watch(&claim, &run, repo.as_ref(), &settings).await;
+                let waiting = self.follow_limit(&claim, &run).await;
+                let why = self
+                    .watch(&claim, &run, repo.as_ref(), &settings, waiting)
+                    .await;
                 let Some((cause, why)) = why else { continue };
                 match self.runner.stop(run_id, cause, &why).await {
                     Ok(r) => run = r,

@@ -67,11 +67,21 @@ pub(super) async fn deliver(
     branch: &str,
 ) -> Result<(), PullError> {
     if let Some(ws) = run.workspace.as_deref() {
+        // Reads the run's workspace (in its jail): a failure's text may hold
+        // the agent's bytes, so the caller (the run's own token) gets only
+        // an id (ADR 24).
+        let jail = runner.jail(run, Some(repo));
         runner
             .workspaces
-            .collect(repo, std::path::Path::new(ws), branch)
+            .collect(repo, std::path::Path::new(ws), branch, jail.as_ref())
             .await
-            .map_err(|e| PullError::Push(format!("could not take {branch} from the run: {e}")))?;
+            .map_err(|e| {
+                PullError::Push(crate::run::withheld(
+                    run.id,
+                    &format!("taking {branch} from the run"),
+                    &e.0,
+                ))
+            })?;
     }
     if repo.issues.source != SourceKind::Builtin {
         let remote = push_url(repo)

@@ -117,6 +117,15 @@ impl crate::validate::Choice for RunState {
     }
 }
 
+/// What one run may use, as applied (ADR 24): `None` is no cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    /// MiB of memory (its cgroup's cap).
+    pub memory_max_mb: Option<i64>,
+    /// Processes and threads at once.
+    pub pids_max: Option<i64>,
+}
+
 /// One run, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Run {
@@ -150,6 +159,8 @@ pub struct Run {
     pub workspace_removed_at: Option<i64>,
     /// Whether its agent ran in lab's sandbox (ADR 12).
     pub sandboxed: bool,
+    /// The caps its agent runs under.
+    pub limits: RunLimits,
     /// Why lab stopped it, when it did.
     pub stop_cause: Option<super::StopCause>,
     /// What its agent is doing (ADR 13); `None` until known.

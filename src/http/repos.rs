@@ -60,6 +60,12 @@ pub struct RepoBody {
     /// Minutes an AFK run of this repo may take; `null` inherits
     /// `afk.run_timeout_minutes`.
     pub afk_run_timeout_minutes: Option<i64>,
+    /// MiB of memory each run of this repo may use; `null` inherits
+    /// `runs.memory_max_mb`.
+    pub memory_max_mb: Option<i64>,
+    /// Processes and threads each run of this repo may have; `null`
+    /// inherits `runs.pids_max`.
+    pub pids_max: Option<i64>,
     #[schema(schema_with = schema::source_kind)]
     pub issue_source: String,
     pub forge_url: Option<String>,
@@ -93,6 +99,8 @@ impl From<Repo> for RepoBody {
             afk_max_tokens: r.budget.max_tokens,
             afk_max_cost_usd: r.budget.max_cost_nano_usd.map(crate::domain::nano_to_usd),
             afk_run_timeout_minutes: r.budget.run_timeout_minutes,
+            memory_max_mb: r.limits.memory_max_mb,
+            pids_max: r.limits.pids_max,
             issue_source: r.issues.source.as_str().to_owned(),
             forge_token: r.issues.token_hint(),
             forge_url: r.issues.forge_url,
@@ -173,6 +181,12 @@ pub struct RepoPatchBody {
     #[schema(schema_with = schema::run_timeout_minutes_patch)]
     #[serde(default, deserialize_with = "whole_number")]
     pub afk_run_timeout_minutes: Field<i64>,
+    #[schema(schema_with = schema::repo_memory_max_mb_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub memory_max_mb: Field<i64>,
+    #[schema(schema_with = schema::repo_pids_max_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub pids_max: Field<i64>,
     #[schema(schema_with = schema::source_kind_patch)]
     #[serde(default)]
     pub issue_source: Field<String>,
@@ -223,6 +237,8 @@ impl RepoPatchBody {
             afk_max_tokens: self.afk_max_tokens.change(),
             afk_max_cost_nano_usd: super::settings::usd_to_nano(self.afk_max_cost_usd.change()),
             afk_run_timeout_minutes: self.afk_run_timeout_minutes.change(),
+            memory_max_mb: self.memory_max_mb.change(),
+            pids_max: self.pids_max.change(),
             issues: crate::repo::issue_source::IssueConfigPatch {
                 source: self.issue_source.change(),
                 forge_url: self.forge_url.change(),

@@ -53,6 +53,14 @@ pub struct RunBody {
     /// Whether the agent runs in lab's sandbox; `false` only where the
     /// machine has none and the operator allowed runs without it.
     pub sandboxed: bool,
+    /// The caps the run's agent runs under, as applied (ADR 24).
+    pub limits: LimitsBody,
+    /// Bytes of the run's oldest output lab dropped to keep its log under
+    /// `runs.log_max_mb` (0: the log is whole).
+    pub log_dropped_bytes: u64,
+    /// Bytes its workspace takes on disk, as last measured (within 30 s;
+    /// `GET /runs/{id}` measures; `null` when not measured or gone).
+    pub workspace_bytes: Option<u64>,
     /// Why lab stopped the run (`operator`, `time_limit`, `pull_request`);
     /// `null` when it did not.
     pub stop_cause: Option<StopCause>,
@@ -126,6 +134,7 @@ impl From<&Usage> for UsageBody {
 
 impl RunBody {
     pub fn new(r: Run, runner: &Runner) -> RunBody {
+        let log_dropped = r.log_path.as_deref().map_or(0, crate::run::log::dropped);
         RunBody {
             attach_command: runner.tmux.attach_command(&r.session),
             tmux_socket: runner.tmux.socket().to_string_lossy().into_owned(),
@@ -149,6 +158,12 @@ impl RunBody {
             exit_status: r.exit_status,
             exit_signal: r.exit_signal,
             sandboxed: r.sandboxed,
+            limits: LimitsBody {
+                memory_max_mb: r.limits.memory_max_mb,
+                pids_max: r.limits.pids_max,
+            },
+            log_dropped_bytes: log_dropped,
+            workspace_bytes: runner.disk.cached(r.id),
             stop_cause: r.stop_cause,
             agent_state: r.agent.filter(|_| r.state.is_active()).map(Into::into),
             created_at: rfc3339(r.created_at),
@@ -168,6 +183,16 @@ impl RunBody {
             repo: r.repo_name,
         }
     }
+}
+
+/// A run's caps: `null` is no cap (none is applied where cgroups cannot be
+/// used: `GET /status`'s `sandbox.cgroups`).
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitsBody {
+    /// MiB of memory; past it the run is ended `failed`, out of memory.
+    pub memory_max_mb: Option<i64>,
+    /// Processes and threads at once.
+    pub pids_max: Option<i64>,
 }
 
 /// A manual run: the model and effort asked for override the repo's
@@ -312,6 +337,13 @@ async fn get_run(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<RunBody>> {
     let run = stored_run(&app, run_id(&id)?).await?;
+    if let Some(ws) = run
+        .workspace
+        .as_deref()
+        .filter(|_| run.workspace_removed_at.is_none())
+    {
+        app.runner.disk.of(run.id, std::path::Path::new(ws)).await;
+    }
     Ok(Json(RunBody::new(run, &app.runner)))
 }
 

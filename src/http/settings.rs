@@ -102,6 +102,16 @@ pub struct RunsBody {
     /// Whether runs that ask nobody may start unsandboxed where lab cannot
     /// sandbox (`lab doctor` says whether it can).
     pub allow_unsandboxed: bool,
+    /// MiB of memory each run may use; `null`: no cap.
+    pub memory_max_mb: Option<i64>,
+    /// Processes and threads each run may have; `null`: no cap.
+    pub pids_max: Option<i64>,
+    /// MiB of each run's log lab keeps (the newest output).
+    pub log_max_mb: i64,
+    /// Top-level keys of the operator's CLI config files (Claude Code's
+    /// `settings.json` and `.claude.json`, Codex's `config.toml`) that each
+    /// run's own copy gets; none by default.
+    pub carry_cli_keys: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -150,6 +160,10 @@ impl SettingsBody {
             runs: RunsBody {
                 workspace_retention_hours: s.runs.workspace_retention_hours,
                 allow_unsandboxed: s.runs.allow_unsandboxed,
+                memory_max_mb: s.runs.memory_max_mb,
+                pids_max: s.runs.pids_max,
+                log_max_mb: s.runs.log_max_mb,
+                carry_cli_keys: s.runs.carry_cli_keys.clone(),
             },
             notifications: endpoints.iter().map(NotificationBody::from).collect(),
         }
@@ -184,6 +198,19 @@ pub struct RunsPatchBody {
     /// `null` resets it to `false`.
     #[schema(value_type = Option<bool>)]
     pub allow_unsandboxed: Field<bool>,
+    #[schema(schema_with = schema::memory_max_mb_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub memory_max_mb: Field<i64>,
+    #[schema(schema_with = schema::pids_max_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub pids_max: Field<i64>,
+    #[schema(schema_with = schema::log_max_mb_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub log_max_mb: Field<i64>,
+    /// The whole list, replacing the stored one (`[]` or `null` empties it).
+    #[schema(max_items = 64, value_type = Option<Vec<String>>)]
+    #[serde(default)]
+    pub carry_cli_keys: Field<Vec<String>>,
 }
 
 /// `null` resets a limit to its built-in default.
@@ -243,6 +270,14 @@ impl SettingsPatchBody {
             runs: RunsPatch {
                 workspace_retention_hours: self.runs.workspace_retention_hours.change(),
                 allow_unsandboxed: self.runs.allow_unsandboxed.change(),
+                memory_max_mb: self.runs.memory_max_mb.change(),
+                pids_max: self.runs.pids_max.change(),
+                log_max_mb: self.runs.log_max_mb.change(),
+                carry_cli_keys: match self.runs.carry_cli_keys {
+                    Field::Absent => None,
+                    Field::Null => Some(Vec::new()),
+                    Field::Value(v) => Some(v),
+                },
             },
             notifications: self.notifications.map(|list| {
                 list.into_iter()

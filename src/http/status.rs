@@ -27,6 +27,24 @@ pub struct StatusBody {
     pub cache: CacheBody,
     pub relay: RelayBody,
     pub notifications: NotifyLoopBody,
+    /// What confines runs on this node (ADR 24).
+    pub sandbox: SandboxBody,
+}
+
+/// What is in force for this node's runs.
+#[derive(Serialize, ToSchema)]
+pub struct SandboxBody {
+    /// `deny-by-default` (the system's folders, the CLI, the repo's objects,
+    /// the run's own folders; nothing else of the host) or `none` (no
+    /// sandbox here: `lab doctor` says why).
+    pub view: &'static str,
+    /// The user id agents have in their sandbox (not root); `null` when
+    /// they run without a user namespace of their own (lab's own user id).
+    pub uid: Option<u32>,
+    /// `v2`, `v1` or `none`: how runs' memory and processes are capped.
+    pub cgroups: &'static str,
+    /// Why runs are not capped, when `cgroups` is `none`.
+    pub cgroups_why: Option<String>,
 }
 
 /// The loop that delivers notifications.
@@ -98,7 +116,18 @@ pub struct PassBody {
 #[utoipa::path(get, path = "/status", tag = "status", responses((status = 200, body = StatusBody)))]
 async fn status(State(app): State<AppState>) -> Json<StatusBody> {
     let r = &app.runner;
+    let sandboxed = r.cfg.sandbox.bwrap().is_some();
+    let sandbox = SandboxBody {
+        view: if sandboxed { "deny-by-default" } else { "none" },
+        uid: (sandboxed && r.cfg.sandbox_policy.userns).then_some(crate::run::sandbox::AGENT_UID),
+        cgroups: r.cfg.cgroups.kind(),
+        cgroups_why: match &r.cfg.cgroups {
+            crate::run::cgroup::Cgroups::None { why } => Some(why.clone()),
+            _ => None,
+        },
+    };
     Json(StatusBody {
+        sandbox,
         version: env!("CARGO_PKG_VERSION"),
         node: r.node().to_owned(),
         database: app.store.backend(),

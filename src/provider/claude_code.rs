@@ -1,10 +1,10 @@
 //! Claude Code (`claude`).
 
-use super::config::{Format, StatePath};
+use super::config::{CliFile, CliHome, FileKind, Format};
 use super::hooks;
 use super::{
-    BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue,
-    OptionSpec, OptionType, Provider, SpawnSpec, Verdict, first_line,
+    BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue, OptionSpec,
+    OptionType, Provider, SpawnSpec, Verdict, first_line,
 };
 
 pub struct ClaudeCode;
@@ -21,12 +21,49 @@ pub const ULTRACODE_DIRECTIVE: &str =
     "ultracode: plan this task, then fan substantial parts out to parallel sub-agents.";
 
 /// Claude Code keeps onboarding and folder trust in `.claude.json`, in its
-/// config folder (the home unless `CLAUDE_CONFIG_DIR` is set).
+/// config folder when `CLAUDE_CONFIG_DIR` names one (as for every run).
 const STATE: ConfigFile = ConfigFile {
-    dir_env: "CLAUDE_CONFIG_DIR",
-    default_dir: "",
     name: ".claude.json",
     format: Format::Json,
+};
+
+/// Claude Code's folder: `CLAUDE_CONFIG_DIR`, else `~/.claude` with the
+/// state file beside it in the home. A run's is seeded with the operator's
+/// OAuth credentials (read-only) and the account keys of `.claude.json` (an
+/// API key approved there, the account); never their `settings.json`
+/// (hooks, `statusLine`, `apiKeyHelper`) or `mcpServers` unless the operator
+/// carries those keys.
+const CLI_HOME: CliHome = CliHome {
+    env: "CLAUDE_CONFIG_DIR",
+    dir: ".claude",
+    files: &[
+        CliFile {
+            name: ".credentials.json",
+            in_home: false,
+            kind: FileKind::Credential,
+        },
+        CliFile {
+            name: ".claude.json",
+            in_home: true,
+            kind: FileKind::Config {
+                format: Format::Json,
+                credential_keys: &[
+                    "oauthAccount",
+                    "primaryApiKey",
+                    "customApiKeyResponses",
+                    "userID",
+                ],
+            },
+        },
+        CliFile {
+            name: "settings.json",
+            in_home: false,
+            kind: FileKind::Config {
+                format: Format::Json,
+                credential_keys: &[],
+            },
+        },
+    ],
 };
 
 const OPTIONS: &[OptionSpec] = &[
@@ -132,13 +169,6 @@ impl Provider for ClaudeCode {
         ]
     }
 
-    fn workspace_entries(&self, workspace: &std::path::Path) -> Vec<ConfigEntry> {
-        vec![ConfigEntry {
-            file: STATE,
-            path: vec!["projects".into(), workspace.to_string_lossy().into_owned()],
-        }]
-    }
-
     /// Without a terminal, Claude Code prints its answer and exits; with no
     /// account, an argv it accepts ends at "Not logged in". Unknown models
     /// and efforts are only warned about, on stderr.
@@ -174,21 +204,8 @@ impl Provider for ClaudeCode {
         }
     }
 
-    fn state(&self) -> &'static [StatePath] {
-        &[
-            StatePath {
-                dir_env: "CLAUDE_CONFIG_DIR",
-                default_dir: "",
-                name: ".claude.json",
-                is_dir: false,
-            },
-            StatePath {
-                dir_env: "CLAUDE_CONFIG_DIR",
-                default_dir: ".claude",
-                name: "",
-                is_dir: true,
-            },
-        ]
+    fn cli_home(&self) -> Option<&'static CliHome> {
+        Some(&CLI_HOME)
     }
 
     fn unattended(&self, options: &std::collections::BTreeMap<String, String>) -> bool {
@@ -202,7 +219,6 @@ impl Provider for ClaudeCode {
             "ANTHROPIC_API_KEY",
             "ANTHROPIC_AUTH_TOKEN",
             "ANTHROPIC_BASE_URL",
-            "CLAUDE_CONFIG_DIR",
             "CLAUDE_CODE_USE_BEDROCK",
             "CLAUDE_CODE_USE_VERTEX",
         ]

@@ -1,21 +1,43 @@
 //! OpenAI Codex CLI (`codex`).
 
-use super::config::{Format, StatePath};
+use super::config::{CliFile, CliHome, FileKind, Format};
 use super::hooks;
 use super::{
-    CheckOutcome, CommandLine, ConfigEdit, ConfigEntry, ConfigFile, ConfigValue, OptionSpec,
-    OptionType, Provider, SpawnSpec, Verdict, first_line,
+    CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue, OptionSpec, OptionType,
+    Provider, SpawnSpec, Verdict, first_line,
 };
 
 pub struct Codex;
 
 /// Codex keeps trust and notices in `config.toml`, in its home folder
-/// (`~/.codex` unless `CODEX_HOME` is set).
+/// (`CODEX_HOME`, which every run has its own of).
 const CONFIG: ConfigFile = ConfigFile {
-    dir_env: "CODEX_HOME",
-    default_dir: ".codex",
     name: "config.toml",
     format: Format::Toml,
+};
+
+/// Codex's folder: `CODEX_HOME`, else `~/.codex`. A run's is seeded with
+/// the operator's `auth.json` (read-only) and a `config.toml` of lab's
+/// (nothing of the operator's, such as `notify` or `mcp_servers`, unless
+/// the operator carries those keys).
+const CLI_HOME: CliHome = CliHome {
+    env: "CODEX_HOME",
+    dir: ".codex",
+    files: &[
+        CliFile {
+            name: "auth.json",
+            in_home: false,
+            kind: FileKind::Credential,
+        },
+        CliFile {
+            name: "config.toml",
+            in_home: false,
+            kind: FileKind::Config {
+                format: Format::Toml,
+                credential_keys: &[],
+            },
+        },
+    ],
 };
 
 /// Models the pinned Codex offers to replace with a newer one, and the
@@ -131,13 +153,6 @@ impl Provider for Codex {
         edits
     }
 
-    fn workspace_entries(&self, workspace: &std::path::Path) -> Vec<ConfigEntry> {
-        vec![ConfigEntry {
-            file: CONFIG,
-            path: vec!["projects".into(), workspace.to_string_lossy().into_owned()],
-        }]
-    }
-
     /// Codex parses its arguments (exit 2 when it cannot), then loads its
     /// config with the `-c` overrides (exit 1 "Error loading config"), and
     /// only then refuses a stdin that is not a terminal: reaching that
@@ -164,13 +179,8 @@ impl Provider for Codex {
         }
     }
 
-    fn state(&self) -> &'static [StatePath] {
-        &[StatePath {
-            dir_env: "CODEX_HOME",
-            default_dir: ".codex",
-            name: "",
-            is_dir: true,
-        }]
+    fn cli_home(&self) -> Option<&'static CliHome> {
+        Some(&CLI_HOME)
     }
 
     fn unattended(&self, options: &std::collections::BTreeMap<String, String>) -> bool {
@@ -178,7 +188,7 @@ impl Provider for Codex {
     }
 
     fn env_passthrough(&self) -> &'static [&'static str] {
-        &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"]
+        &["OPENAI_API_KEY", "OPENAI_BASE_URL"]
     }
 
     fn hook_signal(&self, payload: &serde_json::Value) -> Option<hooks::Signal> {

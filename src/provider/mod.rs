@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 pub use claude_code::ClaudeCode;
 pub use codex::Codex;
-pub use config::{ConfigEdit, ConfigEntry, ConfigFile, ConfigValue, StatePath};
+pub use config::{CliFile, CliHome, ConfigEdit, ConfigFile, ConfigValue, FileKind};
 
 /// The CLI versions lab's catalogs, flags and config edits were checked
 /// against, by provider id. The contract tests run these versions; `lab
@@ -141,7 +141,7 @@ pub trait Provider: Send + Sync + 'static {
         false
     }
 
-    /// What must be in the CLI's own config so that this start meets no
+    /// What must be in the run's own CLI config so that this start meets no
     /// first-run dialog (folder trust, onboarding, model notices).
     fn prepare(&self, _spec: &SpawnSpec) -> Vec<ConfigEdit> {
         Vec::new()
@@ -153,10 +153,10 @@ pub trait Provider: Send + Sync + 'static {
         &[]
     }
 
-    /// The CLI's own config and credential files and folders: a sandboxed
-    /// run may write them (the CLI stays logged in and keeps its history).
-    fn state(&self) -> &'static [StatePath] {
-        &[]
+    /// The CLI's own folder, which each run gets one of (its config, the
+    /// operator's credentials read-only, its transcripts; ADR 24).
+    fn cli_home(&self) -> Option<&'static CliHome> {
+        None
     }
 
     /// Whether a run with these spawn options goes on without ever asking a
@@ -164,11 +164,6 @@ pub trait Provider: Send + Sync + 'static {
     /// refused where lab cannot sandbox it, unless the operator allows it.
     fn unattended(&self, _options: &BTreeMap<String, String>) -> bool {
         false
-    }
-
-    /// Config entries that belong to one workspace, removed with it.
-    fn workspace_entries(&self, _workspace: &std::path::Path) -> Vec<ConfigEntry> {
-        Vec::new()
     }
 
     /// Whether a screen of the CLI shows it waiting for a person, and why

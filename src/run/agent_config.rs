@@ -1,38 +1,300 @@
-//! Applies what providers ask of their CLIs' own config files (see
-//! `provider::config`): merged into the operator's files, never replacing
-//! them. A file lab cannot parse is left alone and the launch says why;
-//! writes are atomic and keep the file's permissions.
+//! Each run's own CLI config (ADR 24): a home of its own
+//! (`<data-dir>/runs/<id>/home`) with the CLI's folder in it
+//! (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`), seeded by lab before every start:
+//! the operator's credentials (bound read-only by the sandbox; copied for a
+//! run without one), the account keys of the operator's config, the keys the
+//! operator carries (`runs.carry_cli_keys`), the provider's edits (trust,
+//! onboarding, notices), and a git identity. Nothing else of the operator's
+//! settings reaches a run, and nothing a run writes there reaches another
+//! run or the operator's own CLI.
 //!
-//! Invariant: only keys a provider names are written; nothing else in those
-//! files (credentials included) is read for its meaning or changed.
+//! Which side of the trust boundary: host side, over a folder the agent
+//! writes (on a resume). Every file is reached through descriptors opened
+//! without following a link, files are replaced through a temporary file
+//! made with `O_EXCL`, and nothing read there is executed.
 
-use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{AtFlags, CWD, Mode, OFlags, mkdirat, openat, renameat, unlinkat};
 use serde_json::Value;
 
-use crate::provider::config::Format;
-use crate::provider::{ConfigEdit, ConfigEntry, ConfigFile, ConfigValue};
+use crate::provider::config::{CliHome, FileKind, Format};
+use crate::provider::{ConfigEdit, ConfigValue};
 
-/// Why an agent's config file was not changed.
+/// The most of a config file lab reads.
+const MAX_CONFIG: u64 = 4 << 20;
+
+/// Why a run's CLI config could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
+    #[error("cannot make the run's {what}: {source}")]
+    Make {
+        what: String,
         source: std::io::Error,
     },
-    #[error("{} is not valid {format:?} ({source}); lab leaves it alone", path.display())]
-    Unparsable {
+    /// The operator's file lab seeds from could not be read (a link, not
+    /// the format it should be).
+    #[error("{} is not valid {format:?} ({why}); fix or remove it", path.display())]
+    Operator {
         path: PathBuf,
         format: Format,
-        source: EditError,
+        why: String,
     },
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+}
+
+/// What a start's CLI config needs from lab.
+pub struct Seed<'a> {
+    pub cli: &'a CliHome,
+    /// The operator's home (where their CLI config lies).
+    pub operator_home: &'a Path,
+    /// Top-level keys of the operator's config files carried into runs.
+    pub carry: &'a [String],
+    pub edits: &'a [ConfigEdit],
+    /// Whether the run has a sandbox to bind the credentials read-only;
+    /// else they are copied.
+    pub sandboxed: bool,
+    /// The git identity commits in the run get by default.
+    pub identity: (&'a str, &'a str),
+}
+
+/// A run's CLI folder, seeded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seeded {
+    /// The run's home.
+    pub home: PathBuf,
+    /// The CLI's folder in it (the value of `CliHome::env`).
+    pub cli_dir: PathBuf,
+    /// The operator's credential files to bind read-only, as (source,
+    /// destination).
+    pub credentials: Vec<(PathBuf, PathBuf)>,
+}
+
+fn make(what: &str) -> impl Fn(std::io::Error) -> ConfigError + '_ {
+    move |source| ConfigError::Make {
+        what: what.to_owned(),
+        source,
+    }
+}
+
+fn dir_flags() -> OFlags {
+    OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY
+}
+
+/// Opens (making it when missing) the folder `name` in `parent`, without
+/// following a link.
+fn subdir(parent: &OwnedFd, name: &str) -> std::io::Result<OwnedFd> {
+    match openat(parent, name, dir_flags(), Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        Err(rustix::io::Errno::NOENT) => {
+            mkdirat(parent, name, Mode::from_raw_mode(0o700))?;
+            Ok(openat(parent, name, dir_flags(), Mode::empty())?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A file's text in `dir`, if it is a regular file (no link followed).
+fn read_at(dir: &OwnedFd, name: &str) -> std::io::Result<Option<String>> {
+    let fd = match openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let f = std::fs::File::from(fd);
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    f.take(MAX_CONFIG).read_to_string(&mut text)?;
+    Ok(Some(text))
+}
+
+/// Replaces `name` in `dir` with `bytes`: a temporary file made with
+/// `O_EXCL` (never through a link), then a rename over the old entry (a
+/// link there is replaced, not followed).
+fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let mut rnd = [0u8; 6];
+    getrandom::fill(&mut rnd).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let tmp = format!(".{name}.lab-{}", hex::encode(rnd));
+    let fd = openat(
+        dir,
+        tmp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    let mut f = std::fs::File::from(fd);
+    let wrote = f.write_all(bytes).and_then(|()| f.sync_all());
+    if let Err(e) = wrote.and_then(|()| Ok(renameat(dir, tmp.as_str(), dir, name)?)) {
+        let _ = unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Makes sure `name` in `dir` is an empty regular file of lab's making,
+/// for a read-only bind over it (a link or a folder there is removed).
+fn placeholder(dir: &OwnedFd, name: &str) -> std::io::Result<()> {
+    match read_at(dir, name) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => write_at(dir, name, b"", 0o600),
+        Err(_) => {
+            let _ = unlinkat(dir, name, AtFlags::empty());
+            let _ = unlinkat(dir, name, AtFlags::REMOVEDIR);
+            write_at(dir, name, b"", 0o600)
+        }
+    }
+}
+
+/// The operator's copy of a file: its text, if it is a regular file (never
+/// read through a link).
+fn operator_text(path: &Path) -> std::io::Result<Option<String>> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(None);
+    };
+    let dir = match openat(
+        CWD,
+        dir,
+        OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::RDONLY,
+        Mode::empty(),
+    ) {
+        Ok(d) => d,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    read_at(&dir, &name.to_string_lossy())
+}
+
+/// Makes and seeds run `run_dir`'s home and CLI folder for a start.
+pub fn seed(run_dir: &Path, s: &Seed<'_>) -> Result<Seeded, ConfigError> {
+    let run = openat(CWD, run_dir, dir_flags(), Mode::empty()).map_err(|e| ConfigError::Make {
+        what: "folder".into(),
+        source: e.into(),
+    })?;
+    let home_fd = subdir(&run, "home").map_err(make("home"))?;
+    let cli_fd = subdir(&home_fd, s.cli.dir).map_err(make(s.cli.dir))?;
+    let home = run_dir.join("home");
+    let cli_dir = home.join(s.cli.dir);
+    // git's identity for the run's commits (the agent may change it in its
+    // own run): the operator's name and address, nothing else of theirs.
+    if read_at(&home_fd, ".gitconfig").ok().flatten().is_none() {
+        let (name, email) = s.identity;
+        let text = format!(
+            "[user]\n\tname = {}\n\temail = {}\n",
+            git_quote(name),
+            git_quote(email)
+        );
+        write_at(&home_fd, ".gitconfig", text.as_bytes(), 0o600).map_err(make(".gitconfig"))?;
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let mut credentials = Vec::new();
+    for f in s.cli.files {
+        let operator = s.cli.operator_file(f, s.operator_home, env);
+        match f.kind {
+            FileKind::Credential => {
+                if operator.symlink_metadata().is_err() {
+                    continue;
+                }
+                if s.sandboxed {
+                    placeholder(&cli_fd, f.name).map_err(make(f.name))?;
+                    credentials.push((operator, cli_dir.join(f.name)));
+                } else if let Ok(Some(text)) = operator_text(&operator) {
+                    write_at(&cli_fd, f.name, text.as_bytes(), 0o600).map_err(make(f.name))?;
+                }
+            }
+            FileKind::Config {
+                format,
+                credential_keys,
+            } => {
+                let edits: Vec<&ConfigEdit> =
+                    s.edits.iter().filter(|e| e.file.name == f.name).collect();
+                let mine = read_at(&cli_fd, f.name).ok().flatten();
+                let base = match mine {
+                    Some(t) => t,
+                    None => {
+                        let keys: Vec<&str> = credential_keys
+                            .iter()
+                            .copied()
+                            .chain(s.carry.iter().map(String::as_str))
+                            .collect();
+                        match operator_text(&operator) {
+                            Ok(Some(text)) if !keys.is_empty() => carried(format, &text, &keys)
+                                .map_err(|why| ConfigError::Operator {
+                                    path: operator.clone(),
+                                    format,
+                                    why,
+                                })?,
+                            _ => String::new(),
+                        }
+                    }
+                };
+                if edits.is_empty() && base.is_empty() {
+                    continue;
+                }
+                // A file the agent broke in its own run starts again from lab's.
+                let new = match format {
+                    Format::Json => set_json(&base, &edits).or_else(|_| set_json("", &edits)),
+                    Format::Toml => set_toml(&base, &edits).or_else(|_| set_toml("", &edits)),
+                }
+                .map_err(|e| ConfigError::Make {
+                    what: f.name.to_owned(),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+                write_at(&cli_fd, f.name, new.as_bytes(), 0o600).map_err(make(f.name))?;
+            }
+        }
+    }
+    Ok(Seeded {
+        home,
+        cli_dir,
+        credentials,
+    })
+}
+
+/// A value for git's config file, quoted.
+fn git_quote(v: &str) -> String {
+    let clean: String = v.chars().filter(|c| !c.is_control()).collect();
+    format!("\"{}\"", clean.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Only `keys` (top level) of a config file's text, in the same format.
+fn carried(format: Format, text: &str, keys: &[&str]) -> Result<String, String> {
+    match format {
+        Format::Json => {
+            let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+            let obj = v.as_object().ok_or("not an object")?;
+            let kept: serde_json::Map<String, Value> = obj
+                .iter()
+                .filter(|(k, _)| keys.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if kept.is_empty() {
+                return Ok(String::new());
+            }
+            Ok(
+                serde_json::to_string_pretty(&Value::Object(kept)).map_err(|e| e.to_string())?
+                    + "\n",
+            )
+        }
+        Format::Toml => {
+            let doc: toml_edit::DocumentMut = text
+                .parse()
+                .map_err(|e: toml_edit::TomlError| e.to_string())?;
+            let mut out = toml_edit::DocumentMut::new();
+            for (k, item) in doc.iter() {
+                if keys.contains(&k) {
+                    out.insert(k, item.clone());
+                }
+            }
+            Ok(out.to_string())
+        }
+    }
 }
 
 /// Why edits do not apply to a file's text.
@@ -49,86 +311,6 @@ pub enum EditError {
     /// A key on the path names something else than a table.
     #[error("'{0}' is not a table")]
     NotATable(String),
-}
-
-pub struct AgentConfig {
-    home: PathBuf,
-    /// One change at a time: edits of one file are read-modify-write.
-    lock: tokio::sync::Mutex<()>,
-}
-
-impl AgentConfig {
-    pub fn new(home: PathBuf) -> AgentConfig {
-        AgentConfig {
-            home,
-            lock: tokio::sync::Mutex::new(()),
-        }
-    }
-
-    /// The agents' home folder.
-    pub fn home(&self) -> &Path {
-        &self.home
-    }
-
-    fn path(&self, f: &ConfigFile) -> PathBuf {
-        f.path(&self.home, |v| std::env::var(v).ok())
-    }
-
-    /// Applies edits, file by file.
-    pub async fn apply(&self, edits: &[ConfigEdit]) -> Result<(), ConfigError> {
-        let _one = self.lock.lock().await;
-        let mut by_file: BTreeMap<PathBuf, (ConfigFile, Vec<&ConfigEdit>)> = BTreeMap::new();
-        for e in edits {
-            by_file
-                .entry(self.path(&e.file))
-                .or_insert_with(|| (e.file, Vec::new()))
-                .1
-                .push(e);
-        }
-        for (path, (file, edits)) in by_file {
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(source) => return Err(ConfigError::Read { path, source }),
-            };
-            let new = match file.format {
-                Format::Json => set_json(&text, &edits),
-                Format::Toml => set_toml(&text, &edits),
-            }
-            .map_err(|source| ConfigError::Unparsable {
-                path: path.clone(),
-                format: file.format,
-                source,
-            })?;
-            if new != text {
-                write_config(&path, &new).map_err(|source| ConfigError::Write {
-                    path: path.clone(),
-                    source,
-                })?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Removes entries (a removed workspace's trust). Best effort.
-    pub async fn forget(&self, entries: &[ConfigEntry]) {
-        let _one = self.lock.lock().await;
-        for e in entries {
-            let path = self.path(&e.file);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let new = match e.file.format {
-                Format::Json => remove_json(&text, &e.path),
-                Format::Toml => remove_toml(&text, &e.path),
-            };
-            if let Some(new) = new.filter(|n| *n != text)
-                && let Err(err) = write_config(&path, &new)
-            {
-                tracing::warn!(file = %path.display(), error = %err, "could not remove a workspace's config entry");
-            }
-        }
-    }
 }
 
 fn set_json(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
@@ -157,17 +339,6 @@ fn set_json(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
     Ok(serde_json::to_string_pretty(&root)? + "\n")
 }
 
-fn remove_json(text: &str, path: &[String]) -> Option<String> {
-    let mut root: Value = serde_json::from_str(text).ok()?;
-    let (last, parents) = path.split_last()?;
-    let mut cur = &mut root;
-    for key in parents {
-        cur = cur.get_mut(key)?;
-    }
-    cur.as_object_mut()?.remove(last)?;
-    serde_json::to_string_pretty(&root).ok().map(|s| s + "\n")
-}
-
 fn set_toml(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
     let mut doc: toml_edit::DocumentMut = text.parse()?;
     for e in edits {
@@ -191,66 +362,6 @@ fn set_toml(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
     Ok(doc.to_string())
 }
 
-fn remove_toml(text: &str, path: &[String]) -> Option<String> {
-    let mut doc: toml_edit::DocumentMut = text.parse().ok()?;
-    let (last, parents) = path.split_last()?;
-    let mut cur = doc.as_table_mut();
-    for t in parents {
-        cur = cur.get_mut(t)?.as_table_mut()?;
-    }
-    cur.remove(last)?;
-    Some(doc.to_string())
-}
-
-/// Writes a CLI's config file. A file that exists is rewritten in place,
-/// keeping its inode: a sandboxed run has that very file bind-mounted (so
-/// its CLI stays logged in and keeps its state), and a rename would both
-/// leave running sandboxes holding the old file and, mid-rename, make a
-/// starting sandbox fail to find the path. The new text is written over the
-/// old and the file then cut to its length, so a reader never sees it empty.
-/// A new file is made through a temporary file and a rename (mode 0600).
-fn write_config(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::{Seek, SeekFrom, Write};
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    // Never through a link: the CLI's state folders are writable from inside
-    // a run, and a link planted there must not make lab (outside the
-    // sandbox) write another of its user's files.
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(mut f) => {
-            f.seek(SeekFrom::Start(0))?;
-            f.write_all(text.as_bytes())?;
-            f.set_len(text.len() as u64)?;
-            f.sync_all()
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let tmp = path.with_file_name(format!(
-                ".{}.lab-{}",
-                path.file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or("config"),
-                std::process::id()
-            ));
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, path)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,139 +375,195 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn claude_edits_merge_into_the_operators_file_and_go_with_the_workspace() {
-        let home = tempfile::tempdir().unwrap();
-        let file = home.path().join(".claude.json");
-        std::fs::write(&file, r#"{"oauthAccount":{"email":"me@example.com"},"theme":"dark","projects":{"/mine":{"x":1}}}"#)
-            .unwrap();
-        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .unwrap();
-        let cfg = AgentConfig::new(home.path().to_path_buf());
-        let p = provider::get("claude-code").unwrap();
-        cfg.apply(&p.prepare(&spec("/ws/1", "opus"))).await.unwrap();
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        assert_eq!(
-            v["oauthAccount"]["email"], "me@example.com",
-            "credentials untouched"
-        );
-        assert_eq!(v["theme"], "dark");
-        assert_eq!(v["projects"]["/mine"]["x"], 1);
-        assert_eq!(v["hasCompletedOnboarding"], true);
-        assert_eq!(v["projects"]["/ws/1"]["hasTrustDialogAccepted"], true);
-        let mode = std::fs::metadata(&file).unwrap().permissions();
-        assert_eq!(
-            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
-            0o600
-        );
-
-        cfg.forget(&p.workspace_entries(Path::new("/ws/1"))).await;
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        assert!(v["projects"].get("/ws/1").is_none());
-        assert_eq!(v["projects"]["/mine"]["x"], 1);
+    fn seed_for(
+        p: &dyn provider::Provider,
+        run: &Path,
+        home: &Path,
+        carry: &[String],
+        sandboxed: bool,
+    ) -> Seeded {
+        std::fs::create_dir_all(run).unwrap();
+        seed(
+            run,
+            &Seed {
+                cli: p.cli_home().unwrap(),
+                operator_home: home,
+                carry,
+                edits: &p.prepare(&spec("/ws/1", "gpt-5.5")),
+                sandboxed,
+                identity: ("Ann \"A\"", "ann@example.com"),
+            },
+        )
+        .unwrap()
     }
 
-    #[tokio::test]
-    async fn codex_edits_keep_the_operators_toml() {
-        let home = tempfile::tempdir().unwrap();
-        let file = home.path().join(".codex/config.toml");
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    #[test]
+    fn a_claude_run_gets_the_account_and_lab_s_edits_but_none_of_the_operator_s_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("op");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
         std::fs::write(
-            &file,
-            "# mine\nmodel = \"gpt-6-sol\"\n\n[mcp_servers.x]\ncommand = \"y\"\n",
+            home.join(".claude.json"),
+            r#"{"oauthAccount":{"email":"me@example.com"},"mcpServers":{"x":{"command":"evil"}},"theme":"dark"}"#,
         )
         .unwrap();
-        let cfg = AgentConfig::new(home.path().to_path_buf());
+        std::fs::write(
+            home.join(".claude/settings.json"),
+            r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"evil"}]}]},"env":{"A":"1"}}"#,
+        )
+        .unwrap();
+        std::fs::write(home.join(".claude/.credentials.json"), "{\"secret\":1}").unwrap();
+        let p = provider::get("claude-code").unwrap();
+        let run = dir.path().join("runs/1");
+        let s = seed_for(p, &run, &home, &[], true);
+        assert_eq!(s.cli_dir, run.join("home/.claude"));
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(s.cli_dir.join(".claude.json")).unwrap())
+                .unwrap();
+        assert_eq!(v["oauthAccount"]["email"], "me@example.com");
+        assert!(v.get("mcpServers").is_none(), "{v}");
+        assert!(v.get("theme").is_none(), "{v}");
+        assert_eq!(v["hasCompletedOnboarding"], true);
+        assert_eq!(v["projects"]["/ws/1"]["hasTrustDialogAccepted"], true);
+        assert!(!s.cli_dir.join("settings.json").exists());
+        // The credentials are bound, never copied, for a sandboxed run.
+        assert_eq!(
+            s.credentials,
+            vec![(
+                home.join(".claude/.credentials.json"),
+                s.cli_dir.join(".credentials.json")
+            )]
+        );
+        assert_eq!(
+            std::fs::read_to_string(s.cli_dir.join(".credentials.json")).unwrap(),
+            ""
+        );
+        let git = std::fs::read_to_string(run.join("home/.gitconfig")).unwrap();
+        assert!(git.contains("name = \"Ann \\\"A\\\"\""), "{git}");
+
+        // Carried keys come along; the operator chose them.
+        let run2 = dir.path().join("runs/2");
+        let s = seed_for(p, &run2, &home, &["env".into(), "mcpServers".into()], false);
+        let set: Value = serde_json::from_str(
+            &std::fs::read_to_string(s.cli_dir.join("settings.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(set["env"]["A"], "1");
+        assert!(set.get("hooks").is_none());
+        // Without a sandbox, the credentials are copied.
+        assert!(s.credentials.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(s.cli_dir.join(".credentials.json")).unwrap(),
+            "{\"secret\":1}"
+        );
+    }
+
+    #[test]
+    fn a_codex_run_gets_lab_s_config_and_keeps_its_own_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("op");
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        std::fs::write(
+            home.join(".codex/config.toml"),
+            "notify = [\"evil\"]\nmodel = \"x\"\n",
+        )
+        .unwrap();
         let p = provider::get("codex").unwrap();
-        cfg.apply(&p.prepare(&spec("/ws/a b", "gpt-5.5")))
-            .await
-            .unwrap();
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.starts_with("# mine\nmodel = \"gpt-6-sol\""), "{text}");
+        let run = dir.path().join("runs/1");
+        let s = seed_for(p, &run, &home, &[], true);
+        let text = std::fs::read_to_string(s.cli_dir.join("config.toml")).unwrap();
+        assert!(!text.contains("evil"), "{text}");
         let doc: toml_edit::DocumentMut = text.parse().unwrap();
         assert_eq!(
-            doc["projects"]["/ws/a b"]["trust_level"].as_str(),
+            doc["projects"]["/ws/1"]["trust_level"].as_str(),
             Some("trusted")
         );
         assert_eq!(
             doc["notice"]["model_migrations"]["gpt-5.5"].as_str(),
             Some("gpt-6-sol")
         );
-        assert_eq!(doc["mcp_servers"]["x"]["command"].as_str(), Some("y"));
-        cfg.forget(&p.workspace_entries(Path::new("/ws/a b"))).await;
-        let doc: toml_edit::DocumentMut = std::fs::read_to_string(&file).unwrap().parse().unwrap();
-        assert!(doc.get("projects").and_then(|p| p.get("/ws/a b")).is_none());
-        assert_eq!(doc["mcp_servers"]["x"]["command"].as_str(), Some("y"));
-    }
-
-    #[tokio::test]
-    async fn a_file_lab_cannot_parse_is_left_alone() {
-        let home = tempfile::tempdir().unwrap();
-        let file = home.path().join(".claude.json");
-        std::fs::write(&file, "{ not json").unwrap();
-        let cfg = AgentConfig::new(home.path().to_path_buf());
-        let e = cfg
-            .apply(
-                &provider::get("claude-code")
-                    .unwrap()
-                    .prepare(&spec("/ws", "opus")),
-            )
-            .await
-            .unwrap_err();
-        assert!(e.to_string().contains("leaves it alone"), "{e}");
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
+        // A resume keeps what the run wrote in its own file.
+        std::fs::write(s.cli_dir.join("config.toml"), "mine = 1\n").unwrap();
+        let s = seed_for(p, &run, &home, &[], true);
+        let text = std::fs::read_to_string(s.cli_dir.join("config.toml")).unwrap();
+        assert!(
+            text.contains("mine = 1") && text.contains("trusted"),
+            "{text}"
+        );
     }
 
     #[test]
-    fn errors_say_what_they_always_said() {
-        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
-        let path = PathBuf::from("/h/.codex/config.toml");
-        for (e, want) in [
-            (
-                ConfigError::Read {
-                    path: path.clone(),
-                    source: io(),
-                },
-                "cannot read /h/.codex/config.toml: permission denied",
-            ),
-            (
-                ConfigError::Write {
-                    path: path.clone(),
-                    source: io(),
-                },
-                "cannot write /h/.codex/config.toml: permission denied",
-            ),
-            (
-                ConfigError::Unparsable {
-                    path,
-                    format: Format::Toml,
-                    source: EditError::NotATable("projects".into()),
-                },
-                "/h/.codex/config.toml is not valid Toml ('projects' is not a table); lab leaves it alone",
-            ),
-        ] {
-            assert_eq!(e.to_string(), want);
-        }
-        assert_eq!(EditError::EmptyPath.to_string(), "empty path");
-        assert_eq!(EditError::NotAnObject.to_string(), "not an object");
-    }
-}
-
-#[cfg(test)]
-mod link_tests {
-    use super::write_config;
-
-    /// A run can plant a link where the CLI's config is; lab must not write
-    /// through it.
-    #[test]
-    fn a_config_file_that_is_a_link_is_not_written_through() {
+    fn links_a_run_planted_are_replaced_never_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("secret");
+        let home = dir.path().join("op");
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        std::fs::write(home.join(".codex/auth.json"), "{}").unwrap();
+        let target = dir.path().join("host-file");
         std::fs::write(&target, "keep me").unwrap();
-        let link = dir.path().join("config.toml");
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(write_config(&link, "[projects]\n").is_err());
+        let p = provider::get("codex").unwrap();
+        let run = dir.path().join("runs/1");
+        let s = seed_for(p, &run, &home, &[], true);
+        // The run links its config and its credential placeholder to a
+        // host file, and leaves a link at a temporary name.
+        for name in ["config.toml", "auth.json"] {
+            std::fs::remove_file(s.cli_dir.join(name)).unwrap();
+            std::os::unix::fs::symlink(&target, s.cli_dir.join(name)).unwrap();
+        }
+        seed_for(p, &run, &home, &[], true);
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
-        write_config(&dir.path().join("new.toml"), "x = 1\n").unwrap();
+        assert!(
+            !s.cli_dir
+                .join("config.toml")
+                .symlink_metadata()
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // Its CLI folder itself a link: refused, nothing written there.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::remove_dir_all(&s.cli_dir).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &s.cli_dir).unwrap();
+        let e = seed(
+            &run,
+            &Seed {
+                cli: p.cli_home().unwrap(),
+                operator_home: &home,
+                carry: &[],
+                edits: &[],
+                sandboxed: true,
+                identity: ("a", "b"),
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains(".codex"), "{e}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_operator_file_lab_cannot_parse_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("op");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join(".claude.json"), "{ not json").unwrap();
+        let p = provider::get("claude-code").unwrap();
+        let run = dir.path().join("runs/1");
+        std::fs::create_dir_all(&run).unwrap();
+        let e = seed(
+            &run,
+            &Seed {
+                cli: p.cli_home().unwrap(),
+                operator_home: &home,
+                carry: &[],
+                edits: &[],
+                sandboxed: true,
+                identity: ("a", "b"),
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains(".claude.json is not valid Json"),
+            "{e}"
+        );
     }
 }

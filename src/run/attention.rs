@@ -32,6 +32,8 @@ impl Runner {
     ) -> Result<(), StoreError> {
         let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
         let busy_every = self.cfg.reconcile_every * BUSY_SCREENS_EVERY;
+        let log_cap = self.store.settings().await?.runs.log_max_mb.max(1) as u64 * 1024 * 1024;
+        let mut over_cap: Vec<&str> = Vec::new();
         {
             let ids: HashSet<i64> = runs.iter().map(|r| r.id).collect();
             let mut seen = self.log_seen.lock().expect("poisoned");
@@ -64,6 +66,11 @@ impl Runner {
                 // more than the agents' own output (the hooks report what
                 // matters at once; `look_again` forgets a run so that its
                 // next pass reads it).
+                if size > log_cap
+                    && let Some(p) = run.log_path.as_deref()
+                {
+                    over_cap.push(p);
+                }
                 let paused = last.insert(run.id, size) == Some(size);
                 let due = match seen.get(&run.id) {
                     None => true,
@@ -72,6 +79,13 @@ impl Runner {
                 if due {
                     changed.push((run, pane, size));
                 }
+            }
+        }
+        // A log past its cap loses its oldest output (`log.rs`): checked only
+        // for logs that grew past it, so a quiet one costs nothing.
+        for p in over_cap {
+            if let Err(e) = super::log::keep_newest(p, log_cap) {
+                tracing::debug!(log = p, error = %e, "could not drop a log's oldest output");
             }
         }
         if changed.is_empty() {
@@ -180,6 +194,7 @@ pub(super) mod tests {
             ended_at: None,
             workspace_removed_at: None,
             sandboxed: true,
+            limits: Default::default(),
             stop_cause: None,
             cli_session_id: None,
             usage: None,

@@ -67,18 +67,7 @@ impl Runner {
         let shell = Path::new("/bin/sh");
         let mut cmd = match self.cfg.sandbox.bwrap().filter(|_| run.sandboxed) {
             Some(bwrap) => {
-                let git_dir = self.workspaces.git_dir(repo);
-                let objects = git_dir
-                    .starts_with(&self.cfg.data_dir)
-                    .then_some(git_dir.as_path());
-                let args = sandbox::RunSandbox {
-                    policy: &self.cfg.sandbox_policy,
-                    workspace: ws,
-                    objects,
-                    cli_state: &[],
-                    programs: &[],
-                }
-                .args();
+                let args = self.check_sandbox_args(repo, ws);
                 let mut c = tokio::process::Command::new(bwrap);
                 c.args(args).arg(shell);
                 c.envs(sandbox::ENV.iter().copied());

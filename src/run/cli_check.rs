@@ -13,13 +13,14 @@ use crate::provider::{CheckOutcome, CommandLine, Provider, Verdict};
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Runs `bin` with the command line's arguments and environment, and reads
-/// the outcome. With `bwrap`, the CLI runs in the sandbox a run would give
-/// it (its throw-away home and folder writable, the rest read-only).
+/// the outcome. With a sandbox (`bwrap` and the node's policy), the CLI runs
+/// in the view a run would give it: its resolved install (links followed,
+/// wherever they lead) read-only, a throw-away home and folder writable.
 pub async fn check(
     p: &dyn Provider,
     bin: &Path,
     cl: &CommandLine,
-    bwrap: Option<&Path>,
+    sandbox: Option<(&Path, &super::sandbox::Policy)>,
 ) -> Verdict {
     let Ok(home) = tempfile::Builder::new().prefix("lab-check-").tempdir() else {
         return Verdict::Unknown("cannot create a temporary home".into());
@@ -36,22 +37,27 @@ pub async fn check(
         codex.join("config.toml"),
         "[features]\ndaemon_auto_start = false\n",
     );
-    let mut cmd = match bwrap {
-        Some(bwrap) => {
-            let policy = super::sandbox::Policy::default();
+    let mut cmd = match sandbox {
+        Some((bwrap, policy)) => {
+            let Some((real, install)) = super::sandbox::install_of(bin) else {
+                return Verdict::Unknown(format!("cannot find {}", bin.display()));
+            };
             let home = home.path().to_path_buf();
             let mut c = tokio::process::Command::new(bwrap);
             c.args(
                 super::sandbox::RunSandbox {
-                    policy: &policy,
+                    policy,
                     workspace: &cwd,
-                    objects: None,
-                    cli_state: std::slice::from_ref(&home),
-                    programs: &[bin.to_path_buf()],
+                    workspace_writable: true,
+                    read_only: &[install],
+                    read_only_files: &[],
+                    writable: std::slice::from_ref(&home),
+                    network: true,
+                    operator_paths: true,
                 }
                 .args(),
             )
-            .arg(bin);
+            .arg(real);
             c
         }
         None => tokio::process::Command::new(bin),

@@ -1,30 +1,28 @@
-//! A run's changes as a diff, read with git (beside `workspace.rs`, the
-//! other module that runs git).
+//! A run's changes as a diff.
 //!
-//! A live run's diff includes what its agent has not committed, untracked
-//! files too, without touching the workspace: lab makes a scratch
-//! repository of its own (its config is lab's, so nothing the agent wrote
-//! in its clone's config, such as a filter, an fsmonitor or an external
-//! diff, is run), which borrows the workspace's objects, and a scratch
-//! index in it: `read-tree` of the branch's commit, `add -A` of the
-//! workspace as work tree, then `diff --cached` against the merge base.
-//! The agent's own index and refs are never written.
+//! Which side of the trust boundary (ADR 24): a live run's diff reads its
+//! agent's workspace, so every git of it runs in the run's jail (its sandbox
+//! view, the workspace read-only, no network; `git.rs`): lab makes a scratch
+//! repository of its own in the jail's scratch folder (its config is lab's,
+//! so nothing the agent wrote in its clone's config is used), which borrows
+//! the workspace's objects, and a scratch index in it: `read-tree` of the
+//! branch's commit, `add -A` of the workspace as work tree, then
+//! `diff --cached` against the merge base. A link in the workspace that
+//! names a host file shows as a link; the host file is not in the jail's
+//! view to be read. The agent's own index and refs are never written.
 //!
 //! After the workspace is gone, the diff is the run's branch as fetched
-//! back into the repo. Both git outputs are bounded: the patch is read up to
-//! [`Limits::total`] and git is stopped there.
+//! back into the repo (host side: objects in the operator's repository,
+//! read with no external diff or text conversion). Both git outputs are
+//! bounded: the patch is read up to [`Limits::total`] and git is stopped
+//! there.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
-
-use super::workspace::{WorkspaceError, Workspaces, git_folder};
+use super::git::{Git, Jail};
+use super::workspace::{WorkspaceError, Workspaces, git_folder, tend_internals};
 use crate::diff::{self, Diff, Limits};
 use crate::repo::Repo;
-
-const DIFF_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Options every diff is made with: names relative to the repo, `a/` and
 /// `b/` prefixes whatever the config says, renames found, no external diff
@@ -43,174 +41,31 @@ const DIFF_ARGS: &[&str] = &[
     "--submodule=short",
 ];
 
-/// Where git runs and with what it is told.
-pub(super) struct Git<'a> {
-    git_dir: &'a Path,
-    work_tree: Option<&'a Path>,
-    index: Option<&'a Path>,
-    /// Scratch repositories read no config but their own.
-    isolated: bool,
-}
-
-impl<'a> Git<'a> {
-    /// git in a repository, with its own config.
-    pub(super) fn plain(git_dir: &'a Path) -> Git<'a> {
-        Git {
-            git_dir,
-            work_tree: None,
-            index: None,
-            isolated: false,
-        }
-    }
-
-    /// git in a repository an agent wrote: no system or global config; its
-    /// own config is the agent's, so only `rev-parse` runs here (it starts
-    /// no program a config names; fsmonitor and hooks are turned off too).
-    pub(super) fn agents(git_dir: &'a Path) -> Git<'a> {
-        Git {
-            isolated: true,
-            ..Git::plain(git_dir)
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new("git");
-        cmd.arg("--git-dir").arg(self.git_dir);
-        if let Some(w) = self.work_tree {
-            cmd.arg("--work-tree").arg(w).current_dir(w);
-        } else {
-            cmd.current_dir(self.git_dir);
-        }
-        cmd.args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-        if let Some(i) = self.index {
-            cmd.env("GIT_INDEX_FILE", i);
-        }
-        if self.isolated {
-            cmd.env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null");
-        }
-        cmd
-    }
-
-    /// Runs git; its output, at most `cap` bytes of it (git is stopped
-    /// there), and whether it was cut.
-    async fn bytes(&self, args: &[&str], cap: usize) -> Result<(Vec<u8>, bool), WorkspaceError> {
-        let mut child = self
-            .command(args)
-            .spawn()
-            .map_err(|e| WorkspaceError(format!("cannot run git: {e}")))?;
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let work = async {
-            let mut out = Vec::new();
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut cut = false;
-            loop {
-                let n = stdout.read(&mut buf).await?;
-                if n == 0 {
-                    break;
-                }
-                let room = cap - out.len();
-                if n > room {
-                    out.extend_from_slice(&buf[..room]);
-                    cut = true;
-                    break;
-                }
-                out.extend_from_slice(&buf[..n]);
-            }
-            if cut {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-                return Ok::<_, std::io::Error>((out, true, None));
-            }
-            let mut err = Vec::new();
-            stderr.read_to_end(&mut err).await?;
-            let status = child.wait().await?;
-            Ok((out, false, (!status.success()).then_some(err)))
-        };
-        let (out, cut, failed) = tokio::time::timeout(DIFF_TIMEOUT, work)
-            .await
-            .map_err(|_| {
-                WorkspaceError(format!(
-                    "git {} took longer than {} s",
-                    args[0],
-                    DIFF_TIMEOUT.as_secs()
-                ))
-            })?
-            .map_err(|e| WorkspaceError(format!("cannot read git's output: {e}")))?;
-        if let Some(err) = failed {
-            return Err(WorkspaceError(format!(
-                "git {} failed: {}",
-                args.iter()
-                    .find(|a| !a.starts_with('-') && !a.contains('='))
-                    .unwrap_or(&"?"),
-                String::from_utf8_lossy(&err).trim()
-            )));
-        }
-        Ok((out, cut))
-    }
-
-    async fn line(&self, args: &[&str]) -> Result<String, WorkspaceError> {
-        let (out, _) = self.bytes(args, 64 * 1024).await?;
-        Ok(String::from_utf8_lossy(&out).trim().to_owned())
-    }
-
-    /// A revision's commit id, or `None` when it names none.
-    pub(super) async fn commit(&self, rev: &str) -> Option<String> {
-        let spec = format!("{rev}^{{commit}}");
-        self.line(&[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            &spec,
-        ])
-        .await
-        .ok()
-        .filter(|s| s.len() >= 40 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-    }
-
-    /// The diff from `base` to the index (`cached`) or to `head`.
-    async fn diff(
-        &self,
-        base: &str,
-        head: &str,
-        cached: bool,
-        limits: Limits,
-    ) -> Result<Diff, WorkspaceError> {
-        let range: Vec<&str> = if cached {
-            vec!["--cached", base]
-        } else {
-            vec![base, head]
-        };
-        let with = |extra: &[&'static str]| -> Vec<&str> {
-            let mut a: Vec<&str> = DIFF_ARGS.to_vec();
-            a.extend_from_slice(extra);
-            a.extend(range.iter().copied());
-            a.push("--");
-            a
-        };
-        let stat_args = with(&["--numstat", "-z"]);
-        let (stat, _) = self.bytes(&stat_args, 16 * 1024 * 1024).await?;
-        let patch_args = with(&["-p"]);
-        let (patch, cut) = self.bytes(&patch_args, limits.total).await?;
-        Ok(diff::parse(base, head, &stat, &patch, cut, limits))
-    }
+/// The diff from `base` to the index (`cached`) or to `head`.
+async fn diff_of(
+    git: &Git<'_>,
+    base: &str,
+    head: &str,
+    cached: bool,
+    limits: Limits,
+) -> Result<Diff, WorkspaceError> {
+    let range: Vec<&str> = if cached {
+        vec!["--cached", base]
+    } else {
+        vec![base, head]
+    };
+    let with = |extra: &[&'static str]| -> Vec<&str> {
+        let mut a: Vec<&str> = DIFF_ARGS.to_vec();
+        a.extend_from_slice(extra);
+        a.extend(range.iter().copied());
+        a.push("--");
+        a
+    };
+    let stat_args = with(&["--numstat", "-z"]);
+    let (stat, _) = git.bytes(&stat_args, 16 * 1024 * 1024).await?;
+    let patch_args = with(&["-p"]);
+    let (patch, cut) = git.bytes(&patch_args, limits.total).await?;
+    Ok(diff::parse(base, head, &stat, &patch, cut, limits))
 }
 
 /// A scratch folder removed when dropped.
@@ -236,15 +91,16 @@ impl Workspaces {
         workspace: Option<&Path>,
         branch: &str,
         limits: Limits,
+        jail: Option<&Jail>,
     ) -> Result<Diff, WorkspaceError> {
         let git_dir = git_folder(&self.git_dir(repo));
-        let origin = Git::plain(&git_dir);
+        let origin = Git::host_git_dir(&git_dir);
         let default = format!("refs/heads/{}", repo.default_branch);
         let target = origin.commit(&default).await.ok_or_else(|| {
             WorkspaceError(format!("the repo has no branch '{}'", repo.default_branch))
         })?;
-        match workspace.filter(|w| w.join(".git").is_dir()) {
-            Some(ws) => self.live_diff(&git_dir, ws, &target, limits).await,
+        match workspace.filter(|w| w.join(".git").symlink_metadata().is_ok()) {
+            Some(ws) => self.live_diff(&git_dir, ws, &target, limits, jail).await,
             None => {
                 let head = origin
                     .commit(&format!("refs/heads/{branch}"))
@@ -266,7 +122,7 @@ impl Workspaces {
         limits: Limits,
     ) -> Result<Diff, WorkspaceError> {
         let git_dir = git_folder(&self.git_dir(repo));
-        let origin = Git::plain(&git_dir);
+        let origin = Git::host_git_dir(&git_dir);
         let (Some(target), Some(head)) = (origin.commit(target).await, origin.commit(head).await)
         else {
             return Err(WorkspaceError(format!(
@@ -284,10 +140,10 @@ impl Workspaces {
         limits: Limits,
     ) -> Result<Diff, WorkspaceError> {
         let base = git
-            .line(&["merge-base", target, head])
+            .out(&["merge-base", target, head])
             .await
             .unwrap_or_else(|_| target.to_owned());
-        git.diff(&base, head, false, limits).await
+        diff_of(git, &base, head, false, limits).await
     }
 
     async fn live_diff(
@@ -296,13 +152,16 @@ impl Workspaces {
         ws: &Path,
         target: &str,
         limits: Limits,
+        jail: Option<&Jail>,
     ) -> Result<Diff, WorkspaceError> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        tend_internals(ws, repo_git)?;
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = self
-            .root_dir()
-            .join(".diff")
-            .join(format!("{}-{n}", std::process::id()));
+        let base_dir: PathBuf = match jail.and_then(|j| j.scratch.clone()) {
+            Some(s) => s,
+            None => self.root_dir().join(".diff"),
+        };
+        let tmp = base_dir.join(format!("{}-{n}", std::process::id()));
         let scratch = Scratch(tmp.clone());
         std::fs::create_dir_all(tmp.join("objects/info")).map_err(io("make a scratch repo"))?;
         std::fs::create_dir_all(tmp.join("refs/heads")).map_err(io("make a scratch repo"))?;
@@ -323,14 +182,13 @@ impl Workspaces {
         )
         .map_err(io("make a scratch repo"))?;
         let index = tmp.join("index");
-        let git = Git {
-            git_dir: &tmp,
-            work_tree: Some(ws),
-            index: Some(&index),
-            isolated: true,
-        };
+        let git = Git::host_git_dir(&tmp)
+            .work_tree(ws)
+            .index(&index)
+            .isolated()
+            .jail(jail);
         let ws_git = ws.join(".git");
-        let agent = Git::agents(&ws_git);
+        let agent = Git::agents(&ws_git, jail);
         let head = agent
             .commit("HEAD")
             .await
@@ -344,10 +202,10 @@ impl Workspaces {
                 Ok::<_, WorkspaceError>((Vec::new(), false))
             })?;
         let base = git
-            .line(&["merge-base", target, &head])
+            .out(&["merge-base", target, &head])
             .await
             .unwrap_or_else(|_| target.to_owned());
-        let mut d = git.diff(&base, &head, true, limits).await?;
+        let mut d = diff_of(&git, &base, &head, true, limits).await?;
         d.work_tree = true;
         drop(scratch);
         Ok(d)

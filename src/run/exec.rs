@@ -43,6 +43,14 @@ pub struct Launch {
     /// agent's output to copy (ADR 22).
     #[serde(default)]
     pub relay: Option<PathBuf>,
+    /// The run's control groups, which the agent joins before it starts
+    /// (`cgroup.rs`); the shim itself stays out of them.
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
+    /// cgroup v1's memory group of the run, watched for an OOM: the shim
+    /// then ends the whole run (v2 does it by itself).
+    #[serde(default)]
+    pub oom_watch: Option<PathBuf>,
 }
 
 /// Where the pane's output goes. The shim attaches the pipe itself, from
@@ -63,6 +71,9 @@ pub struct AgentExit {
     pub code: Option<i64>,
     /// The signal that ended it, when one did.
     pub signal: Option<i64>,
+    /// Whether the run passed its memory limit and was ended for it.
+    #[serde(default)]
+    pub oom: bool,
 }
 
 impl AgentExit {
@@ -142,6 +153,7 @@ fn failed_to_start(launch: &Launch, code: i64) -> i32 {
     let _ = AgentExit {
         code: Some(code),
         signal: None,
+        oom: false,
     }
     .write(&launch.exit_file);
     code as i32
@@ -199,6 +211,17 @@ pub fn exec_main(launch_file: &Path) -> i32 {
     let env = launch.environment(std::env::vars());
     let mut cmd = std::process::Command::new(&launch.program);
     cmd.args(&launch.args).env_clear().envs(&env);
+    if !launch.cgroups.is_empty() {
+        match super::cgroup::open_procs(&launch.cgroups) {
+            Ok(procs) => super::cgroup::join_in_child(&mut cmd, procs),
+            Err(e) => {
+                return fail(
+                    format!("lab: cannot put the agent in the run's control group: {e}"),
+                    126,
+                );
+            }
+        }
+    }
     let spawned = match &relay {
         Some((_, pty)) => pty.spawn(&mut cmd),
         None => cmd.spawn(),
@@ -222,6 +245,15 @@ pub fn exec_main(launch_file: &Path) -> i32 {
         }
     };
     ignore_job_control();
+    let oom = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Some(dir) = launch.oom_watch.clone() {
+        // The watcher must not take the pane's SIGWINCH (`pty.rs`).
+        super::pty::block_winch();
+        let (flag, pid) = (oom.clone(), child.id());
+        let _ = std::thread::Builder::new()
+            .name("oom-watch".into())
+            .spawn(move || super::cgroup::watch_oom(&dir, pid, &flag));
+    }
     let waited = match relay {
         Some((log, pty)) => pty.relay(0, &mut child, log, launch.relay.as_deref()),
         None => loop {
@@ -242,6 +274,7 @@ pub fn exec_main(launch_file: &Path) -> i32 {
     let exit = AgentExit {
         code: status.code().map(i64::from),
         signal: status.signal().map(i64::from),
+        oom: oom.load(std::sync::atomic::Ordering::SeqCst),
     };
     if let Err(e) = exit.write(&launch.exit_file) {
         eprintln!(
@@ -300,6 +333,8 @@ mod tests {
                 file: "/x/output.log".into(),
             },
             relay: None,
+            cgroups: Vec::new(),
+            oom_watch: None,
         };
         let env = l.environment(
             [

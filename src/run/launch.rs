@@ -232,6 +232,7 @@ impl Runner {
         let p = req.repo.provider().map_err(Invalid::from)?;
         let program = self.binary_for(p)?;
         let sandboxed = self.may_run(p, &resolved, &req).await?;
+        let limits = self.limits_for(&req.repo).await?;
         let token = new_token();
         let token_hash = hex::encode(digest(&token));
         let cli_session = p.takes_session_id().then(super::new_session_id);
@@ -250,6 +251,7 @@ impl Runner {
                     node: &self.cfg.node,
                     token_hash: &token_hash,
                     sandboxed,
+                    limits,
                     cli_session_id: cli_session.as_deref(),
                     issue: req.issue.as_ref(),
                 },
@@ -345,6 +347,9 @@ impl Runner {
             hook_command: self.hook_command(p),
             session_id: run.cli_session_id.clone(),
         };
+        if !self.cfg.launch_pause.is_zero() {
+            tokio::time::sleep(self.cfg.launch_pause).await;
+        }
         let workspace = async {
             let t = std::time::Instant::now();
             let ws = self.workspaces.create(&req.repo, run.id, &branch).await;
@@ -362,7 +367,7 @@ impl Runner {
             tokio::join!(workspace, prepare, relay);
         timings.workspace = ws_took;
         let ws = ws.map_err(|e| format!("could not create the workspace: {e}"))?;
-        let (dir, log) = prepared.map_err(|e| e.to_string())?;
+        let prepared = prepared.map_err(|e| e.to_string())?;
         let t = std::time::Instant::now();
         let launch_file = self.write_launch(Start {
             run,
@@ -373,8 +378,9 @@ impl Runner {
             env: &req.env,
             token,
             workspace: &ws.path,
-            dir: &dir,
-            log: &log,
+            dir: &prepared.dir,
+            log: &prepared.log,
+            seeded: &prepared.seeded,
             relay,
         })?;
         timings.prepare = prepare_took + t.elapsed();

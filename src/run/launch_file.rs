@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::agent_config::ConfigError;
+use super::agent_config::{ConfigError, Seed, Seeded};
 use super::exec::{Launch, PaneLog};
 use super::launch::create_private_dir;
 use super::runner::Runner;
@@ -30,6 +30,13 @@ pub(super) enum PrepareError {
     },
 }
 
+/// A run's own files, made for a start.
+pub(super) struct Prepared {
+    pub dir: PathBuf,
+    pub log: PathBuf,
+    pub seeded: Seeded,
+}
+
 /// One start of an agent in a run's session.
 pub(super) struct Start<'a> {
     pub run: &'a Run,
@@ -45,21 +52,23 @@ pub(super) struct Start<'a> {
     /// The run's folder and its log.
     pub dir: &'a Path,
     pub log: &'a Path,
+    /// The run's home and CLI folder.
+    pub seeded: &'a Seeded,
     /// The relay's socket, when one listens (ADR 22).
     pub relay: Option<PathBuf>,
 }
 
 impl Runner {
-    /// The run's folder and log file, and the agent's config edits for an
-    /// unattended start. A first start empties the log; a resume appends to
-    /// it. Returns the folder and the log's path.
+    /// The run's folder and log file, and its own home and CLI config
+    /// (`agent_config.rs`). A first start empties the log; a resume appends
+    /// to it and finds the run's home as it left it.
     pub(super) async fn prepare_files(
         &self,
         run_id: i64,
         p: &dyn Provider,
         spec: &SpawnSpec,
         fresh_log: bool,
-    ) -> Result<(PathBuf, PathBuf), PrepareError> {
+    ) -> Result<Prepared, PrepareError> {
         let dir = self.run_dir(run_id);
         let cannot = |path: &Path, source| PrepareError::Create {
             path: path.to_owned(),
@@ -70,14 +79,36 @@ impl Runner {
         if fresh_log {
             std::fs::File::create(&log).map_err(|e| cannot(&log, e))?;
         }
-        self.agent_config
-            .apply(&p.prepare(spec))
-            .await
+        let carry = self.carry_keys().await;
+        let identity = self.git_identity().await;
+        let edits = p.prepare(spec);
+        let seeded = match p.cli_home() {
+            Some(cli) => super::agent_config::seed(
+                &dir,
+                &Seed {
+                    cli,
+                    operator_home: &self.cfg.agent_home,
+                    carry: &carry,
+                    edits: &edits,
+                    sandboxed: spec.sandboxed && self.cfg.sandbox.bwrap().is_some(),
+                    identity: (&identity.0, &identity.1),
+                },
+            )
             .map_err(|source| PrepareError::Config {
                 agent: p.name(),
                 source,
-            })?;
-        Ok((dir, log))
+            })?,
+            None => {
+                let home = dir.join("home");
+                create_private_dir(&home).map_err(|e| cannot(&home, e))?;
+                Seeded {
+                    cli_dir: home.clone(),
+                    home,
+                    credentials: Vec::new(),
+                }
+            }
+        };
+        Ok(Prepared { dir, log, seeded })
     }
 
     /// The agent's environment and sandbox, written to the run's launch
@@ -94,16 +125,20 @@ impl Runner {
             workspace,
             dir,
             log,
+            seeded,
             relay,
         } = s;
         let mut env =
             super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
         env.extend(cl.env);
         env.extend(extra.clone());
-        env.insert(
-            "HOME".into(),
-            self.cfg.agent_home.to_string_lossy().into_owned(),
-        );
+        env.insert("HOME".into(), seeded.home.to_string_lossy().into_owned());
+        if let Some(cli) = p.cli_home() {
+            env.insert(
+                cli.env.into(),
+                seeded.cli_dir.to_string_lossy().into_owned(),
+            );
+        }
         env.insert("LAB_URL".into(), self.cfg.lab_url.clone());
         env.insert("LAB_RUN_ID".into(), run.id.to_string());
         env.insert("LAB_TOKEN".into(), token.to_owned());
@@ -114,13 +149,19 @@ impl Runner {
         }
         let (program, args) = match self.cfg.sandbox.bwrap().filter(|_| run.sandboxed) {
             Some(bwrap) => {
-                let mut args = self.sandbox_args(p, repo, workspace, &program, &env)?;
+                let (mut args, program) = self.sandbox_args(repo, workspace, &program, seeded)?;
                 env.extend(sandbox::ENV.iter().map(|(k, v)| ((*k).into(), (*v).into())));
                 args.push(program.to_string_lossy().into_owned());
                 args.extend(cl.args);
                 (bwrap.to_path_buf(), args)
             }
             None => (program, cl.args),
+        };
+        let groups = match &self.cfg.cgroups {
+            super::cgroup::Cgroups::None { .. } => super::cgroup::RunGroups::default(),
+            c => c
+                .create(run.id, run.limits)
+                .map_err(|e| format!("could not make the run's control group: {e}"))?,
         };
         let launch = Launch {
             program,
@@ -140,6 +181,8 @@ impl Runner {
                 file: log.to_path_buf(),
             },
             relay,
+            cgroups: groups.join,
+            oom_watch: groups.oom_watch,
         };
         let launch_file = dir.join("launch.json");
         launch

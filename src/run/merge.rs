@@ -15,8 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::diff::Git;
-use super::workspace::{LOCAL_TIMEOUT, WorkspaceError, Workspaces, git_env, git_folder};
+use super::git::{Git, Jail};
+use super::workspace::{WorkspaceError, Workspaces, git_folder};
 use crate::repo::{Repo, RepoSource};
 
 /// Why a merge was not made; nothing was changed.
@@ -48,13 +48,14 @@ struct Tree {
     branch: Option<String>,
 }
 
+/// Host side: the operator's repository and its working trees.
 async fn git(dir: &Path, args: &[&str]) -> Result<String, WorkspaceError> {
-    git_env(dir, args, LOCAL_TIMEOUT, &[]).await
+    Git::host(dir).out(args).await
 }
 
 /// A ref's commit, or `None`.
 async fn commit(dir: &Path, refname: &str) -> Option<String> {
-    Git::plain(&git_folder(dir)).commit(refname).await
+    Git::host_git_dir(&git_folder(dir)).commit(refname).await
 }
 
 /// The working trees of a repository (`git worktree list --porcelain -z`).
@@ -84,13 +85,7 @@ async fn trees(dir: &Path) -> Result<Vec<Tree>, WorkspaceError> {
 /// Local changes of a working tree, untracked files included (read without
 /// taking git's index lock: `GIT_OPTIONAL_LOCKS=0`).
 async fn local_changes(tree: &Path) -> Result<bool, WorkspaceError> {
-    let out = git_env(
-        tree,
-        &["status", "--porcelain", "-z"],
-        LOCAL_TIMEOUT,
-        &[("GIT_OPTIONAL_LOCKS", "0")],
-    )
-    .await?;
+    let out = git(tree, &["status", "--porcelain", "-z"]).await?;
     Ok(!out.is_empty())
 }
 
@@ -99,10 +94,16 @@ impl Workspaces {
     /// the repo's default branch, and is gone from the repo (its pull request
     /// was merged and the branch deleted): then removing the workspace does
     /// not bring the branch back.
-    pub(super) async fn merged_already(&self, repo: &Repo, ws: &Path, branch: &str) -> bool {
-        let ws_git = git_folder(ws);
-        // The agent's clone: read with lab's config only.
-        let agent = Git::agents(&ws_git);
+    pub(super) async fn merged_already(
+        &self,
+        repo: &Repo,
+        ws: &Path,
+        branch: &str,
+        jail: Option<&Jail>,
+    ) -> bool {
+        let ws_git = ws.join(".git");
+        // The agent's clone: read in its jail, with lab's config only.
+        let agent = Git::agents(&ws_git, jail);
         let Some(sha) = agent.commit(&format!("refs/heads/{branch}")).await else {
             return false;
         };
@@ -229,33 +230,26 @@ async fn merge_commit(
     target_name: &str,
     message: &str,
 ) -> Result<String, MergeError> {
-    let out = tokio::time::timeout(
-        LOCAL_TIMEOUT,
-        tokio::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args([
+    let (out, _, failed) = Git::host(dir)
+        .capture(
+            &[
                 "merge-tree",
                 "--write-tree",
                 "--name-only",
                 "--no-messages",
                 "-z",
-            ])
-            .args([base, head])
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .map_err(|_| WorkspaceError("git merge-tree took too long".into()))?
-    .map_err(|e| WorkspaceError(format!("cannot run git: {e}")))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+                base,
+                head,
+            ],
+            16 * 1024 * 1024,
+        )
+        .await?;
+    let stdout = String::from_utf8_lossy(&out);
     let mut fields = stdout.split('\0');
     let tree = fields.next().unwrap_or_default().trim().to_owned();
-    match out.status.code() {
-        Some(0) => {}
-        Some(1) => {
+    match failed {
+        None => {}
+        Some((Some(1), _)) => {
             let files: Vec<&str> = fields.filter(|f| !f.is_empty()).take(20).collect();
             return Err(MergeError::Refused(format!(
                 "the branch is not a fast-forward and conflicts with '{}' in: {}; rebase or \
@@ -264,10 +258,10 @@ async fn merge_commit(
                 files.join(", ")
             )));
         }
-        _ => {
+        Some((_, err)) => {
             return Err(MergeError::Git(WorkspaceError(format!(
                 "git merge-tree failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+                String::from_utf8_lossy(&err).trim()
             ))));
         }
     }
@@ -277,11 +271,8 @@ async fn merge_commit(
         ("GIT_COMMITTER_NAME", "lab"),
         ("GIT_COMMITTER_EMAIL", "lab@localhost"),
     ];
-    Ok(git_env(
-        dir,
-        &["commit-tree", &tree, "-p", base, "-p", head, "-m", message],
-        LOCAL_TIMEOUT,
-        &ident,
-    )
-    .await?)
+    Ok(Git::host(dir)
+        .env(&ident)
+        .out(&["commit-tree", &tree, "-p", base, "-p", head, "-m", message])
+        .await?)
 }

@@ -2,19 +2,22 @@
 //! the loop that keeps run states true.
 //!
 //! Invariant: agent processes are started only by [`tmux`] (through the exec
-//! shim in [`exec`]); git runs only in [`workspace`]; processes are signalled
-//! only by [`proctree`].
+//! shim in [`exec`]); git is started only by [`git`]; processes are
+//! signalled only by [`proctree`].
 
 pub mod agent_config;
 mod agent_seen;
 mod attention;
 pub mod busy;
+pub mod cgroup;
 pub mod check;
 pub mod cli_check;
 mod confine;
 pub mod diff;
+pub mod disk;
 pub mod env;
 pub mod exec;
+pub mod git;
 mod launch;
 mod launch_file;
 pub mod log;
@@ -40,6 +43,19 @@ pub use quiet::{FULL_EVERY, PANES_EVERY};
 pub use reconcile::PassReport;
 pub use resume::RESUME_PROMPT;
 pub use runner::{RunError, Runner, RunnerConfig};
+
+/// What leaves lab when an operation on a run's data fails (ADR 24): a
+/// fixed message naming what failed, and an id. The detail, which may hold
+/// bytes the run wrote (git's error text quotes the files it read), goes
+/// only to lab's log, under that id; never to a run's token, an issue
+/// comment or a forge.
+pub fn withheld(run: i64, what: &str, detail: &str) -> String {
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    let id = hex::encode(b);
+    tracing::warn!(run, error_id = %id, what, detail, "an operation on a run's data failed");
+    format!("{what} failed (error {id}; the detail is in lab's log)")
+}
 
 /// A new session id for an agent CLI: a random (version 4) UUID.
 pub fn new_session_id() -> String {

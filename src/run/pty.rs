@@ -190,6 +190,13 @@ fn copy_in(outer: RawFd, m: RawFd) {
     }
 }
 
+/// Blocks `SIGWINCH` in this thread and the threads it starts from now:
+/// a helper thread of the shim must never take the pane's resize from the
+/// thread that waits for it.
+pub(super) fn block_winch() {
+    block(libc::SIGWINCH);
+}
+
 /// Blocks `sig` in this thread (and the threads it starts); whether it is.
 fn block(sig: libc::c_int) -> bool {
     // SAFETY: a zeroed sigset_t is initialised by sigemptyset before use.

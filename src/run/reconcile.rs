@@ -197,6 +197,7 @@ impl Runner {
         .then_some(AgentExit {
             code: pane.status,
             signal: pane.signal,
+            oom: false,
         }));
         if let Some(end) = known {
             waiting.remove(&run.id);
@@ -218,6 +219,7 @@ impl Runner {
         Some(AgentExit {
             code: None,
             signal: None,
+            oom: false,
         })
     }
 
@@ -253,6 +255,7 @@ impl Runner {
     /// 17), else `failed`. False when the run had moved on meanwhile.
     async fn lose(&self, run: &Run, startup: bool) -> Result<bool, StoreError> {
         proctree::kill_run(&proctree::RunMark::of(run), Duration::ZERO).await;
+        self.cfg.cgroups.release(run.id);
         let reason = if startup {
             "its tmux session was gone when lab started (was the machine restarted?)"
         } else {
@@ -290,17 +293,37 @@ impl Runner {
     /// process tree. False when the run had already ended.
     async fn record_exit(&self, run: &Run, end: AgentExit) -> Result<bool, StoreError> {
         proctree::kill_run(&proctree::RunMark::of(run), Duration::ZERO).await;
-        let reason = match (end.code, end.signal) {
-            (Some(s), _) => format!("the agent exited with status {s}"),
-            (None, Some(sig)) => format!("the agent was killed by signal {sig}"),
-            (None, None) => "the agent exited; its exit status is unknown".to_owned(),
+        let oom = end.oom || self.cfg.cgroups.oom_killed(run.id);
+        self.cfg.cgroups.release(run.id);
+        let (state, reason) = match (oom, end.code, end.signal) {
+            (true, _, _) => (
+                RunState::Failed,
+                match run.limits.memory_max_mb {
+                    Some(mb) => format!(
+                        "out of memory: the run passed its memory limit of {mb} MiB and was ended"
+                    ),
+                    None => "out of memory: the run was ended".to_owned(),
+                },
+            ),
+            (_, Some(s), _) => (
+                RunState::Exited,
+                format!("the agent exited with status {s}"),
+            ),
+            (_, None, Some(sig)) => (
+                RunState::Exited,
+                format!("the agent was killed by signal {sig}"),
+            ),
+            (_, None, None) => (
+                RunState::Exited,
+                "the agent exited; its exit status is unknown".to_owned(),
+            ),
         };
         let ended = self
             .store
             .finish_run(
                 run.id,
                 &Ending {
-                    state: RunState::Exited,
+                    state,
                     reason: Some(reason),
                     exit_status: end.code,
                     exit_signal: end.signal,

@@ -195,7 +195,7 @@ impl Runner {
             hook_command: self.hook_command(p),
             session_id: run.cli_session_id.clone(),
         };
-        let (dir, log) = self
+        let prepared = self
             .prepare_files(run.id, p, &spec, false)
             .await
             .map_err(|e| e.to_string())?;
@@ -208,8 +208,9 @@ impl Runner {
             env,
             token,
             workspace: &ws,
-            dir: &dir,
-            log: &log,
+            dir: &prepared.dir,
+            log: &prepared.log,
+            seeded: &prepared.seeded,
             relay: self.relay.ensure(&self.tmux).await,
         })?;
         let pid = self.spawn_pane(run, &ws, &launch_file).await?;

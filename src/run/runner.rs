@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::agent_config::AgentConfig;
 use super::busy::RunSet;
 use super::proctree;
 use super::tmux::Tmux;
@@ -31,8 +30,9 @@ pub struct RunnerConfig {
     pub reconcile_every: Duration,
     /// How long a stopped process tree gets between SIGTERM and SIGKILL.
     pub stop_grace: Duration,
-    /// The agents' home folder (`HOME` in their environment), where their
-    /// CLIs keep their config.
+    /// The operator's home, where their CLIs keep the config and
+    /// credentials each run's own CLI folder is seeded from (ADR 24); never
+    /// a run's `HOME`.
     pub agent_home: PathBuf,
     /// Names of lab's variables the operator passes to every run
     /// (`--run-env`), beside `run::env`'s own list.
@@ -47,6 +47,10 @@ pub struct RunnerConfig {
     /// Whether runs hand their output to the relay (ADR 22); else each
     /// shim copies its own (`--no-relay`).
     pub relay: bool,
+    /// A pause in every launch once its run is recorded (tests only).
+    pub launch_pause: Duration,
+    /// How runs are limited here (probed at start-up).
+    pub cgroups: super::cgroup::Cgroups,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,8 +79,10 @@ pub struct Runner {
     pub store: Store,
     pub tmux: Tmux,
     pub workspaces: Workspaces,
-    pub agent_config: AgentConfig,
     pub cfg: RunnerConfig,
+    /// The git identity runs commit as by default: the operator's, read
+    /// once.
+    pub(super) identity: tokio::sync::OnceCell<(String, String)>,
     /// Runs between their insert and their session: reconcile leaves them be.
     /// Counted: two resumes of one run may be in flight at once (one then
     /// loses), and the loser's end must not unmark the winner's.
@@ -116,6 +122,8 @@ pub struct Runner {
     pub(super) log_watch: Mutex<super::log_watch::LogWatch>,
     /// The relay that copies the runs' output (ADR 22).
     pub relay: super::relay::keeper::Keeper,
+    /// What runs' workspaces take on disk, measured when asked.
+    pub disk: super::disk::DiskUse,
 }
 
 impl Runner {
@@ -147,8 +155,8 @@ impl Runner {
             relay,
             tmux,
             workspaces: Workspaces::new(&cfg.data_dir),
-            agent_config: AgentConfig::new(cfg.agent_home.clone()),
             cfg,
+            identity: tokio::sync::OnceCell::new(),
             launching: Mutex::new(HashMap::new()),
             pending: AtomicUsize::new(0),
             ending: RunSet::default(),
@@ -166,11 +174,52 @@ impl Runner {
             seen: Mutex::new(None),
             watches: Mutex::new(Default::default()),
             log_watch: Mutex::new(Default::default()),
+            disk: Default::default(),
         })
     }
 
     pub fn node(&self) -> &str {
         &self.cfg.node
+    }
+
+    /// The git identity runs commit as by default: the operator's
+    /// `user.name` and `user.email` (their `~/.gitconfig`), else lab's.
+    pub(super) async fn git_identity(&self) -> (String, String) {
+        self.identity
+            .get_or_init(|| async {
+                let file = self.cfg.agent_home.join(".gitconfig");
+                let file = file.to_string_lossy();
+                let get = |key: &'static str| {
+                    let file = file.clone();
+                    async move {
+                        super::git::Git::host(&self.cfg.data_dir)
+                            .out(&["config", "--file", &file, "--get", key])
+                            .await
+                            .ok()
+                            .filter(|v| !v.is_empty())
+                    }
+                };
+                (
+                    get("user.name").await.unwrap_or_else(|| "lab agent".into()),
+                    get("user.email")
+                        .await
+                        .unwrap_or_else(|| "lab-agent@localhost".into()),
+                )
+            })
+            .await
+            .clone()
+    }
+
+    /// The keys of the operator's CLI config that runs get
+    /// (`runs.carry_cli_keys`).
+    pub(super) async fn carry_keys(&self) -> Vec<String> {
+        match self.store.settings().await {
+            Ok(s) => s.runs.carry_cli_keys.clone(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the settings: no CLI keys carried");
+                Vec::new()
+            }
+        }
     }
 
     /// Where the exec shim writes how a run's agent ended.
@@ -226,6 +275,7 @@ impl Runner {
 
     async fn end_tree(&self, run: &Run, cause: StopCause, why: &str) -> Result<(), RunError> {
         let killed = proctree::kill_run(&proctree::RunMark::of(run), self.cfg.stop_grace).await;
+        self.cfg.cgroups.release(run.id);
         self.tmux
             .kill_sessions(std::slice::from_ref(&run.session))
             .await
@@ -263,6 +313,7 @@ impl Runner {
             )));
         }
         self.remove_workspace(&run).await?;
+        self.cfg.cgroups.release(id);
         let dir = self.run_dir(id);
         if let Err(e) = std::fs::remove_dir_all(&dir)
             && e.kind() != std::io::ErrorKind::NotFound
@@ -289,15 +340,16 @@ impl Runner {
             Some(id) => self.store.repo(&crate::store::RepoKey::Id(id)).await.ok(),
             None => None,
         };
+        let jail = self.jail(run, repo.as_ref());
         self.workspaces
-            .remove(repo.as_ref(), Path::new(path), run.branch.as_deref())
+            .remove(
+                repo.as_ref(),
+                Path::new(path),
+                run.branch.as_deref(),
+                jail.as_ref(),
+            )
             .await
-            .map_err(|e| RunError::Io(e.to_string()))?;
-        if let Some(p) = provider::get(&run.provider) {
-            self.agent_config
-                .forget(&p.workspace_entries(Path::new(path)))
-                .await;
-        }
+            .map_err(|e| RunError::Io(super::withheld(run.id, "removing its workspace", &e.0)))?;
         self.store.mark_workspace_removed(run.id).await?;
         Ok(())
     }

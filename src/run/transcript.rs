@@ -137,13 +137,23 @@ fn is_file(p: &Path) -> bool {
 }
 
 /// Opens a transcript for reading: a regular file, reached through no link
-/// below the CLI's folder (`home`, which may itself be a link the operator
-/// made), without blocking (a FIFO planted there opens at once, and is
-/// refused).
+/// below the run's home (the CLI's folder `home` included: the run may have
+/// swapped it for a link), without blocking (a FIFO planted there opens at
+/// once, and is refused), and no larger than [`MAX_TRANSCRIPT`] is read.
+///
+/// Host side, over files the agent writes: it follows no link and executes
+/// nothing.
 pub(super) fn open(home: &Path, path: &Path) -> Option<std::fs::File> {
     let f = open_regular(path)?;
     let rel = path.strip_prefix(home).ok()?;
-    let expected = home.canonicalize().ok()?.join(rel);
+    // The run's home itself is lab's (a mount point in the sandbox, which
+    // the run cannot replace); everything below it is the run's.
+    let expected = home
+        .parent()?
+        .canonicalize()
+        .ok()?
+        .join(home.file_name()?)
+        .join(rel);
     let opened = std::fs::read_link(format!("/proc/self/fd/{}", {
         use std::os::fd::AsRawFd;
         f.as_raw_fd()
@@ -151,6 +161,10 @@ pub(super) fn open(home: &Path, path: &Path) -> Option<std::fs::File> {
     .ok()?;
     (opened == expected).then_some(f)
 }
+
+/// The most of one transcript lab reads: past it, the run's usage stays
+/// what the first [`MAX_TRANSCRIPT`] bytes said.
+pub const MAX_TRANSCRIPT: u64 = 1 << 30;
 
 /// A regular file, opened without following a link at its end and without
 /// blocking.
@@ -205,9 +219,9 @@ mod tests {
         let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert!(open(&home, &fifo).is_none());
-        // The folder itself may be a link the operator made.
+        // The CLI's folder itself a link (the run may make it one): refused.
         let alias = dir.path().join("alias");
         std::os::unix::fs::symlink(&home, &alias).unwrap();
-        assert!(open(&alias, &alias.join("projects/p/s.jsonl")).is_some());
+        assert!(open(&alias, &alias.join("projects/p/s.jsonl")).is_none());
     }
 }

@@ -216,7 +216,7 @@ impl Runner {
             return Ok(false);
         }
         let ended = !run.state.is_active();
-        let home = self.cli_home(format);
+        let home = self.cli_home(run.id, format);
         let run2 = run.clone();
         let start = before.clone();
         let (read, session) = tokio::task::spawn_blocking(move || {
@@ -259,15 +259,11 @@ impl Runner {
         Ok(true)
     }
 
-    /// The CLI's own folder as runs see it: its variable in the runs'
-    /// environment, else its folder in the agents' home.
-    fn cli_home(&self, format: Format) -> PathBuf {
-        let (var, default) = format.home();
-        let env = super::env::inherited(std::env::vars(), &[var], &self.cfg.run_env);
-        match env.get(var).filter(|d| !d.is_empty()) {
-            Some(d) => PathBuf::from(d),
-            None => self.cfg.agent_home.join(default),
-        }
+    /// The run's own CLI folder (ADR 24): its transcripts are read there
+    /// and nowhere else.
+    fn cli_home(&self, run: i64, format: Format) -> PathBuf {
+        let (_, dir) = format.home();
+        self.run_dir(run).join("home").join(dir)
     }
 }
 
@@ -347,6 +343,7 @@ fn read_on(
         return true;
     };
     let from = u64::try_from(*offset).unwrap_or(0);
+    let len = len.min(super::transcript::MAX_TRANSCRIPT);
     if len < from {
         // Cut short under lab: what it held was counted; count what comes
         // after the cut.
@@ -360,7 +357,10 @@ fn read_on(
         return true;
     }
     let mut buf = Vec::new();
-    if f.take(*budget).read_to_end(&mut buf).is_err() {
+    if f.take((*budget).min(len - from))
+        .read_to_end(&mut buf)
+        .is_err()
+    {
         return true;
     }
     *budget -= buf.len() as u64;

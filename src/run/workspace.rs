@@ -10,14 +10,17 @@
 //! run's branch back into the repo itself ([`Workspaces::collect`]) when the
 //! run opens its pull request and before its workspace is removed.
 //!
-//! Invariant: this is the only module that runs git.
+//! Which side of the trust boundary (ADR 24): making a workspace is host
+//! side (the agent has not run yet: the folder is lab's). Anything done to a
+//! workspace after its agent started reads the agent's data: its git runs
+//! in the run's jail (`git.rs`), and lab touches its internals here only
+//! through descriptors that follow no link ([`tend_internals`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use super::git::{FETCH_TIMEOUT, Git, Jail, git_program};
 use crate::repo::{Repo, RepoSource};
 use crate::validate::FieldError;
 
@@ -64,8 +67,8 @@ pub struct Workspaces {
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
 }
 
-const FETCH_TIMEOUT: Duration = Duration::from_secs(300);
-pub(super) const LOCAL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The transports a mirror and a push may use (the operator's URL).
+const REMOTE_PROTOCOLS: &[&str] = &["https", "http", "ssh", "git", "file"];
 
 impl Workspaces {
     pub fn new(data_dir: &Path) -> Workspaces {
@@ -107,7 +110,7 @@ impl Workspaces {
     /// Makes run `run_id`'s workspace on branch `branch`, from the repo's
     /// default branch (for a URL repo, after fetching its mirror): a shared
     /// clone whose hooks are the repo's, which knows the default branch too,
-    /// checked out once.
+    /// checked out once. Host side: no agent has run in it yet.
     pub async fn create(
         &self,
         repo: &Repo,
@@ -123,36 +126,22 @@ impl Workspaces {
         std::fs::create_dir_all(&self.root)
             .map_err(|e| WorkspaceError(format!("cannot create {}: {e}", self.root.display())))?;
         let path = self.path_for(run_id);
-        let start = format!("refs/heads/{}^{{commit}}", repo.default_branch);
-        let sha = git_out(
-            &git_dir,
-            &["rev-parse", "--verify", "--quiet", &start],
-            LOCAL_TIMEOUT,
-        )
-        .await
-        .ok()
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
+        let start = format!("refs/heads/{}", repo.default_branch);
+        let sha = Git::host(&git_dir).commit(&start).await.ok_or_else(|| {
             WorkspaceError(format!(
                 "the repo has no branch '{}' to start from (set its default_branch)",
                 repo.default_branch
             ))
         })?;
         let path_s = path.to_string_lossy().into_owned();
-        git(
-            &self.root,
-            &["init", "--quiet", "--template=", "--", &path_s],
-            LOCAL_TIMEOUT,
-        )
-        .await?;
+        Git::host(&self.root)
+            .run(&["init", "--quiet", "--template=", "--", &path_s])
+            .await?;
         borrow_objects(&path, &git_dir, &sha, &repo.default_branch)
             .map_err(|e| WorkspaceError(format!("cannot set up {}: {e}", path.display())))?;
-        git(
-            &path,
-            &["checkout", "--quiet", "--force", "-b", branch, &sha],
-            LOCAL_TIMEOUT,
-        )
-        .await?;
+        Git::host(&path)
+            .run(&["checkout", "--quiet", "--force", "-b", branch, &sha])
+            .await?;
         Ok(Workspace {
             path,
             branch: branch.to_owned(),
@@ -162,80 +151,99 @@ impl Workspaces {
     /// Fetches a run's branch from its workspace into the registered repo
     /// (or its mirror), where pull requests and people find it. Only that
     /// branch: whatever else the run did to its own refs stays in its clone.
+    ///
+    /// Both sides: the fetch is lab's, in the repo (host side); the end that
+    /// reads the workspace (`git upload-pack`) runs in the run's `jail`, so
+    /// it is git's own protocol, checked object by object, that carries the
+    /// branch across (as from any untrusted remote). Without a jail (a run
+    /// that was never sandboxed) both ends run on the host, hardened.
     pub async fn collect(
         &self,
         repo: &Repo,
         workspace: &Path,
         branch: &str,
+        jail: Option<&Jail>,
     ) -> Result<(), WorkspaceError> {
-        if !workspace.join(".git").is_dir() {
-            // A worktree of an older lab shares its refs already; or gone.
+        if workspace.join(".git").symlink_metadata().is_err() {
+            // Gone, or a worktree of an older lab, which shares its refs.
             return Ok(());
         }
+        tend_internals(workspace, &git_folder(&self.git_dir(repo)))?;
         let lock = self.lock(repo.id);
         let _guard = lock.lock().await;
         let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
         let ws = workspace.to_string_lossy().into_owned();
-        git(
-            &self.git_dir(repo),
-            &["fetch", "--quiet", "--no-tags", "--", &ws, &refspec],
-            LOCAL_TIMEOUT,
-        )
-        .await
+        let upload_pack = jail.map(|j| {
+            let git = git_program();
+            j.shell_command(&[&git.to_string_lossy(), "upload-pack"])
+        });
+        let mut args = vec![
+            "-c",
+            "fetch.fsckObjects=true",
+            "fetch",
+            "--quiet",
+            "--no-tags",
+        ];
+        if let Some(u) = upload_pack.as_deref() {
+            args.push("--upload-pack");
+            args.push(u);
+        }
+        args.extend(["--", &ws, &refspec]);
+        Git::host(&self.git_dir(repo))
+            .protocols(&["file"])
+            .run(&args)
+            .await
     }
 
     /// The commit a branch of the registered repo (or its mirror) points
     /// at, after [`collect`](Self::collect) brought it in.
     pub async fn branch_head(&self, repo: &Repo, branch: &str) -> Option<String> {
-        let r = format!("refs/heads/{branch}");
-        git_out(
-            &self.git_dir(repo),
-            &["rev-parse", "--verify", "--quiet", &r],
-            LOCAL_TIMEOUT,
-        )
-        .await
-        .ok()
-        .filter(|s| !s.is_empty())
+        Git::host(&self.git_dir(repo))
+            .commit(&format!("refs/heads/{branch}"))
+            .await
     }
 
     async fn refresh_mirror(&self, url: &str, mirror: &Path) -> Result<(), WorkspaceError> {
         if mirror.join("HEAD").is_file() {
-            return git(
-                mirror,
-                &["fetch", "--prune", "--quiet", "origin"],
-                FETCH_TIMEOUT,
-            )
-            .await;
+            return Git::host(mirror)
+                .protocols(REMOTE_PROTOCOLS)
+                .timeout(FETCH_TIMEOUT)
+                .run(&["fetch", "--prune", "--quiet", "origin"])
+                .await;
         }
         std::fs::create_dir_all(&self.mirrors).map_err(|e| {
             WorkspaceError(format!("cannot create {}: {e}", self.mirrors.display()))
         })?;
         let m = mirror.to_string_lossy().into_owned();
-        git(
-            &self.mirrors,
-            &["clone", "--mirror", "--quiet", "--", url, &m],
-            FETCH_TIMEOUT,
-        )
-        .await
+        Git::host(&self.mirrors)
+            .protocols(REMOTE_PROTOCOLS)
+            .timeout(FETCH_TIMEOUT)
+            .run(&["clone", "--mirror", "--quiet", "--", url, &m])
+            .await
     }
 
     /// Removes a run's workspace after fetching its branch back into the
     /// repo (the branch stays: it may hold the agent's work). Works when the
     /// repo is gone from lab or from disk, and for the worktrees older labs
-    /// made.
+    /// made. The folder goes without following a link in it.
     pub async fn remove(
         &self,
         repo: Option<&Repo>,
         path: &Path,
         branch: Option<&str>,
+        jail: Option<&Jail>,
     ) -> Result<(), WorkspaceError> {
         if let Some(repo) = repo.filter(|r| self.git_dir(r).exists()) {
-            if path.join(".git").is_file() {
+            if path
+                .join(".git")
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_file())
+            {
                 return self.remove_worktree(repo, path).await;
             }
             if let Some(branch) = branch
-                && !self.merged_already(repo, path, branch).await
-                && let Err(e) = self.collect(repo, path, branch).await
+                && !self.merged_already(repo, path, branch, jail).await
+                && let Err(e) = self.collect(repo, path, branch, jail).await
             {
                 tracing::warn!(path = %path.display(), error = %e, "could not keep a run's branch");
             }
@@ -256,16 +264,14 @@ impl Workspaces {
         let _guard = lock.lock().await;
         let git_dir = self.git_dir(repo);
         let p = path.to_string_lossy().into_owned();
-        if git(
-            &git_dir,
-            &["worktree", "remove", "--force", "--force", &p],
-            LOCAL_TIMEOUT,
-        )
-        .await
-        .is_err()
+        let git = Git::host(&git_dir);
+        if git
+            .run(&["worktree", "remove", "--force", "--force", &p])
+            .await
+            .is_err()
         {
             let _ = std::fs::remove_dir_all(path);
-            let _ = git(&git_dir, &["worktree", "prune"], LOCAL_TIMEOUT).await;
+            let _ = git.run(&["worktree", "prune"]).await;
         }
         Ok(())
     }
@@ -295,10 +301,7 @@ fn borrow_objects(
     let dot_git = ws.join(".git");
     let info = dot_git.join("objects/info");
     std::fs::create_dir_all(&info)?;
-    std::fs::write(
-        info.join("alternates"),
-        format!("{}\n", src.join("objects").display()),
-    )?;
+    std::fs::write(info.join("alternates"), alternates(&src))?;
     let quoted = src
         .join("hooks")
         .to_string_lossy()
@@ -316,10 +319,100 @@ fn borrow_objects(
     std::fs::write(branch, format!("{sha}\n"))
 }
 
+/// The `alternates` of a workspace whose repo's git folder is `src`: that
+/// repo's objects, nothing else.
+fn alternates(src: &Path) -> String {
+    format!("{}\n", src.join("objects").display())
+}
+
+/// Before lab reads a workspace its agent may have changed: refuses git
+/// internals that are links (`.git` itself, its config, `HEAD`, refs,
+/// objects, index) or that point elsewhere (`commondir`, a `.git` file), and
+/// writes lab's own `objects/info/alternates` (the repo's objects, nothing
+/// the agent chose). Every step goes through a descriptor opened without
+/// following a link, so a link swapped in mid-way is refused, not followed.
+///
+/// Host side, on the agent's data: it executes nothing and follows no link.
+pub(super) fn tend_internals(ws: &Path, repo_git: &Path) -> Result<(), WorkspaceError> {
+    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, openat, renameat, statat};
+    let refuse = |what: &str| {
+        WorkspaceError(format!(
+            "the run's git folder is not as lab made it ({what})"
+        ))
+    };
+    let dir = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
+    let ws_fd = openat(CWD, ws, dir, Mode::empty()).map_err(|_| refuse("no workspace folder"))?;
+    let git =
+        openat(&ws_fd, ".git", dir, Mode::empty()).map_err(|_| refuse(".git is not a folder"))?;
+    if statat(&git, "commondir", AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+        return Err(refuse("a commondir"));
+    }
+    for name in [
+        "config",
+        "HEAD",
+        "packed-refs",
+        "index",
+        "refs",
+        "objects",
+        "shallow",
+    ] {
+        if let Ok(st) = statat(&git, name, AtFlags::SYMLINK_NOFOLLOW)
+            && FileType::from_raw_mode(st.st_mode) == FileType::Symlink
+        {
+            return Err(refuse(&format!("{name} is a link")));
+        }
+    }
+    let objects = openat(&git, "objects", dir, Mode::empty())
+        .map_err(|_| refuse("objects is not a folder"))?;
+    let info = match openat(&objects, "info", dir, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => {
+            rustix::fs::mkdirat(&objects, "info", Mode::from_raw_mode(0o755))
+                .map_err(|_| refuse("cannot make objects/info"))?;
+            openat(&objects, "info", dir, Mode::empty())
+                .map_err(|_| refuse("objects/info is not a folder"))?
+        }
+        Err(_) => return Err(refuse("objects/info is not a folder")),
+    };
+    let want = alternates(repo_git);
+    if let Ok(fd) = openat(
+        &info,
+        "alternates",
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        let mut f = std::fs::File::from(fd);
+        let mut have = String::new();
+        use std::io::Read;
+        if (&mut f).take(64 * 1024).read_to_string(&mut have).is_ok() && have == want {
+            return Ok(());
+        }
+    }
+    let mut rnd = [0u8; 6];
+    getrandom::fill(&mut rnd).map_err(|_| refuse("no randomness"))?;
+    let tmp = format!("alternates.lab-{}", hex::encode(rnd));
+    let fd = openat(
+        &info,
+        tmp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|_| refuse("cannot write objects/info/alternates"))?;
+    use std::io::Write;
+    std::fs::File::from(fd)
+        .write_all(want.as_bytes())
+        .map_err(|_| refuse("cannot write objects/info/alternates"))?;
+    renameat(&info, tmp.as_str(), &info, "alternates").map_err(|_| {
+        let _ = rustix::fs::unlinkat(&info, tmp.as_str(), AtFlags::empty());
+        refuse("objects/info/alternates is not a file")
+    })
+}
+
 impl Workspaces {
     /// Pushes a run's branch to `remote`. `auth` is an HTTP header for the
     /// forge (passed to git through its environment, never on its command
-    /// line and never into the workspace's config).
+    /// line and never into the workspace's config). Host side: the branch is
+    /// in the repo by now (`collect`).
     pub async fn push_branch(
         &self,
         repo: &Repo,
@@ -338,61 +431,12 @@ impl Workspaces {
             ],
             None => Vec::new(),
         };
-        git_env(
-            &self.git_dir(repo),
-            &["push", "--quiet", "--", remote, &refspec],
-            FETCH_TIMEOUT,
-            &env,
-        )
-        .await
-        .map(|_| ())
-        .map_err(|e| WorkspaceError(e.0.replace(remote, "<the forge>")))
+        Git::host(&self.git_dir(repo))
+            .protocols(REMOTE_PROTOCOLS)
+            .timeout(FETCH_TIMEOUT)
+            .env(&env)
+            .run(&["push", "--quiet", "--", remote, &refspec])
+            .await
+            .map_err(|e| WorkspaceError(e.0.replace(remote, "<the forge>")))
     }
-}
-
-/// Runs git in `dir`, never asking for credentials on a terminal.
-async fn git(dir: &Path, args: &[&str], timeout: Duration) -> Result<(), WorkspaceError> {
-    git_env(dir, args, timeout, &[]).await.map(|_| ())
-}
-
-/// Runs git in `dir` and returns what it printed, trimmed.
-async fn git_out(dir: &Path, args: &[&str], timeout: Duration) -> Result<String, WorkspaceError> {
-    git_env(dir, args, timeout, &[]).await
-}
-
-pub(super) async fn git_env(
-    dir: &Path,
-    args: &[&str],
-    timeout: Duration,
-    env: &[(&str, &str)],
-) -> Result<String, WorkspaceError> {
-    let mut cmd = tokio::process::Command::new("git");
-    cmd.envs(env.iter().copied());
-    cmd.arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_ASKPASS", "/bin/false")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(timeout, cmd.output())
-        .await
-        .map_err(|_| {
-            WorkspaceError(format!(
-                "git {} took longer than {} s",
-                args[0],
-                timeout.as_secs()
-            ))
-        })?
-        .map_err(|e| WorkspaceError(format!("cannot run git: {e}")))?;
-    if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned());
-    }
-    Err(WorkspaceError(format!(
-        "git {} failed: {}",
-        args[0],
-        String::from_utf8_lossy(&out.stderr).trim()
-    )))
 }

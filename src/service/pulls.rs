@@ -14,7 +14,6 @@ use crate::issues::PullRequest;
 use crate::repo::Repo;
 use crate::repo::issue_source::SourceKind;
 use crate::run::merge::MergeError;
-use crate::run::workspace::WorkspaceError;
 use crate::store::RepoKey;
 
 /// A pull request with how it ended and, when asked, its diff.
@@ -40,10 +39,6 @@ pub struct MergeDone {
     /// Whether the default branch only moved forward (no merge commit).
     pub fast_forward: bool,
     pub pull: PullView,
-}
-
-fn git_conflict(e: WorkspaceError) -> ServiceError {
-    ServiceError::Conflict(e.0)
 }
 
 async fn repo(afk: &Scheduler, key: &str) -> ServiceResult<Repo> {
@@ -73,6 +68,9 @@ pub async fn run_diff(afk: &Scheduler, id: i64, limits: Limits) -> ServiceResult
         .repo(&RepoKey::Id(repo_id))
         .await
         .map_err(|e| ServiceError::from_store(e, || format!("run {id}'s repo")))?;
+    // A live run's diff reads its workspace (in its jail): a failure's text
+    // may hold the agent's bytes, so the answer carries only an id (ADR 24).
+    let jail = afk.runner.jail(&run, Some(&repo));
     afk.runner
         .workspaces
         .run_diff(
@@ -80,9 +78,12 @@ pub async fn run_diff(afk: &Scheduler, id: i64, limits: Limits) -> ServiceResult
             run.workspace.as_deref().map(Path::new),
             &branch,
             limits,
+            jail.as_ref(),
         )
         .await
-        .map_err(git_conflict)
+        .map_err(|e| {
+            ServiceError::Conflict(crate::run::withheld(id, "reading the run's changes", &e.0))
+        })
 }
 
 /// A repo's pull request, with its diff when `with_diff`.

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::domain::Defaults;
 use crate::repo::issue_source::{IssueConfig, SourceKind};
-use crate::repo::{Repo, RepoBudget, RepoSource};
+use crate::repo::{Repo, RepoBudget, RepoLimits, RepoSource};
 
 use crate::validate::Invalid;
 
@@ -43,7 +43,7 @@ const COLUMNS: &str = "r.id, r.name, r.path, r.url, r.default_branch, r.provider
      r.effort_default, r.afk_model_default, r.afk_effort_default, r.afk_options, r.afk_enabled, \
      r.afk_label, r.afk_max_concurrent, r.afk_paused, r.issue_source, r.forge_url, r.forge_repo, r.forge_token, \
      r.allow_unsandboxed, r.check_command, r.afk_max_tokens, r.afk_max_cost_nano_usd, r.afk_run_timeout_minutes, \
-     r.created_at, r.updated_at";
+     r.memory_max_mb, r.pids_max, r.created_at, r.updated_at";
 
 #[derive(FromRow)]
 struct RepoRow {
@@ -71,6 +71,8 @@ struct RepoRow {
     afk_max_tokens: Option<i64>,
     afk_max_cost_nano_usd: Option<i64>,
     afk_run_timeout_minutes: Option<i64>,
+    memory_max_mb: Option<i64>,
+    pids_max: Option<i64>,
     created_at: i64,
     updated_at: i64,
 }
@@ -118,6 +120,10 @@ impl TryFrom<RepoRow> for Repo {
                 max_tokens: r.afk_max_tokens,
                 max_cost_nano_usd: r.afk_max_cost_nano_usd,
                 run_timeout_minutes: r.afk_run_timeout_minutes,
+            },
+            limits: RepoLimits {
+                memory_max_mb: r.memory_max_mb,
+                pids_max: r.pids_max,
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -231,9 +237,9 @@ impl Store {
             "INSERT INTO repos (name, path, url, default_branch, provider, model_default, effort_default, \
              afk_model_default, afk_effort_default, afk_options, afk_enabled, afk_label, afk_max_concurrent, \
              afk_paused, issue_source, forge_url, forge_repo, forge_token, allow_unsandboxed, check_command, afk_max_tokens, \
-             afk_max_cost_nano_usd, afk_run_timeout_minutes, created_at, updated_at) \
+             afk_max_cost_nano_usd, afk_run_timeout_minutes, memory_max_mb, pids_max, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $20, \
-             $21, $22, $23, $24, $14, $14) \
+             $21, $22, $23, $24, $25, $26, $14, $14) \
              RETURNING {}",
             COLUMNS.replace("r.", "")
         );
@@ -263,6 +269,8 @@ impl Store {
                 .bind(repo.budget.max_tokens)
                 .bind(repo.budget.max_cost_nano_usd)
                 .bind(repo.budget.run_timeout_minutes)
+                .bind(repo.limits.memory_max_mb)
+                .bind(repo.limits.pids_max)
                 .fetch_one(pool)
                 .await
                 .map_err(|e| conflict_on_unique(e, || format!("a repo named '{}' already exists", repo.name)))?
@@ -298,7 +306,7 @@ impl Store {
                              afk_max_concurrent = $13, updated_at = $14, afk_paused = $16, issue_source = $17, \
                              forge_url = $18, forge_repo = $19, forge_token = $20, allow_unsandboxed = $21, \
                              check_command = $22, afk_max_tokens = $23, afk_max_cost_nano_usd = $24, \
-                             afk_run_timeout_minutes = $25 WHERE id = $15",
+                             afk_run_timeout_minutes = $25, memory_max_mb = $26, pids_max = $27 WHERE id = $15",
                         )
                         .bind(&next.name)
                         .bind(next.path())
@@ -325,6 +333,8 @@ impl Store {
                         .bind(next.budget.max_tokens)
                         .bind(next.budget.max_cost_nano_usd)
                         .bind(next.budget.run_timeout_minutes)
+                        .bind(next.limits.memory_max_mb)
+                        .bind(next.limits.pids_max)
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| conflict_on_unique(e, || format!("a repo named '{name}' already exists")))?;

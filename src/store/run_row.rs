@@ -10,7 +10,8 @@ use crate::domain::{AgentStatus, Layer, Run, RunIssue, Sourced, StopCause, Usage
 pub(super) const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
      exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause, \
-     agent_state, agent_reason, agent_since, agent_by, cli_session_id, issue_number, issue_title, issue_url";
+     agent_state, agent_reason, agent_since, agent_by, cli_session_id, issue_number, issue_title, issue_url, \
+     memory_max_mb, pids_max";
 
 /// A run's usage, for reads of runs joined with `run_usage` ([`USAGE_JOIN`]).
 /// Also the run's AFK claim's attempt, rounds and outcome (a derived table,
@@ -61,6 +62,8 @@ pub(super) struct RunRow {
     issue_number: Option<i64>,
     issue_title: Option<String>,
     issue_url: Option<String>,
+    memory_max_mb: Option<i64>,
+    pids_max: Option<i64>,
     #[sqlx(flatten)]
     usage: UsageColumns,
 }
@@ -178,6 +181,10 @@ impl TryFrom<RunRow> for Run {
             ended_at: r.ended_at,
             workspace_removed_at: r.workspace_removed_at,
             sandboxed: r.sandboxed,
+            limits: crate::domain::RunLimits {
+                memory_max_mb: r.memory_max_mb,
+                pids_max: r.pids_max,
+            },
             stop_cause: r.stop_cause,
             agent,
         })

@@ -22,6 +22,8 @@ pub struct NewRun<'a> {
     pub token_hash: &'a str,
     /// Whether the run starts in lab's sandbox.
     pub sandboxed: bool,
+    /// The caps it runs under.
+    pub limits: crate::domain::RunLimits,
     /// The session id lab chose for the agent CLI, when the CLI takes one.
     pub cli_session_id: Option<&'a str>,
     /// The issue it works on, when it has one.
@@ -81,8 +83,8 @@ impl Store {
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO runs (kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
                  options, prompt, state, node, session, token_hash, created_at, sandboxed, cli_session_id, \
-                 issue_number, issue_title, issue_url) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14, $15, $16, $17, $18) \
+                 issue_number, issue_title, issue_url, memory_max_mb, pids_max) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14, $15, $16, $17, $18, $19, $20) \
                  RETURNING id",
             )
             .bind(new.kind.as_str())
@@ -103,6 +105,8 @@ impl Store {
             .bind(new.issue.map(|i| i.number))
             .bind(new.issue.map(|i| i.title.as_str()))
             .bind(new.issue.and_then(|i| i.url.as_deref()))
+            .bind(new.limits.memory_max_mb)
+            .bind(new.limits.pids_max)
             .fetch_one(pool)
             .await?;
             let p = places(id);

@@ -48,13 +48,18 @@ struct GlobalRow {
     afk_memory_per_run_mb: i64,
     workspace_retention_hours: Option<i64>,
     allow_unsandboxed: bool,
+    run_memory_max_mb: Option<i64>,
+    run_pids_max: Option<i64>,
+    run_log_max_mb: i64,
+    carry_cli_keys: String,
 }
 
 /// Everything in one round trip: the global row, joined with each provider
 /// row (one row with NULL provider columns when there are none).
 const SELECT_ALL: &str = "SELECT g.afk_max_concurrent, g.afk_tick_seconds, g.afk_run_timeout_minutes, \
      g.afk_max_rounds, g.afk_max_attempts, g.afk_max_tokens, g.afk_max_cost_nano_usd, g.afk_memory_per_run_mb, \
-     g.workspace_retention_hours, g.allow_unsandboxed, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
+     g.workspace_retention_hours, g.allow_unsandboxed, g.run_memory_max_mb, g.run_pids_max, \
+     g.run_log_max_mb, g.carry_cli_keys, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
      p.afk_effort_default, p.afk_options FROM global_settings g LEFT JOIN provider_settings p ON 1 = 1 \
      WHERE g.id = 1 ORDER BY p.provider";
 
@@ -88,6 +93,10 @@ fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
         afk_memory_per_run_mb: first.g.afk_memory_per_run_mb,
         workspace_retention_hours: first.g.workspace_retention_hours,
         allow_unsandboxed: first.g.allow_unsandboxed,
+        run_memory_max_mb: first.g.run_memory_max_mb,
+        run_pids_max: first.g.run_pids_max,
+        run_log_max_mb: first.g.run_log_max_mb,
+        carry_cli_keys: first.g.carry_cli_keys.clone(),
     };
     let providers = rows
         .filter_map(|r| {
@@ -119,6 +128,12 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
         runs: RunSettings {
             workspace_retention_hours: g.workspace_retention_hours,
             allow_unsandboxed: g.allow_unsandboxed,
+            memory_max_mb: g.run_memory_max_mb,
+            pids_max: g.run_pids_max,
+            log_max_mb: g.run_log_max_mb,
+            carry_cli_keys: serde_json::from_str(&g.carry_cli_keys).map_err(|e| {
+                super::StoreError::Corrupt(format!("global_settings.carry_cli_keys: {e}"))
+            })?,
         },
         ..Settings::default()
     };
@@ -224,7 +239,8 @@ impl Store {
                             "UPDATE global_settings SET afk_max_concurrent = $1, afk_tick_seconds = $2, \
                              afk_run_timeout_minutes = $3, workspace_retention_hours = $4, updated_at = $5, \
                              allow_unsandboxed = $6, afk_max_rounds = $7, afk_max_attempts = $8, afk_max_tokens = $9, \
-                             afk_max_cost_nano_usd = $10, afk_memory_per_run_mb = $11 WHERE id = 1",
+                             afk_max_cost_nano_usd = $10, afk_memory_per_run_mb = $11, run_memory_max_mb = $12, \
+                             run_pids_max = $13, run_log_max_mb = $14, carry_cli_keys = $15 WHERE id = 1",
                         )
                         .bind(next.afk.max_concurrent)
                         .bind(next.afk.tick_seconds)
@@ -237,6 +253,10 @@ impl Store {
                         .bind(next.afk.max_tokens)
                         .bind(next.afk.max_cost_nano_usd)
                         .bind(next.afk.memory_per_run_mb)
+                        .bind(next.runs.memory_max_mb)
+                        .bind(next.runs.pids_max)
+                        .bind(next.runs.log_max_mb)
+                        .bind(serde_json::to_string(&next.runs.carry_cli_keys).unwrap_or_else(|_| "[]".into()))
                         .execute(&mut *tx)
                         .await?;
                     }

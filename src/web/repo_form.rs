@@ -345,6 +345,34 @@ pub(super) fn sections(
                     },
                 )
                 .error_from(errors),
+                FormField::new(
+                    "memory_max_mb",
+                    "Memory per run at most (MiB)",
+                    Kind::Number {
+                        value: v(
+                            "memory_max_mb",
+                            repo.limits.memory_max_mb.map(|n| n.to_string()).as_deref(),
+                        ),
+                        min: crate::settings::MEMORY_MAX_MB.0,
+                        max: crate::settings::MEMORY_MAX_MB.1,
+                    },
+                )
+                .help("Empty: the global setting. Every run of the repo, manual or AFK.")
+                .error_from(errors),
+                FormField::new(
+                    "pids_max",
+                    "Processes per run at most",
+                    Kind::Number {
+                        value: v(
+                            "pids_max",
+                            repo.limits.pids_max.map(|n| n.to_string()).as_deref(),
+                        ),
+                        min: crate::settings::PIDS_MAX.0,
+                        max: crate::settings::PIDS_MAX.1,
+                    },
+                )
+                .help("Empty: the global setting.")
+                .error_from(errors),
             ],
         },
     ]
@@ -404,6 +432,8 @@ pub(super) fn patch_from(
             patch.afk_run_timeout_minutes = number(form, "afk_run_timeout_minutes", &mut errs);
             patch.afk_max_tokens = number(form, "afk_max_tokens", &mut errs);
             patch.afk_max_cost_nano_usd = dollars(form, "afk_max_cost_usd", &mut errs);
+            patch.memory_max_mb = number(form, "memory_max_mb", &mut errs);
+            patch.pids_max = number(form, "pids_max", &mut errs);
         }
         patch.issues = crate::repo::issue_source::IssueConfigPatch {
             source: change(form, "issue_source"),

@@ -100,6 +100,8 @@ struct RunPage {
     agent: Option<AgentLine>,
     /// The run's usage, row by row; empty until known.
     usage: Vec<(&'static str, String)>,
+    /// Its caps, what its workspace takes, what of its log was dropped.
+    limits: Vec<(&'static str, String)>,
 }
 
 /// A run's agent state as its page shows it (and its live events send).
@@ -117,6 +119,39 @@ pub(super) fn agent_line(r: &Run) -> Option<AgentLine> {
         reason: a.reason.clone().unwrap_or_default(),
         since: short_time(a.since),
     })
+}
+
+/// A run's caps and what it takes, as its page lists them.
+fn limit_rows(r: &Run, disk: Option<u64>) -> Vec<(&'static str, String)> {
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / 1048576.0);
+    let mut rows = vec![
+        (
+            "memory",
+            r.limits
+                .memory_max_mb
+                .map_or("no cap".to_owned(), |m| format!("at most {m} MiB")),
+        ),
+        (
+            "processes",
+            r.limits
+                .pids_max
+                .map_or("no cap".to_owned(), |p| format!("at most {p}")),
+        ),
+    ];
+    if let Some(b) = disk {
+        rows.push(("workspace", mib(b)));
+    }
+    let dropped = r.log_path.as_deref().map_or(0, crate::run::log::dropped);
+    if dropped > 0 {
+        rows.push((
+            "log",
+            format!(
+                "the oldest {} of output were dropped (runs.log_max_mb)",
+                mib(dropped)
+            ),
+        ));
+    }
+    rows
 }
 
 /// A run's usage as the run page lists it.
@@ -352,7 +387,15 @@ async fn show(
         options: run.options.clone(),
     };
     config.extend(resolved_rows(&resolved));
+    let disk = match run.workspace.as_deref() {
+        Some(ws) if run.workspace_removed_at.is_none() => {
+            app.runner.disk.of(run.id, std::path::Path::new(ws)).await
+        }
+        _ => None,
+    };
+    let limits = limit_rows(&run, disk);
     Page::ok(&RunPage {
+        limits,
         chrome: Chrome::new(&session, "runs", &format!("Run {id}")),
         state: run.state.as_str(),
         detail: detail(&run),

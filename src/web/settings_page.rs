@@ -328,6 +328,60 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
                  unattended permission mode then reaches all that lab's user can.",
             )
             .error_from(errors),
+            FormField::new(
+                "runs.memory_max_mb",
+                "Memory per run at most (MiB)",
+                Kind::Number {
+                    value: v.get(
+                        "runs.memory_max_mb",
+                        s.runs.memory_max_mb.map(|m| m.to_string()).as_deref(),
+                    ),
+                    min: settings::MEMORY_MAX_MB.0,
+                    max: settings::MEMORY_MAX_MB.1,
+                },
+            )
+            .help(
+                "Empty: no cap. A run past it is ended as failed, out of memory; the others go on.",
+            )
+            .error_from(errors),
+            FormField::new(
+                "runs.pids_max",
+                "Processes per run at most",
+                Kind::Number {
+                    value: v.get(
+                        "runs.pids_max",
+                        s.runs.pids_max.map(|m| m.to_string()).as_deref(),
+                    ),
+                    min: settings::PIDS_MAX.0,
+                    max: settings::PIDS_MAX.1,
+                },
+            )
+            .help("Empty: no cap. Threads count too.")
+            .error_from(errors),
+            FormField::new(
+                "runs.log_max_mb",
+                "Log kept per run (MiB)",
+                num("runs.log_max_mb", s.runs.log_max_mb, settings::LOG_MAX_MB),
+            )
+            .help("Past it, a run's oldest output is dropped; its page says how much.")
+            .error_from(errors),
+            FormField::new(
+                "runs.carry_cli_keys",
+                "CLI settings runs carry",
+                Kind::Text {
+                    value: v.get(
+                        "runs.carry_cli_keys",
+                        Some(&s.runs.carry_cli_keys.join(", ")),
+                    ),
+                    placeholder: "none".into(),
+                },
+            )
+            .help(
+                "Top-level keys of your Claude Code and Codex config (settings.json, .claude.json, \
+                 config.toml) each run's own copy gets, separated by commas. None by default: a \
+                 run gets your credentials, read-only, and lab's settings.",
+            )
+            .error_from(errors),
         ],
     });
     out
@@ -369,6 +423,16 @@ fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
         } else {
             Change::Keep
         },
+        memory_max_mb: number(form, "runs.memory_max_mb", &mut errs),
+        pids_max: number(form, "runs.pids_max", &mut errs),
+        log_max_mb: number(form, "runs.log_max_mb", &mut errs),
+        carry_cli_keys: form.get("runs.carry_cli_keys").map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+                .collect()
+        }),
     };
     errs.finish()?;
     Ok(patch)

@@ -314,13 +314,16 @@ async fn memory_admission_holds_a_launch(b: Backend) {
     s.stop().await;
 }
 
-/// A usage limit on the screen holds the provider back until its reset;
-/// then lab types `continue` into the same session, which goes on.
-async fn a_usage_limit_pauses_the_provider_until_its_reset(b: Backend) {
+/// A usage limit on a run's screen makes that run wait until its reset;
+/// then lab types `continue` into the same session, which goes on. One
+/// run's screen is its agent's word: the provider is not held back for it,
+/// and a second ready issue starts at once.
+async fn a_usage_limit_pauses_its_run_until_its_reset(b: Backend) {
     let s = TestServer::start(b).await;
     behave(
         &s,
-        "echo 'working on it'\n\
+        "if [ \"$LAB_ISSUE\" != 1 ]; then sleep 30; exit 0; fi\n\
+         echo 'working on it'\n\
          echo \"You've hit your session limit · resets in 4 seconds\"\n\
          read line\nprintf '%s\\n' \"$line\" > \"$FAKE_REC/../after-limit.txt\"\n\
          printf '\\033[2J\\033[Hback at work\\n'\n\
@@ -328,7 +331,62 @@ async fn a_usage_limit_pauses_the_provider_until_its_reset(b: Backend) {
          labctl pr create --title 'Done' --body 'after the limit' || exit 7\n",
     );
     afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"afk_max_concurrent": 2}))
+        .await
+        .ok();
     let n = issue(&s, "r", "Limited").await;
+    wait::until(
+        "the run to wait",
+        wait::secs(30).every_ms(100),
+        async || {
+            let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+            runs.as_array()
+                .unwrap()
+                .iter()
+                .find(|r| {
+                    r["agent_state"]["reason"]
+                        .as_str()
+                        .is_some_and(|w| w.contains("usage limit"))
+                })
+                .cloned()
+        },
+    )
+    .await;
+    // The provider is not held: a second ready issue starts.
+    issue(&s, "r", "Not held").await;
+    wait::until("a second run", wait::secs(30).every_ms(100), async || {
+        let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+        (runs.as_array().unwrap().len() == 2).then_some(())
+    })
+    .await;
+    assert_eq!(s.get("/api/v1/afk/status").await.ok()["limited"], json!([]));
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    let typed = std::fs::read_to_string(s.tmp().join("records/after-limit.txt")).unwrap();
+    assert_eq!(typed.trim(), "continue");
+    s.stop().await;
+}
+
+/// The same limit seen by two runs of the provider is evidence no single
+/// agent can forge: the provider is held back until the earlier reset, and
+/// a third ready issue waits for it.
+async fn two_runs_at_a_limit_hold_the_provider(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(
+        &s,
+        "echo \"You've hit your session limit · resets in 8 seconds\"\n\
+         read line\n\
+         sleep 60\n",
+    );
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/settings", json!({"afk": {"max_concurrent": 3}}))
+        .await
+        .ok();
+    s.patch("/api/v1/repos/r", json!({"afk_max_concurrent": 3}))
+        .await
+        .ok();
+    issue(&s, "r", "One").await;
+    issue(&s, "r", "Two").await;
     let st = wait::until(
         "claude-code limited",
         wait::secs(30).every_ms(100),
@@ -345,12 +403,10 @@ async fn a_usage_limit_pauses_the_provider_until_its_reset(b: Backend) {
     let l = &st["limited"][0];
     assert_eq!(l["provider"], "claude-code", "{st}");
     assert_eq!(
-        l["reason"], "You've hit your session limit · resets in 4 seconds",
+        l["reason"], "You've hit your session limit · resets in 8 seconds",
         "{st}"
     );
-    assert!(l["until"].is_string(), "{st}");
-    // A second ready issue waits for the reset.
-    issue(&s, "r", "Also limited").await;
+    issue(&s, "r", "Three").await;
     s.scheduler().tick().await;
     assert_eq!(
         s.get("/api/v1/runs?kind=afk")
@@ -359,14 +415,9 @@ async fn a_usage_limit_pauses_the_provider_until_its_reset(b: Backend) {
             .as_array()
             .unwrap()
             .len(),
-        1
+        2,
+        "a third run started while the provider was held"
     );
-    let c = outcome(&s, "r", n, 60).await;
-    assert_eq!(c["outcome"], "pr-green", "{c}");
-    let typed = std::fs::read_to_string(s.tmp().join("records/after-limit.txt")).unwrap();
-    assert_eq!(typed.trim(), "continue");
-    let st = s.get("/api/v1/afk/status").await.ok();
-    assert_eq!(st["limited"], json!([]), "{st}");
     s.stop().await;
 }
 
@@ -376,5 +427,6 @@ on_both!(
     rounds_stop_at_the_limit,
     a_token_budget_stops_a_run,
     memory_admission_holds_a_launch,
-    a_usage_limit_pauses_the_provider_until_its_reset,
+    a_usage_limit_pauses_its_run_until_its_reset,
+    two_runs_at_a_limit_hold_the_provider,
 );

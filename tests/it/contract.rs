@@ -135,7 +135,13 @@ async fn contract(id: &'static str) {
         let (bin, parallel) = (bin.clone(), parallel.clone());
         tasks.push(tokio::spawn(async move {
             let _slot = parallel.acquire().await.unwrap();
-            let v = cli_check::check(provider::get(id).unwrap(), &bin, &cl, Some(&bwrap())).await;
+            let v = cli_check::check(
+                provider::get(id).unwrap(),
+                &bin,
+                &cl,
+                Some((&bwrap(), policy())),
+            )
+            .await;
             (cl.args, v)
         }));
     }
@@ -187,7 +193,7 @@ async fn the_check_sees_rejections_and_warnings() {
             p,
             &bin,
             &cl(&["--model", "gpt-5", "--", "x"]),
-            Some(&bwrap()),
+            Some((&bwrap(), policy())),
         )
         .await;
         assert!(matches!(v, Verdict::Warning(_)), "{v:?}");
@@ -195,7 +201,7 @@ async fn the_check_sees_rejections_and_warnings() {
             p,
             &bin,
             &cl(&["--permission-mode", "sometimes", "--", "x"]),
-            Some(&bwrap()),
+            Some((&bwrap(), policy())),
         )
         .await;
         assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
@@ -213,7 +219,7 @@ async fn the_check_sees_rejections_and_warnings() {
                 "--",
                 "x",
             ]),
-            Some(&bwrap()),
+            Some((&bwrap(), policy())),
         )
         .await;
         assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
@@ -221,7 +227,7 @@ async fn the_check_sees_rejections_and_warnings() {
             p,
             &bin,
             &cl(&["--model", "gpt-5", "--resume", &sid, "--", "x"]),
-            Some(&bwrap()),
+            Some((&bwrap(), policy())),
         )
         .await;
         assert!(matches!(v, Verdict::Warning(_)), "{v:?}");
@@ -238,7 +244,7 @@ async fn the_check_sees_rejections_and_warnings() {
             p,
             &bin,
             &cl(&["-a", "untrusted", "--", "x"]),
-            Some(&bwrap()),
+            Some((&bwrap(), policy())),
         )
         .await;
         assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
@@ -253,7 +259,7 @@ async fn the_check_sees_rejections_and_warnings() {
                 "--",
                 "x",
             ]),
-            Some(&bwrap()),
+            Some((&bwrap(), policy())),
         )
         .await;
         assert_eq!(v, Verdict::Accepted);
@@ -262,7 +268,7 @@ async fn the_check_sees_rejections_and_warnings() {
             p,
             &bin,
             &cl(&["resume", "-a", "untrusted", "--", &sid, "x"]),
-            Some(&bwrap()),
+            Some((&bwrap(), policy())),
         )
         .await;
         assert!(matches!(v, Verdict::Rejected(_)), "{v:?}");
@@ -270,6 +276,12 @@ async fn the_check_sees_rejections_and_warnings() {
 }
 
 /// bubblewrap: the contract is checked inside the sandbox runs get.
+/// The sandbox view of this machine, as a CLI check outside a server gets it.
+fn policy() -> &'static lab::run::sandbox::Policy {
+    static P: std::sync::OnceLock<lab::run::sandbox::Policy> = std::sync::OnceLock::new();
+    P.get_or_init(lab::run::sandbox::Policy::system_only)
+}
+
 fn bwrap() -> std::path::PathBuf {
     let found = std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)

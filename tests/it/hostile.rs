@@ -87,8 +87,8 @@ fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
                 .to_owned(),
         ),
         (
-            "write lab's home",
-            "touch \"$HOME/.profile-pwned\"".to_owned(),
+            "write the operator's home",
+            format!("touch {}/home/.profile-pwned", s.tmp().display()),
         ),
     ];
     let mut sh = String::from(

@@ -55,17 +55,10 @@ async fn a_stop_finishes_when_its_client_hangs_up(b: Backend) {
     s.stop().await;
 }
 
-/// Makes every launch of `repo` take a while: git runs the repository's
-/// post-checkout hook when lab adds a run's worktree.
-async fn slow_worktrees(s: &TestServer, repo: &str) {
-    let path = s.get(&format!("/api/v1/repos/{repo}")).await.ok()["path"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let hook = std::path::Path::new(&path).join(".git/hooks/post-checkout");
-    std::fs::write(&hook, "#!/bin/sh\nsleep 1.5\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+/// A server whose every launch takes a while (1.5 s once its run is
+/// recorded): lab runs no hook of the repo's, so the pause is lab's own.
+async fn slow_launches(b: Backend) -> TestServer {
+    TestServer::start_tweaked(b, |c| c.launch_pause_ms = 1500).await
 }
 
 /// Sends `path` a POST and gives up after 300 ms, well inside a slow launch.
@@ -85,9 +78,8 @@ async fn hang_up(s: &TestServer, path: &str, body: Value) {
 /// The operator's client gives up while a manual run is being set up: the
 /// run still starts, it is not failed half-made.
 async fn a_start_finishes_when_its_client_hangs_up(b: Backend) {
-    let s = TestServer::start(b).await;
+    let s = slow_launches(b).await;
     s.add_repo("r").await;
-    slow_worktrees(&s, "r").await;
     hang_up(&s, "/api/v1/runs", json!({"repo": "r", "prompt": "stay"})).await;
     let id = wait::until("the run recorded", wait::secs(60), async || {
         let runs = s.get("/api/v1/runs").await.ok();
@@ -104,10 +96,9 @@ async fn a_start_finishes_when_its_client_hangs_up(b: Backend) {
 /// claim still names the run that works on the issue, so the issue is
 /// neither blocked for nothing nor given to a second run later.
 async fn an_afk_start_whose_client_hangs_up_still_names_its_run(b: Backend) {
-    let s = TestServer::start(b).await;
+    let s = slow_launches(b).await;
     std::fs::write(s.tmp().join("afk.sh"), "while :; do sleep 1; done\n").unwrap();
     s.add_repo("r").await;
-    slow_worktrees(&s, "r").await;
     s.post(
         "/api/v1/repos/r/issues",
         json!({"title": "Now", "body": "", "labels": ["ready-for-agent"]}),

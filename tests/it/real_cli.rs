@@ -137,22 +137,26 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
         out.contains("waiting") && out.contains("not logged in"),
         "{out}"
     );
-    // The operator's config holds the workspace's trust, and nothing was
-    // written outside the agents' home.
-    let home = s.tmp().join("home");
+    // The run's own CLI folder holds the workspace's trust (ADR 24); the
+    // operator's home got nothing.
+    let own = s.data_dir().join(format!("runs/{}/home", run.id));
     match provider {
         "claude-code" => {
-            let cfg: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(home.join(".claude.json")).unwrap())
-                    .unwrap();
+            let cfg: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(own.join(".claude/.claude.json")).unwrap(),
+            )
+            .unwrap();
             let ws = run.workspace.clone().unwrap();
             assert_eq!(cfg["projects"][&ws]["hasTrustDialogAccepted"], true);
         }
         _ => {
-            let cfg = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+            let cfg = std::fs::read_to_string(own.join(".codex/config.toml")).unwrap();
             assert!(cfg.contains("trust_level = \"trusted\""), "{cfg}");
         }
     }
+    let operator = s.tmp().join("home");
+    assert!(!operator.join(".claude.json").exists());
+    assert!(!operator.join(".codex/config.toml").exists());
     s.post(&format!("/api/v1/runs/{}/stop", run.id), json!(null))
         .await
         .ok();
@@ -201,6 +205,25 @@ async fn claude_s_own_hook_reports_its_session(b: Backend) {
     )
     .unwrap();
     s.add_repo("r").await;
+    // The operator's settings do not reach a run unless carried (ADR 24):
+    // without its apiKeyHelper the CLI is not logged in, and their hook
+    // does not run.
+    let first = s.start_run("r", "").await;
+    let f = first["id"].as_i64().unwrap();
+    s.wait_run(f, 30, |r| r["state"] == "waiting").await;
+    s.post(&format!("/api/v1/runs/{f}/stop"), json!(null))
+        .await
+        .ok();
+    let own = |n: i64| s.data_dir().join(format!("runs/{n}/home/.claude"));
+    assert!(!own(f).join("user-hook.json").exists());
+    assert!(!user.join("user-hook.json").exists());
+    // Carried by key, they do: in the run's own folder.
+    s.patch(
+        "/api/v1/settings",
+        json!({"runs": {"carry_cli_keys": ["apiKeyHelper", "hooks"]}}),
+    )
+    .await
+    .expect(200);
     let run = s.start_run("r", "").await;
     assert_eq!(run["state"], "running", "{run}");
     assert!(run["agent_state"].is_null(), "{run}");
@@ -211,15 +234,17 @@ async fn claude_s_own_hook_reports_its_session(b: Backend) {
     assert!(idle["agent_state"]["reason"].is_null(), "{idle}");
     let stored = s.runner().store.run(n).await.unwrap().agent.unwrap();
     assert_eq!(stored.by, lab::domain::AgentBy::Hook);
-    // The user's hook runs beside lab's: it may end a moment later.
+    // The carried hook runs beside lab's, in the run's home: it may end a
+    // moment later.
     let theirs: serde_json::Value = wait::until("the user's hook", wait::secs(10), async || {
-        std::fs::read(user.join("user-hook.json"))
+        std::fs::read(own(n).join("user-hook.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .ok_or("not yet")
     })
     .await;
     assert_eq!(theirs["hook_event_name"], "SessionStart", "{theirs}");
+    assert!(!user.join("user-hook.json").exists());
     s.post(&format!("/api/v1/runs/{n}/stop"), json!(null))
         .await
         .ok();

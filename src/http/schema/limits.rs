@@ -75,3 +75,39 @@ pub fn workspace_retention_hours_patch() -> ObjectBuilder {
         "Hours an ended run's workspace is kept; `null` keeps it until the run is removed.",
     ))
 }
+
+pub fn memory_max_mb_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MEMORY_MAX_MB;
+    int(lo, hi, true).description(Some(
+        "MiB of memory each run may use (its cgroup's memory.max; a run past it is ended \
+         `failed`, out of memory); `null`: no cap.",
+    ))
+}
+
+pub fn pids_max_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::PIDS_MAX;
+    int(lo, hi, true).description(Some(
+        "Processes and threads each run may have at once (pids.max); `null`: no cap.",
+    ))
+}
+
+pub fn log_max_mb_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::LOG_MAX_MB;
+    int(lo, hi, true).description(Some(
+        "MiB of each run's log lab keeps; past it the oldest output is dropped; `null` resets to 64.",
+    ))
+}
+
+pub fn repo_memory_max_mb_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MEMORY_MAX_MB;
+    int(lo, hi, true).description(Some(
+        "MiB of memory each run of this repo may use; `null` inherits the global setting.",
+    ))
+}
+
+pub fn repo_pids_max_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::PIDS_MAX;
+    int(lo, hi, true).description(Some(
+        "Processes and threads each run of this repo may have; `null` inherits the global setting.",
+    ))
+}

@@ -129,6 +129,8 @@ impl Emulator {
         if len == self.offset {
             return Ok(false);
         }
+        // Past output lab dropped (`runs.log_max_mb`): on from what is kept.
+        self.offset = super::log::resume_at(&f, self.offset, len);
         std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(self.offset))?;
         let mut f = f.take(len - self.offset);
         let mut buf = vec![0; CHUNK];

@@ -93,6 +93,7 @@ impl TestServer {
             // what it saw in `records`.
             sandbox_ro: vec![dir.path().to_path_buf()],
             sandbox_rw: vec![dir.path().join("records")],
+            launch_pause_ms: 0,
         };
         tweak(&mut cfg);
         let running = lab::server::start(&cfg).await.expect("server starts");
