@@ -75,7 +75,10 @@ pub async fn diagnose(runner: &Runner) -> Vec<Finding> {
     let mut out = [
         tmux,
         git,
-        vec![sandbox(&runner.cfg.sandbox)],
+        vec![
+            sandbox(&runner.cfg.sandbox, runner.cfg.sandbox_policy.userns),
+            limits(&runner.cfg.cgroups),
+        ],
         data_dir(&runner.cfg.data_dir),
         database,
     ]
@@ -85,17 +88,30 @@ pub async fn diagnose(runner: &Runner) -> Vec<Finding> {
 }
 
 /// Whether runs are sandboxed here (probed when lab started).
-fn sandbox(a: &crate::run::sandbox::Availability) -> Finding {
+fn sandbox(a: &crate::run::sandbox::Availability, userns: bool) -> Finding {
     use crate::run::sandbox::Availability;
     match a {
         Availability::Ready(bwrap) => finding(
             "sandbox",
-            Level::Ok,
+            if userns { Level::Ok } else { Level::Warn },
             format!(
-                "runs start in a bubblewrap sandbox ({}): lab's data dir, tmux server and other runs are out of their reach",
-                bwrap.display()
+                "runs start in a bubblewrap sandbox ({}) that shows them the system's folders, \
+                 their CLI, their repo's objects and their own folders, nothing else of the host \
+                 (ADR 24); {}",
+                bwrap.display(),
+                if userns {
+                    format!(
+                        "agents are user {} of a user namespace of their own, with no capabilities",
+                        crate::run::sandbox::AGENT_UID
+                    )
+                } else {
+                    "this kernel refuses user namespaces, so agents have lab's own user id".into()
+                }
             ),
-            None,
+            (!userns).then(|| {
+                "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+                    .to_owned()
+            }),
         ),
         Availability::Missing { why, fix } => finding(
             "sandbox",
@@ -105,6 +121,38 @@ fn sandbox(a: &crate::run::sandbox::Availability) -> Finding {
                  Claude's bypassPermissions or dontAsk, Codex's never) is refused"
             ),
             Some(fix.clone()),
+        ),
+    }
+}
+
+/// Whether runs' memory and processes are capped here (probed when lab
+/// started).
+fn limits(c: &crate::run::cgroup::Cgroups) -> Finding {
+    use crate::run::cgroup::Cgroups;
+    match c {
+        Cgroups::None { why } => finding(
+            "limits",
+            Level::Error,
+            format!(
+                "runs cannot be limited here ({why}): no memory or process cap applies, and a run \
+                 that would ask nobody is refused unless unsandboxed runs are allowed"
+            ),
+            Some(
+                "run lab as root, or where the cgroup v2 memory and pids controllers are \
+                 delegated to it (systemd: Delegate=yes); or allow such runs with \
+                 labctl settings set --allow-unsandboxed true"
+                    .to_owned(),
+            ),
+        ),
+        c => finding(
+            "limits",
+            Level::Ok,
+            format!(
+                "each run has a control group of its own (cgroup {}): runs.memory_max_mb and \
+                 runs.pids_max apply",
+                c.kind()
+            ),
+            None,
         ),
     }
 }

@@ -324,7 +324,7 @@ pub fn carry_keys(keys: &[String]) -> Result<Vec<String>, FieldError> {
     }
     let mut out: Vec<String> = Vec::new();
     for k in keys {
-        let k = k.trim();
+        let k = k.as_str();
         let ok = !k.is_empty()
             && k.len() <= CARRY_KEY_LEN
             && k.chars()

@@ -231,6 +231,25 @@ pub fn settings(v: &Value, as_json: bool) {
         },
         s(&a["memory_per_run_mb"])
     );
+    let r = &v["runs"];
+    let mib = |v: &Value| {
+        if v.is_null() {
+            "no cap".to_owned()
+        } else {
+            format!("{} MiB", s(v))
+        }
+    };
+    let keys = r["carry_cli_keys"]
+        .as_array()
+        .map(|k| k.iter().map(s).collect::<Vec<_>>().join(", "))
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| "none".to_owned());
+    println!(
+        "Runs: memory {}, processes {}, log kept {}, CLI keys carried: {keys}",
+        mib(&r["memory_max_mb"]),
+        cap(&r["pids_max"]),
+        mib(&r["log_max_mb"])
+    );
     println!("('-' inherits)");
 }
 

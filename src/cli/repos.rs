@@ -126,6 +126,14 @@ pub struct RepoFields {
     /// Minutes an AFK run of this repo may take; "" inherits.
     #[arg(long, value_name = "MINUTES")]
     afk_run_timeout_minutes: Option<String>,
+    /// MiB of memory each run of this repo may use; "" inherits
+    /// runs.memory_max_mb.
+    #[arg(long, value_name = "MIB")]
+    memory_max_mb: Option<String>,
+    /// Processes and threads each run of this repo may have; "" inherits
+    /// runs.pids_max.
+    #[arg(long, value_name = "N")]
+    pids_max: Option<String>,
 }
 
 /// A number flag where "" means `null` (inherit); anything else must parse.
@@ -210,6 +218,11 @@ impl RepoFields {
             "afk_run_timeout_minutes",
             number_or_null("afk-run-timeout-minutes", self.afk_run_timeout_minutes)?,
         );
+        put(
+            "memory_max_mb",
+            number_or_null("memory-max-mb", self.memory_max_mb)?,
+        );
+        put("pids_max", number_or_null("pids-max", self.pids_max)?);
         put("issue_source", self.issue_source.map(Value::from));
         put("forge_url", self.forge_url.map(Value::from));
         put("forge_repo", self.forge_repo.map(Value::from));

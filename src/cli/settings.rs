@@ -15,7 +15,7 @@ pub enum SettingsCommand {
         json: bool,
     },
     /// Change global settings. An empty value ("") clears (inherit).
-    Set(SetArgs),
+    Set(Box<SetArgs>),
     /// Where lab posts when a run waits, ends, fails or opens a pull request.
     #[command(subcommand)]
     Notify(super::notify::NotifyCommand),
@@ -69,6 +69,24 @@ pub struct SetArgs {
     /// nobody anyway, unsandboxed.
     #[arg(long)]
     allow_unsandboxed: Option<bool>,
+    /// MiB of memory each run may use (a run past it is ended, out of
+    /// memory); "" removes the cap.
+    #[arg(long, value_name = "MIB")]
+    memory_max_mb: Option<String>,
+    /// Processes and threads each run may have; "" removes the cap.
+    #[arg(long, value_name = "N")]
+    pids_max: Option<String>,
+    /// MiB of each run's log lab keeps (the newest output).
+    #[arg(long, value_name = "MIB")]
+    log_max_mb: Option<i64>,
+    /// A top-level key of your CLI config (Claude Code's settings.json and
+    /// .claude.json, Codex's config.toml) each run's own copy gets.
+    /// Repeatable; the list replaces the stored one.
+    #[arg(long = "carry-cli-key", value_name = "KEY")]
+    carry_cli_keys: Vec<String>,
+    /// Carry no key of your CLI config into runs (the default).
+    #[arg(long, conflicts_with = "carry_cli_keys")]
+    carry_no_cli_keys: bool,
     #[arg(long)]
     json: bool,
 }
@@ -128,11 +146,26 @@ pub async fn run(client: &Client, cmd: SettingsCommand) -> CliResult<()> {
             if !afk.is_empty() {
                 body.insert("afk".into(), Value::Object(afk));
             }
+            let mut runs = Map::new();
             if let Some(allow) = a.allow_unsandboxed {
-                body.insert(
-                    "runs".into(),
-                    serde_json::json!({ "allow_unsandboxed": allow }),
-                );
+                runs.insert("allow_unsandboxed".into(), allow.into());
+            }
+            for (k, flag, v) in [
+                ("memory_max_mb", "memory-max-mb", a.memory_max_mb),
+                ("pids_max", "pids-max", a.pids_max),
+            ] {
+                if let Some(v) = super::repos::number_or_null(flag, v)? {
+                    runs.insert(k.to_owned(), v);
+                }
+            }
+            if let Some(v) = a.log_max_mb {
+                runs.insert("log_max_mb".into(), v.into());
+            }
+            if !a.carry_cli_keys.is_empty() || a.carry_no_cli_keys {
+                runs.insert("carry_cli_keys".into(), a.carry_cli_keys.clone().into());
+            }
+            if !runs.is_empty() {
+                body.insert("runs".into(), Value::Object(runs));
             }
             if body.is_empty() {
                 return Err(CliError::invalid(

@@ -207,8 +207,7 @@ pub struct RunsPatchBody {
     #[schema(schema_with = schema::log_max_mb_patch)]
     #[serde(default, deserialize_with = "whole_number")]
     pub log_max_mb: Field<i64>,
-    /// The whole list, replacing the stored one (`[]` or `null` empties it).
-    #[schema(max_items = 64, value_type = Option<Vec<String>>)]
+    #[schema(schema_with = schema::carry_cli_keys_patch)]
     #[serde(default)]
     pub carry_cli_keys: Field<Vec<String>>,
 }

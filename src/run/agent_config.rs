@@ -130,7 +130,8 @@ fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8], mode: u32) -> std::io::Resu
         Mode::from_raw_mode(mode),
     )?;
     let mut f = std::fs::File::from(fd);
-    let wrote = f.write_all(bytes).and_then(|()| f.sync_all());
+    // No fsync: the files are made again before every start.
+    let wrote = f.write_all(bytes);
     if let Err(e) = wrote.and_then(|()| Ok(renameat(dir, tmp.as_str(), dir, name)?)) {
         let _ = unlinkat(dir, tmp.as_str(), AtFlags::empty());
         return Err(e);

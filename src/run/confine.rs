@@ -67,6 +67,17 @@ impl Runner {
         let mut ro = Vec::new();
         if let Some(repo) = repo {
             let git = super::workspace::git_folder(&self.workspaces.git_dir(repo));
+            // The repo's own alternates too (a repo that is itself a shared
+            // clone): the operator's file, read on the host.
+            let alternates =
+                std::fs::read_to_string(git.join("objects/info/alternates")).unwrap_or_default();
+            ro.extend(
+                alternates
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| l.starts_with('/'))
+                    .map(PathBuf::from),
+            );
             ro.push(git.join("objects"));
             ro.push(git.join("hooks"));
         }

@@ -357,7 +357,7 @@ impl Runner {
         };
         let prepare = async {
             let t = std::time::Instant::now();
-            let out = self.prepare_files(run.id, p, &spec, true).await;
+            let out = self.prepare_files(run, p, &spec, true).await;
             (out, t.elapsed())
         };
         // The relay is there before the pane starts (the first run after a
@@ -381,6 +381,7 @@ impl Runner {
             dir: &prepared.dir,
             log: &prepared.log,
             seeded: &prepared.seeded,
+            groups: &prepared.groups,
             relay,
         })?;
         timings.prepare = prepare_took + t.elapsed();

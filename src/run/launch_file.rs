@@ -23,6 +23,8 @@ pub(super) enum PrepareError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("could not make the run's control group: {source}")]
+    Groups { source: std::io::Error },
     #[error("could not prepare {agent}'s config for an unattended start: {source}")]
     Config {
         agent: &'static str,
@@ -35,6 +37,7 @@ pub(super) struct Prepared {
     pub dir: PathBuf,
     pub log: PathBuf,
     pub seeded: Seeded,
+    pub groups: super::cgroup::RunGroups,
 }
 
 /// One start of an agent in a run's session.
@@ -54,6 +57,8 @@ pub(super) struct Start<'a> {
     pub log: &'a Path,
     /// The run's home and CLI folder.
     pub seeded: &'a Seeded,
+    /// The run's control groups.
+    pub groups: &'a super::cgroup::RunGroups,
     /// The relay's socket, when one listens (ADR 22).
     pub relay: Option<PathBuf>,
 }
@@ -64,11 +69,20 @@ impl Runner {
     /// to it and finds the run's home as it left it.
     pub(super) async fn prepare_files(
         &self,
-        run_id: i64,
+        run: &Run,
         p: &dyn Provider,
         spec: &SpawnSpec,
         fresh_log: bool,
     ) -> Result<Prepared, PrepareError> {
+        let run_id = run.id;
+        // Its control groups (a few writes to the cgroup filesystem), made
+        // beside its workspace like the rest of its files.
+        let groups = match &self.cfg.cgroups {
+            super::cgroup::Cgroups::None { .. } => super::cgroup::RunGroups::default(),
+            c => c
+                .create(run_id, run.limits)
+                .map_err(|source| PrepareError::Groups { source })?,
+        };
         let dir = self.run_dir(run_id);
         let cannot = |path: &Path, source| PrepareError::Create {
             path: path.to_owned(),
@@ -108,7 +122,12 @@ impl Runner {
                 }
             }
         };
-        Ok(Prepared { dir, log, seeded })
+        Ok(Prepared {
+            dir,
+            log,
+            seeded,
+            groups,
+        })
     }
 
     /// The agent's environment and sandbox, written to the run's launch
@@ -126,6 +145,7 @@ impl Runner {
             dir,
             log,
             seeded,
+            groups,
             relay,
         } = s;
         let mut env =
@@ -157,12 +177,6 @@ impl Runner {
             }
             None => (program, cl.args),
         };
-        let groups = match &self.cfg.cgroups {
-            super::cgroup::Cgroups::None { .. } => super::cgroup::RunGroups::default(),
-            c => c
-                .create(run.id, run.limits)
-                .map_err(|e| format!("could not make the run's control group: {e}"))?,
-        };
         let launch = Launch {
             program,
             args,
@@ -181,8 +195,8 @@ impl Runner {
                 file: log.to_path_buf(),
             },
             relay,
-            cgroups: groups.join,
-            oom_watch: groups.oom_watch,
+            cgroups: groups.join.clone(),
+            oom_watch: groups.oom_watch.clone(),
         };
         let launch_file = dir.join("launch.json");
         launch

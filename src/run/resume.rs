@@ -196,7 +196,7 @@ impl Runner {
             session_id: run.cli_session_id.clone(),
         };
         let prepared = self
-            .prepare_files(run.id, p, &spec, false)
+            .prepare_files(run, p, &spec, false)
             .await
             .map_err(|e| e.to_string())?;
         let launch_file = self.write_launch(Start {
@@ -211,6 +211,7 @@ impl Runner {
             dir: &prepared.dir,
             log: &prepared.log,
             seeded: &prepared.seeded,
+            groups: &prepared.groups,
             relay: self.relay.ensure(&self.tmux).await,
         })?;
         let pid = self.spawn_pane(run, &ws, &launch_file).await?;

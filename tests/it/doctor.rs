@@ -174,8 +174,23 @@ async fn the_doctor_reports_the_sandbox(b: Backend) {
             .unwrap_or_else(|| panic!("no sandbox finding: {v}"))
     };
     let s = TestServer::start(b.clone()).await;
-    let f = sandbox(&s.get("/api/v1/doctor").await.ok());
+    let v = s.get("/api/v1/doctor").await.ok();
+    let f = sandbox(&v);
     assert_eq!(f["level"], "ok", "{f}");
+    assert!(f["message"].as_str().unwrap().contains("user 1000"), "{f}");
+    // And whether runs' memory and processes are capped (cgroups).
+    let limits = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["area"] == "limits")
+        .cloned()
+        .unwrap_or_else(|| panic!("no limits finding: {v}"));
+    assert_eq!(limits["level"], "ok", "{limits}");
+    assert!(
+        limits["message"].as_str().unwrap().contains("cgroup v"),
+        "{limits}"
+    );
     s.stop().await;
     let s = TestServer::start_unsandboxed(b).await;
     let f = sandbox(&s.get("/api/v1/doctor").await.ok());

@@ -150,7 +150,70 @@ async fn limit_settings_are_validated(b: Backend) {
     s.stop().await;
 }
 
+/// A run that prints more than `runs.log_max_mb` keeps only its newest
+/// output on disk; its body and its page say how much was dropped, and its
+/// screen is still drawn.
+async fn a_log_past_its_cap_keeps_the_newest_output(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    s.patch("/api/v1/settings", json!({"runs": {"log_max_mb": 1}}))
+        .await
+        .expect(200);
+    let script = s.tmp().join("loud.sh");
+    agent::write_script(
+        &script,
+        "head -c 4000000 /dev/zero | tr '\\0' 'x' | fold -w 100\necho LAST LINE\nsleep 60\n",
+    );
+    let run = s
+        .start_run("r", &format!("FAKE_RUN={}", script.display()))
+        .await;
+    let rid = id(&run);
+    let r = s
+        .wait_run(rid, 30, |r| {
+            r["log_dropped_bytes"].as_u64().unwrap_or(0) > 0
+        })
+        .await;
+    let log = std::path::PathBuf::from(r["log_path"].as_str().unwrap());
+    let on_disk = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&log).unwrap().blocks() * 512
+    };
+    assert!(
+        on_disk <= 1024 * 1024 + 64 * 1024,
+        "{on_disk} bytes on disk"
+    );
+    crate::support::wait::until(
+        "the last line drawn",
+        crate::support::wait::secs(30),
+        async || {
+            let screen = s
+                .get(&format!("/api/v1/runs/{rid}/screen?format=text"))
+                .await
+                .ok();
+            screen["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("LAST LINE")
+                .then_some(())
+        },
+    )
+    .await;
+    let r = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
+    let dropped = r["log_dropped_bytes"].as_u64().unwrap();
+    assert!(dropped >= 3_000_000, "{dropped}");
+    let cookie = crate::pages_input::session(&s).await;
+    let page =
+        crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, &format!("/runs/{rid}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+    assert!(page.contains("were dropped (runs.log_max_mb)"), "{page}");
+    s.stop().await;
+}
+
 on_both!(
+    a_log_past_its_cap_keeps_the_newest_output,
     a_run_over_its_memory_limit_ends_out_of_memory,
     processes_and_tmp_are_capped,
     limit_settings_are_validated,

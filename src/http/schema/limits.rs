@@ -2,7 +2,7 @@
 //! scheduler's, the budgets (issue 14), a repo's check command and how long
 //! workspaces are kept, from the validators' own bounds.
 
-use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
 
 use super::{int, string};
 use crate::settings::{
@@ -110,4 +110,22 @@ pub fn repo_pids_max_patch() -> ObjectBuilder {
     int(lo, hi, true).description(Some(
         "Processes and threads each run of this repo may have; `null` inherits the global setting.",
     ))
+}
+
+pub fn carry_cli_keys_patch() -> ArrayBuilder {
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(
+            string(false)
+                .pattern(Some(format!(
+                    "^[A-Za-z0-9_.-]{{1,{}}}$",
+                    settings::CARRY_KEY_LEN
+                )))
+                .max_length(Some(settings::CARRY_KEY_LEN)),
+        )
+        .max_items(Some(settings::CARRY_KEYS))
+        .description(Some(
+            "Top-level keys of the operator's CLI config files each run's own copy gets (the \
+             whole list; `[]` or `null` carries none).",
+        ))
 }
