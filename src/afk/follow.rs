@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{PR_GRACE, Scheduler};
+use crate::domain::ChecksState;
 use crate::domain::{AgentBy, AgentState, Run, RunState, StopCause};
 use crate::repo::issue_source::SourceKind;
 use crate::repo::{Budget, Repo};
@@ -25,11 +26,6 @@ use crate::store::{Claim, now_ms};
 
 /// The longest a check command may run.
 pub const CHECK_LIMIT: Duration = Duration::from_secs(20 * 60);
-
-/// What the claim's checks said, as stored on the claim.
-pub const CHECKS_PASSED: &str = "passed";
-/// No check to run: the pull request is green as it is.
-pub const CHECKS_NONE: &str = "none";
 
 /// Where a claim's check stands on this node.
 #[derive(Debug)]
@@ -118,7 +114,7 @@ impl Scheduler {
             return None;
         }
         if repo.issues.source == SourceKind::Builtin {
-            self.note_checks(claim, CHECKS_NONE).await;
+            self.note_checks(claim, &ChecksState::None).await;
         }
         Some((
             StopCause::PullRequest,
@@ -182,7 +178,7 @@ impl Scheduler {
         let Some(repo) = repo else { return true };
         let Some(command) = repo.check_command.as_deref() else {
             if repo.issues.source == SourceKind::Builtin {
-                self.note_checks(claim, CHECKS_NONE).await;
+                self.note_checks(claim, &ChecksState::None).await;
             }
             return true;
         };
@@ -230,9 +226,9 @@ impl Scheduler {
                     }
                 }
                 let checks = if result.passed() {
-                    CHECKS_PASSED.to_owned()
+                    ChecksState::Passed
                 } else {
-                    format!("failed: {}", result.summary())
+                    ChecksState::Failed(result.summary())
                 };
                 self.note_checks(claim, &checks).await;
                 true
@@ -312,13 +308,13 @@ impl Scheduler {
         result: CheckResult,
     ) -> Verdict {
         if result.passed() {
-            self.note_checks(claim, CHECKS_PASSED).await;
+            self.note_checks(claim, &ChecksState::Passed).await;
             return Some((
                 StopCause::PullRequest,
                 "its pull request's check passed; lab ended the run".to_owned(),
             ));
         }
-        self.note_checks(claim, &format!("failed: {}", result.summary()))
+        self.note_checks(claim, &ChecksState::Failed(result.summary()))
             .await;
         if claim.rounds >= max_rounds {
             return Some((
@@ -401,8 +397,13 @@ impl Scheduler {
         }
     }
 
-    pub(super) async fn note_checks(&self, claim: &Claim, checks: &str) {
-        if let Err(e) = self.runner.store.set_claim_checks(claim.id, checks).await {
+    pub(super) async fn note_checks(&self, claim: &Claim, checks: &ChecksState) {
+        if let Err(e) = self
+            .runner
+            .store
+            .set_claim_checks(claim.id, &checks.text())
+            .await
+        {
             tracing::warn!(claim = claim.id, error = %e, "could not record the checks");
         }
     }

@@ -23,14 +23,25 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::follow::{CHECKS_NONE, CHECKS_PASSED, Verdict};
+use super::follow::Verdict;
 use super::{PR_GRACE, Scheduler};
-use crate::domain::{AgentState, Run, StopCause};
+use crate::domain::{AgentState, ChecksState, Run, StopCause};
 use crate::issues::SourceError;
-use crate::issues::pull_status::{CheckState, PullStatus};
+use crate::issues::pull_status::{CheckState, Mergeable, PullStatus};
 use crate::repo::Repo;
 use crate::settings::Settings;
 use crate::store::Claim;
+
+/// How long lab waits for the forge to show the head it pushed.
+const HEAD_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+/// How soon lab reads again a pull request whose head or mergeability is
+/// not known yet.
+const SOON: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The first 12 characters of a commit id.
+fn short(sha: &str) -> String {
+    sha.chars().take(12).collect()
+}
 
 /// The words in a reviewer's text that ask for a person.
 pub const ASK_FOR_A_PERSON: &str = "needs-human";
@@ -49,6 +60,11 @@ struct Follow {
     polled: Option<(i64, Result<PullStatus, SourceError>)>,
     /// The last round whose commits were pushed, and when.
     pushed: Option<(i64, Instant)>,
+    /// The commit lab pushed last: the pull request is judged only at it.
+    pushed_sha: Option<String>,
+    /// The head the forge reported at the last read (what a push of a
+    /// rewritten branch may replace: `--force-with-lease`).
+    last_head: Option<String>,
     /// Feedback already answered with a round: `review:{id}`, `comment:{id}`.
     answered: HashSet<String>,
 }
@@ -76,29 +92,44 @@ struct Feedback {
     text: String,
 }
 
-fn feedback(s: &PullStatus, answered: &HashSet<String>) -> Vec<Feedback> {
-    let others = |a: &str| !a.is_empty() && !a.eq_ignore_ascii_case(&s.author);
+/// The reviews and comments not answered yet. People's words only: not
+/// those of lab's own account (who opened the pull request) unless that
+/// account is the operator's own (`own_is_a_person`), whose comments are a
+/// person's. A dismissed review says nothing; an approval's or a comment
+/// review's body is feedback when it says something.
+fn feedback(s: &PullStatus, answered: &HashSet<String>, own_is_a_person: bool) -> Vec<Feedback> {
+    let others = |a: &str| !a.is_empty() && (own_is_a_person || !a.eq_ignore_ascii_case(&s.author));
     let reviews = s
         .reviews
         .iter()
-        .filter(|r| others(&r.author) && (r.changes_requested || asks_for_a_person(&r.body)))
+        .filter(|r| {
+            others(&r.author)
+                && !r.dismissed
+                && (r.changes_requested
+                    || (r.commented && !r.body.trim().is_empty())
+                    || asks_for_a_person(&r.body))
+        })
         .map(|r| Feedback {
             key: format!("review:{}", r.id),
             author: r.author.clone(),
             text: r.body.clone(),
         });
-    let comments = s.comments.iter().filter(|c| others(&c.author)).map(|c| {
-        let at = match (&c.path, c.line) {
-            (Some(p), Some(l)) => format!(" on {p}:{l}"),
-            (Some(p), None) => format!(" on {p}"),
-            _ => String::new(),
-        };
-        Feedback {
-            key: format!("comment:{}", c.id),
-            author: format!("{}{at}", c.author),
-            text: c.body.clone(),
-        }
-    });
+    let comments = s
+        .comments
+        .iter()
+        .filter(|c| others(&c.author) && !c.body.trim().is_empty())
+        .map(|c| {
+            let at = match (&c.path, c.line) {
+                (Some(p), Some(l)) => format!(" on {p}:{l}"),
+                (Some(p), None) => format!(" on {p}"),
+                _ => String::new(),
+            };
+            Feedback {
+                key: format!("comment:{}", c.id),
+                author: format!("{}{at}", c.author),
+                text: c.body.clone(),
+            }
+        });
     reviews
         .chain(comments)
         .filter(|f| !answered.contains(&f.key))
@@ -170,6 +201,18 @@ impl Scheduler {
         }
     }
 
+    /// Whether lab's forge account for `repo` is the operator's own (then
+    /// its comments are a person's words).
+    async fn operator_account(&self, repo: &Repo) -> bool {
+        match self.sources.identity(repo).await {
+            Ok(i) => i.is_some_and(|i| i.is_operator),
+            Err(e) => {
+                tracing::debug!(repo = %repo.name, error = %e, "could not read lab's forge account");
+                false
+            }
+        }
+    }
+
     /// A read went through: the repo's rate-limit note, if it is this
     /// module's, is over.
     fn clear_rate_limit_note(&self, repo: &str) {
@@ -193,21 +236,42 @@ impl Scheduler {
             self.sources.of(repo),
         );
         let (run, repo, claim_id, round) = (run.clone(), repo.clone(), claim.id, claim.rounds);
+        let lease = follows
+            .0
+            .lock()
+            .expect("poisoned")
+            .get(&claim_id)
+            .and_then(|f| f.last_head.clone())
+            .map_or(super::pull::Lease::Unknown, super::pull::Lease::Head);
         tokio::spawn(async move {
             if push && let Some(branch) = run.branch.as_deref() {
-                if let Err(e) = super::pull::deliver(&runner, &repo, &run, branch).await {
+                if let Err(e) = super::pull::deliver(&runner, &repo, &run, branch, lease).await {
                     tracing::warn!(run = run.id, error = %e, "could not push the round's commits");
                 }
+                let sha = runner.workspaces.branch_head(&repo, branch).await;
                 if let Some(f) = follows.0.lock().expect("poisoned").get_mut(&claim_id) {
                     f.pushed = Some((round, Instant::now()));
+                    f.pushed_sha = sha;
                 }
             }
             let r = source.pull_status(number).await;
             if let Some(f) = follows.0.lock().expect("poisoned").get_mut(&claim_id) {
                 f.busy = false;
+                if let Ok(s) = &r {
+                    f.last_head = Some(s.head_sha.clone());
+                }
                 f.polled = Some((round, r));
             }
         });
+    }
+
+    /// Reads the pull request again soon (its head or mergeability not
+    /// known yet), not a whole `forge_poll` later.
+    fn poll_soon(&self, claim: &Claim) {
+        if let Some(f) = self.forge.0.lock().expect("poisoned").get_mut(&claim.id) {
+            let soon = Instant::now() + SOON.min(self.runner.cfg.forge_poll);
+            f.next = Some(f.next.map_or(soon, |n| n.min(soon)));
+        }
     }
 
     async fn judge_forge(
@@ -219,47 +283,111 @@ impl Scheduler {
         s: PullStatus,
     ) -> Verdict {
         if s.merged || s.closed {
-            let how = if s.merged { "merged" } else { "closed" };
-            self.note_checks(claim, how).await;
+            let (how, checks) = if s.merged {
+                ("merged", ChecksState::Merged)
+            } else {
+                ("closed", ChecksState::Closed)
+            };
+            self.note_checks(claim, &checks).await;
             return Some((
                 StopCause::PullRequest,
                 format!("its pull request was {how}; lab ended the run"),
             ));
         }
-        let answered = self
+        let (answered, pushed_sha, since_push) = self
             .forge
             .0
             .lock()
             .expect("poisoned")
             .get(&claim.id)
-            .map(|f| f.answered.clone())
+            .map(|f| {
+                (
+                    f.answered.clone(),
+                    f.pushed_sha.clone(),
+                    f.pushed.map(|(_, at)| at.elapsed()),
+                )
+            })
             .unwrap_or_default();
-        let new = feedback(&s, &answered);
+        // Judged only at the commit lab pushed: the forge moves a pull
+        // request's head a little after a push.
+        if let Some(want) = pushed_sha.filter(|w| *w != s.head_sha) {
+            if since_push.is_none_or(|e| e < HEAD_WAIT) {
+                self.poll_soon(claim);
+                return None;
+            }
+            return Some((
+                StopCause::Rounds,
+                format!(
+                    "the forge shows {} as the pull request's head {} s after lab pushed {}",
+                    short(&s.head_sha),
+                    HEAD_WAIT.as_secs(),
+                    short(&want)
+                ),
+            ));
+        }
+        let new = feedback(&s, &answered, self.operator_account(repo).await);
         if let Some(f) = new.iter().find(|f| asks_for_a_person(&f.text)) {
             return Some((
                 StopCause::Rounds,
                 format!("{} asked for a person ({ASK_FOR_A_PERSON})", f.author),
             ));
         }
-        let since_push = self
-            .forge
-            .0
-            .lock()
-            .expect("poisoned")
-            .get(&claim.id)
-            .and_then(|f| f.pushed.map(|(_, at)| at.elapsed()));
+        if !s.unreadable.is_empty() {
+            self.note(
+                &repo.name,
+                Some(format!(
+                    "the forge refused some of the pull request's checks ({}); lab reads the others",
+                    s.unreadable.join("; ")
+                )),
+            );
+        }
+        if s.mergeable == Mergeable::Conflict {
+            return self
+                .conflict_round(claim, run, repo, settings.afk.max_rounds, &s)
+                .await;
+        }
         let red = match &s.checks {
             CheckState::Red(fails) => Some(fails.clone()),
+            CheckState::Blocked(fails) => {
+                let what = fails
+                    .iter()
+                    .map(|f| format!("{} ({})", f.name, f.text))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.note_checks(claim, &ChecksState::Blocked(what.clone()))
+                    .await;
+                // A workflow awaiting a maintainer's approval may still
+                // run: wait. Stale or cancelled ones will not: a person.
+                if fails.iter().all(|f| f.text.starts_with("action_required")) {
+                    return None;
+                }
+                return Some((
+                    StopCause::Rounds,
+                    format!("its checks ended without a verdict the agent can change: {what}"),
+                ));
+            }
             CheckState::Pending => {
-                self.note_checks(claim, "pending").await;
+                self.note_checks(claim, &ChecksState::Pending).await;
                 None
             }
             CheckState::None if since_push.is_some_and(|e| e < PR_GRACE) => None,
+            CheckState::None if !s.unreadable.is_empty() => {
+                // Nothing readable reported: never taken for green.
+                self.note_checks(claim, &ChecksState::Unreadable(s.unreadable.join("; ")))
+                    .await;
+                None
+            }
+            _ if s.mergeable == Mergeable::Unknown => {
+                // The forge still computes whether it merges: never green
+                // before it says.
+                self.poll_soon(claim);
+                None
+            }
             CheckState::None | CheckState::Green if new.is_empty() => {
                 let checks = if s.checks == CheckState::Green {
-                    CHECKS_PASSED
+                    ChecksState::Passed
                 } else {
-                    CHECKS_NONE
+                    ChecksState::None
                 };
                 if let Some(command) = repo.check_command.as_deref() {
                     // Beside the forge's checks, the repo's own must pass.
@@ -267,7 +395,7 @@ impl Scheduler {
                         .with_check(claim, run, repo, command, settings.afk.max_rounds)
                         .await;
                 }
-                self.note_checks(claim, checks).await;
+                self.note_checks(claim, &checks).await;
                 return Some((
                     StopCause::PullRequest,
                     format!("its pull request's checks: {checks}; lab ended the run"),
@@ -280,6 +408,66 @@ impl Scheduler {
         }
         self.forge_round(claim, run, settings.afk.max_rounds, &s, red, new)
             .await
+    }
+
+    /// A pull request that conflicts with its base: one round asking the
+    /// agent to bring its branch up to date (the base's new commits are in
+    /// its clone already: lab fetched them into the repo its clone borrows
+    /// from); still conflicting after it, a person.
+    async fn conflict_round(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: &Repo,
+        max_rounds: i64,
+        s: &PullStatus,
+    ) -> Verdict {
+        self.note_checks(claim, &ChecksState::Conflict).await;
+        let base = &repo.default_branch;
+        let stays = || {
+            Some((
+                StopCause::Rounds,
+                format!("its pull request conflicts with '{base}', and a round did not resolve it"),
+            ))
+        };
+        if claim.rounds >= max_rounds
+            || claim
+                .round_key
+                .as_deref()
+                .is_some_and(|k| k.starts_with("conflict:"))
+        {
+            return stays();
+        }
+        let Some(head) = self.runner.workspaces.base_head(repo).await else {
+            return stays();
+        };
+        match self
+            .runner
+            .store
+            .start_round(claim.id, &format!("conflict:{}", s.head_sha))
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return stays(),
+            Err(e) => {
+                tracing::warn!(claim = claim.id, error = %e, "could not start a round");
+                return None;
+            }
+        }
+        let text = format!(
+            "lab: your pull request conflicts with `{base}` (round {} of {max_rounds}). `{base}` \
+             is now at {head}; that commit is in your clone already. Bring your branch up to \
+             date: `git merge {head}` (or rebase onto it), resolve the conflicts, commit on this \
+             branch, and end your turn; lab pushes it and reads the pull request again.",
+            claim.rounds + 1
+        );
+        self.tell(
+            claim,
+            run,
+            &text,
+            "its pull request conflicts with its base",
+        )
+        .await
     }
 
     /// A round for red checks and/or new feedback, or the end when the
@@ -295,7 +483,7 @@ impl Scheduler {
     ) -> Verdict {
         if let Some(fails) = &red {
             let names: Vec<&str> = fails.iter().map(|f| f.name.as_str()).collect();
-            self.note_checks(claim, &format!("failed: {}", names.join(", ")))
+            self.note_checks(claim, &ChecksState::Failed(names.join(", ")))
                 .await;
         }
         if claim.rounds >= max_rounds {
@@ -395,18 +583,40 @@ mod tests {
             head_sha: "0123456789abcdef".into(),
             author: "lab-bot".into(),
             checks: CheckState::None,
+            unreadable: Vec::new(),
+            mergeable: Mergeable::Yes,
             reviews: vec![
                 Review {
                     id: 1,
                     author: "ana".into(),
                     body: "Please rename x".into(),
                     changes_requested: true,
+                    commented: false,
+                    dismissed: false,
                 },
                 Review {
                     id: 2,
                     author: "bo".into(),
                     body: "LGTM".into(),
                     changes_requested: false,
+                    commented: false,
+                    dismissed: false,
+                },
+                Review {
+                    id: 3,
+                    author: "di".into(),
+                    body: "Why not a map here?".into(),
+                    changes_requested: false,
+                    commented: true,
+                    dismissed: false,
+                },
+                Review {
+                    id: 4,
+                    author: "ed".into(),
+                    body: "Change it all".into(),
+                    changes_requested: true,
+                    commented: false,
+                    dismissed: true,
                 },
             ],
             comments: vec![
@@ -433,18 +643,21 @@ mod tests {
     #[test]
     fn feedback_is_others_changes_and_comments_once() {
         let s = status();
-        let f = feedback(&s, &HashSet::new());
+        let f = feedback(&s, &HashSet::new(), false);
         let keys: Vec<&str> = f.iter().map(|f| f.key.as_str()).collect();
-        assert_eq!(keys, ["review:1", "comment:8"]);
-        assert_eq!(f[1].author, "cy on src/a.rs:3");
-        let f = feedback(&s, &["review:1".to_owned()].into());
-        assert_eq!(f.len(), 1);
+        assert_eq!(keys, ["review:1", "review:3", "comment:8"]);
+        assert_eq!(f[2].author, "cy on src/a.rs:3");
+        let f = feedback(&s, &["review:1".to_owned()].into(), false);
+        assert_eq!(f.len(), 2);
+        // The operator's own account: its comments are a person's.
+        let f = feedback(&s, &HashSet::new(), true);
+        assert!(f.iter().any(|f| f.key == "comment:7"));
     }
 
     #[test]
     fn the_prompt_names_the_failures_and_the_reviews() {
         let s = status();
-        let f = feedback(&s, &HashSet::new());
+        let f = feedback(&s, &HashSet::new(), false);
         let fails = [Failure {
             name: "ci/test".into(),
             text: "failure: 2 tests failed".into(),

@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use super::{Scheduler, TickReport};
+use crate::domain::ChecksState;
 use crate::domain::{Outcome, Run, StopCause};
 use crate::repo::issue_source::SourceKind;
 use crate::run::log;
@@ -210,6 +211,14 @@ impl Scheduler {
             Outcome::Failed => {
                 format!("lab's {run}{with} ended without a pull request.\n\n{detail}")
             }
+            Outcome::PrMerged => {
+                format!(
+                    "lab's {run}{with} opened a pull request for this issue, and it was merged: {detail}"
+                )
+            }
+            Outcome::PrClosed => format!(
+                "lab's {run}{with} opened a pull request for this issue, and it was closed without being merged: {detail}"
+            ),
         };
         let source = self.sources.of(&repo);
         let told = async {
@@ -327,13 +336,15 @@ fn judge(
         _ => {}
     }
     if let Some(url) = &claim.pr_url {
-        return match claim.checks.as_deref() {
-            Some(super::follow::CHECKS_PASSED) => {
-                (Outcome::PrGreen, format!("{url} (its check passed)"))
-            }
-            Some(super::follow::CHECKS_NONE) => {
-                (Outcome::PrGreen, format!("{url} (no checks to pass)"))
-            }
+        let checks = claim.checks.as_deref().map(ChecksState::parse);
+        return match checks {
+            Some(ChecksState::Merged) => (Outcome::PrMerged, format!("{url} (merged)")),
+            Some(ChecksState::Closed) => (
+                Outcome::PrClosed,
+                format!("{url} (closed without being merged)"),
+            ),
+            Some(ChecksState::Passed) => (Outcome::PrGreen, format!("{url} (its check passed)")),
+            Some(ChecksState::None) => (Outcome::PrGreen, format!("{url} (no checks to pass)")),
             Some(other) if claim.rounds >= max_rounds => (
                 Outcome::NeedsHuman,
                 format!(

@@ -44,6 +44,24 @@ fn push_url(repo: &Repo) -> Option<String> {
     Some(format!("{web}/{name}.git"))
 }
 
+/// Why a push failed, with what to do where git's answer says it (the
+/// answer is the forge's, about lab's own push of the repo's copy of the
+/// branch).
+fn push_failure(branch: &str, git: &str) -> String {
+    let fix = if git.contains("workflow") && git.contains("scope") {
+        " (the change touches .github/workflows: the forge token needs the `workflow` scope, \
+         or the Workflows permission of a fine-grained token)"
+    } else if git.contains("stale info")
+        || git.contains("non-fast-forward")
+        || git.contains("fetch first")
+    {
+        " (the branch on the forge moved since lab last read it)"
+    } else {
+        ""
+    };
+    format!("could not push {branch}: {git}{fix}")
+}
+
 /// The HTTP header git sends to the forge.
 fn auth_header(repo: &Repo) -> Option<String> {
     let token = forge_token(repo)?;
@@ -56,6 +74,17 @@ fn auth_header(repo: &Repo) -> Option<String> {
     Some(format!("Authorization: Basic {basic}"))
 }
 
+/// What lab expects of the forge's copy of a run's branch when it pushes:
+/// a round's push may replace a branch the agent rewrote (a rebase onto a
+/// new base), but only the one lab last saw there (`--force-with-lease`).
+#[derive(Debug, Clone)]
+pub enum Lease {
+    /// lab does not know what the forge holds: a plain (fast-forward) push.
+    Unknown,
+    /// The forge's branch is at this commit (its pull request's head).
+    Head(String),
+}
+
 /// Brings a run's branch where its pull request is: the branch lives in the
 /// run's own clone; lab takes it into the repo (or its mirror), where the
 /// built-in tracker sees it, and for a forge pushes it there with lab's
@@ -65,6 +94,7 @@ pub(super) async fn deliver(
     repo: &Repo,
     run: &Run,
     branch: &str,
+    lease: Lease,
 ) -> Result<(), PullError> {
     if let Some(ws) = run.workspace.as_deref() {
         // Reads the run's workspace (in its jail): a failure's text may hold
@@ -88,9 +118,18 @@ pub(super) async fn deliver(
             .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;
         runner
             .workspaces
-            .push_branch(repo, branch, &remote, auth_header(repo).as_deref())
+            .push_branch(
+                repo,
+                branch,
+                &remote,
+                auth_header(repo).as_deref(),
+                match &lease {
+                    Lease::Head(sha) => Some(sha.as_str()),
+                    Lease::Unknown => None,
+                },
+            )
             .await
-            .map_err(|e| PullError::Push(format!("could not push {branch}: {e}")))?;
+            .map_err(|e| PullError::Push(push_failure(branch, &e.0)))?;
     }
     Ok(())
 }
@@ -147,7 +186,7 @@ async fn open_now(
             run.id
         )));
     }
-    deliver(runner, &repo, run, &branch).await?;
+    deliver(runner, &repo, run, &branch, Lease::Unknown).await?;
     let source = afk.sources.of(&repo);
     let pr = source
         .create_pull(&NewPull {

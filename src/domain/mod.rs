@@ -5,6 +5,7 @@
 
 mod agent;
 mod change;
+mod checks;
 mod defaults;
 mod input;
 mod issue;
@@ -19,6 +20,7 @@ mod usage;
 
 pub use agent::{AGENT_REASON_CHARS, AgentBy, AgentState, AgentStatus, agent_reason};
 pub use change::Change;
+pub use checks::ChecksState;
 pub use defaults::Defaults;
 pub use input::Key;
 pub use issue::{IssueFilter, IssueState};

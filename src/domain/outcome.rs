@@ -21,6 +21,10 @@ spelled! {
         TimedOut = "timed-out",
         /// It spent more tokens or money than its budget and lab stopped it.
         OverBudget = "over-budget",
+        /// A person merged its pull request.
+        PrMerged = "pr-merged",
+        /// A person closed its pull request without merging it.
+        PrClosed = "pr-closed",
     }
 }
 
@@ -34,14 +38,18 @@ impl Outcome {
             Outcome::Failed => "lab:failed",
             Outcome::TimedOut => "lab:timed-out",
             Outcome::OverBudget => "lab:over-budget",
+            Outcome::PrMerged => "lab:pr-merged",
+            Outcome::PrClosed => "lab:pr-closed",
         }
     }
 
-    /// Whether the run left a pull request behind.
+    /// Whether the run left a pull request that stands (open or merged):
+    /// what the ledger counts a success. A pull request a person closed
+    /// unmerged does not.
     pub fn has_pull(self) -> bool {
         matches!(
             self,
-            Outcome::PrGreen | Outcome::PrOpened | Outcome::NeedsHuman
+            Outcome::PrGreen | Outcome::PrOpened | Outcome::NeedsHuman | Outcome::PrMerged
         )
     }
 

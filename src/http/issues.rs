@@ -37,7 +37,9 @@ pub fn source_error(e: SourceError) -> ApiError {
         e @ SourceError::RateLimited { .. } => {
             ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", e.to_string())
         }
-        SourceError::Forge(m) => ApiError::new(StatusCode::BAD_GATEWAY, "forge", m),
+        SourceError::Forge(m) | SourceError::Denied(m) => {
+            ApiError::new(StatusCode::BAD_GATEWAY, "forge", m)
+        }
         SourceError::Store(s) => ApiError::internal(s),
     }
 }

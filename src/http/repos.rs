@@ -72,6 +72,10 @@ pub struct RepoBody {
     pub forge_repo: Option<String>,
     /// The forge token's last four characters; never the token.
     pub forge_token: Option<String>,
+    /// The forge account lab's token acts as (`GET /user`), with whether it
+    /// looks like the operator's own; `null` until read (or for the
+    /// built-in tracker).
+    pub forge_identity: Option<crate::issues::ForgeIdentity>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -105,6 +109,7 @@ impl From<Repo> for RepoBody {
             forge_token: r.issues.token_hint(),
             forge_url: r.issues.forge_url,
             forge_repo: r.issues.forge_repo,
+            forge_identity: None,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }
@@ -262,15 +267,16 @@ async fn create_repo(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<RepoPatchBody>,
 ) -> ApiResult<(StatusCode, Json<RepoBody>)> {
-    let created = service::repos::create(&app.store, &body.into_patch()?).await?;
-    Ok((StatusCode::CREATED, Json(created.into())))
+    let created =
+        service::repos::create(&app.store, &app.scheduler.sources, &body.into_patch()?).await?;
+    Ok((StatusCode::CREATED, Json(shown(&app, created))))
 }
 
 /// All repos, by name.
 #[utoipa::path(get, path = "/repos", tag = "repos", responses((status = 200, body = Vec<RepoBody>)))]
 async fn list_repos(State(app): State<AppState>) -> ApiResult<Json<Vec<RepoBody>>> {
     let repos = app.store.repos().await.map_err(ApiError::internal)?;
-    Ok(Json(repos.into_iter().map(RepoBody::from).collect()))
+    Ok(Json(repos.into_iter().map(|r| shown(&app, r)).collect()))
 }
 
 /// One repo, by id or name.
@@ -287,7 +293,24 @@ async fn get_repo(
         .repo(&key)
         .await
         .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
-    Ok(Json(repo.into()))
+    // The forge account is read once (and not waited for long).
+    if app.scheduler.sources.known_identity(&repo).is_none() {
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            app.scheduler.sources.identity(&repo),
+        )
+        .await;
+    }
+    Ok(Json(shown(&app, repo)))
+}
+
+/// A repo as the API shows it, with its forge account when known.
+fn shown(app: &AppState, repo: Repo) -> RepoBody {
+    let identity = app.scheduler.sources.known_identity(&repo);
+    RepoBody {
+        forge_identity: identity,
+        ..repo.into()
+    }
 }
 
 /// Changes a repo. A request with any invalid field writes nothing; changing
@@ -303,8 +326,14 @@ async fn patch_repo(
     ApiJson(body): ApiJson<RepoPatchBody>,
 ) -> ApiResult<Json<RepoBody>> {
     let key = RepoKey::parse(&id);
-    let repo = service::repos::update(&app.store, &key, &body.into_patch()?).await?;
-    Ok(Json(repo.into()))
+    let repo = service::repos::update(
+        &app.store,
+        &app.scheduler.sources,
+        &key,
+        &body.into_patch()?,
+    )
+    .await?;
+    Ok(Json(shown(&app, repo)))
 }
 
 /// Removes a repo from lab (its files are left alone). Its ended runs stay

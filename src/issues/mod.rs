@@ -80,15 +80,38 @@ pub enum SourceError {
     RateLimited { retry_after: Duration },
     #[error("{0}")]
     Forge(String),
+    /// The forge refused lab's token (401, 403 but a rate limit).
+    #[error("{0}")]
+    Denied(String),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
 
 pub type Result<T> = std::result::Result<T, SourceError>;
 
+/// The forge account lab's token acts as (`GET /user`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct ForgeIdentity {
+    pub login: String,
+    /// Whether it looks like the operator's own account rather than one
+    /// for lab: a person's account (not a bot) that owns the repo. Then
+    /// its comments on lab's pull requests are a person's words, and it
+    /// cannot request changes on them (neither forge lets an author).
+    pub is_operator: bool,
+}
+
 /// One place issues live.
 #[async_trait::async_trait]
 pub trait IssueSource: Send + Sync {
+    /// The forge account lab acts as; `None` for the built-in tracker.
+    async fn identity(&self) -> Result<Option<ForgeIdentity>> {
+        Ok(None)
+    }
+    /// Whether the repo can be reached with lab's token (one call); what
+    /// failed otherwise. The built-in tracker always can.
+    async fn reachable(&self) -> Result<()> {
+        Ok(())
+    }
     fn kind(&self) -> SourceKind;
     /// Issues, optionally only open/closed ones with a label. A forge is
     /// asked once, and again only while there are more pages.
@@ -117,6 +140,8 @@ pub trait IssueSource: Send + Sync {
             head_sha: String::new(),
             author: String::new(),
             checks: CheckState::None,
+            unreadable: Vec::new(),
+            mergeable: pull_status::Mergeable::Unknown,
             reviews: Vec::new(),
             comments: Vec::new(),
             merged: p.state == "merged",
@@ -144,6 +169,9 @@ pub struct Sources {
     store: Store,
     lab_url: String,
     http: reqwest::Client,
+    /// Each forge account lab's tokens act as, read once per forge, repo
+    /// and token.
+    identities: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, ForgeIdentity>>>,
 }
 
 impl Sources {
@@ -152,7 +180,48 @@ impl Sources {
             store,
             lab_url,
             http: forge_http_client(),
+            identities: Default::default(),
         }
+    }
+
+    /// What identifies a repo's forge account: its forge, its repo on it,
+    /// and (a digest of) the token.
+    fn identity_key(repo: &Repo) -> Option<String> {
+        if repo.issues.source == SourceKind::Builtin {
+            return None;
+        }
+        let token = forge_token(repo).unwrap_or_default();
+        Some(format!(
+            "{}|{}|{}",
+            repo.issues.forge_url.as_deref().unwrap_or(""),
+            repo.issues.forge_repo.as_deref().unwrap_or(""),
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(token.as_bytes()))
+        ))
+    }
+
+    /// The forge account lab acts as for `repo`, if it was read.
+    pub fn known_identity(&self, repo: &Repo) -> Option<ForgeIdentity> {
+        let key = Self::identity_key(repo)?;
+        self.identities.lock().expect("poisoned").get(&key).cloned()
+    }
+
+    /// The forge account lab acts as for `repo`: read once (`GET /user`),
+    /// then kept.
+    pub async fn identity(&self, repo: &Repo) -> Result<Option<ForgeIdentity>> {
+        let Some(key) = Self::identity_key(repo) else {
+            return Ok(None);
+        };
+        if let Some(i) = self.identities.lock().expect("poisoned").get(&key) {
+            return Ok(Some(i.clone()));
+        }
+        let read = self.of(repo).identity().await?;
+        if let Some(i) = &read {
+            self.identities
+                .lock()
+                .expect("poisoned")
+                .insert(key, i.clone());
+        }
+        Ok(read)
     }
 
     /// The one HTTP client lab's outside calls go through (notifications

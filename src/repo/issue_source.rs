@@ -115,8 +115,15 @@ pub fn apply(cur: &IssueConfig, p: &IssueConfigPatch, errs: &mut Errors) -> Issu
     if source == SourceKind::Github && next.forge_url.is_none() {
         next.forge_url = Some(GITHUB_API.to_owned());
     }
-    if let Some(u) = &next.forge_url {
-        errs.check(validate::forge_url("forge_url", u));
+    if let Some(u) = &next.forge_url
+        && errs.check(validate::forge_url("forge_url", u)).is_some()
+        && source != SourceKind::Builtin
+    {
+        errs.check(validate::forge_url_fits(
+            "forge_url",
+            source == SourceKind::Github,
+            u,
+        ));
     }
     if let Some(r) = &next.forge_repo {
         errs.check(validate::forge_repo("forge_repo", r));

@@ -413,16 +413,23 @@ impl Workspaces {
     /// forge (passed to git through its environment, never on its command
     /// line and never into the workspace's config). Host side: the branch is
     /// in the repo by now (`collect`).
+    ///
+    /// Only the run's own ref, and when `lease` names the commit the
+    /// forge's branch was last seen at, as a forced push that fails if it
+    /// moved since (`--force-with-lease`): a rebased branch goes, another
+    /// person's push on it is never overwritten.
     pub async fn push_branch(
         &self,
         repo: &Repo,
         branch: &str,
         remote: &str,
         auth: Option<&str>,
+        lease: Option<&str>,
     ) -> Result<(), WorkspaceError> {
         let lock = self.lock(repo.id);
         let _guard = lock.lock().await;
         let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+        let with_lease = lease.map(|sha| format!("--force-with-lease=refs/heads/{branch}:{sha}"));
         let env: Vec<(&str, &str)> = match auth {
             Some(h) => vec![
                 ("GIT_CONFIG_COUNT", "1"),
@@ -435,8 +442,27 @@ impl Workspaces {
             .protocols(REMOTE_PROTOCOLS)
             .timeout(FETCH_TIMEOUT)
             .env(&env)
-            .run(&["push", "--quiet", "--", remote, &refspec])
+            .run(
+                &std::iter::once("push")
+                    .chain(with_lease.as_deref())
+                    .chain(["--quiet", "--", remote, &refspec])
+                    .collect::<Vec<_>>(),
+            )
             .await
             .map_err(|e| WorkspaceError(e.0.replace(remote, "<the forge>")))
+    }
+
+    /// The repo's default branch's commit now: a mirror is fetched first
+    /// (its objects are what workspaces borrow, so the commit is in every
+    /// run's clone after). Host side.
+    pub async fn base_head(&self, repo: &Repo) -> Option<String> {
+        if let RepoSource::Url(url) = &repo.source {
+            let lock = self.lock(repo.id);
+            let _guard = lock.lock().await;
+            if let Err(e) = self.refresh_mirror(url, &self.git_dir(repo)).await {
+                tracing::warn!(repo = %repo.name, error = %e, "could not fetch the repo's mirror");
+            }
+        }
+        self.branch_head(repo, &repo.default_branch).await
     }
 }

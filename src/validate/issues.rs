@@ -72,6 +72,38 @@ pub fn forge_url(field: &str, value: &str) -> Result<String, FieldError> {
     Ok(value.to_owned())
 }
 
+/// A forge address that fits its kind (`github` or `gitea`), or what to
+/// give instead: GitHub's web address is not its API (`https://api.github.com`);
+/// a GitHub Enterprise Server's API is under `/api/v3`; a Gitea/Forgejo
+/// address is the forge's web address, to which lab adds `/api/v1` itself.
+pub fn forge_url_fits(field: &str, github: bool, value: &str) -> Result<(), FieldError> {
+    let Ok(url) = reqwest::Url::parse(value) else {
+        return Ok(());
+    };
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    let path = url.path().trim_end_matches('/');
+    let origin = format!("{}://{}", url.scheme(), url.authority());
+    let refuse = |why: String| Err(FieldError::new(field, why).with_value(shown(value)));
+    if github {
+        if host == "github.com" || host == "www.github.com" {
+            return refuse(
+                "is GitHub's web address; lab talks to its API: https://api.github.com".into(),
+            );
+        }
+        if host != "api.github.com" && !path.ends_with("/api/v3") {
+            return refuse(format!(
+                "a GitHub Enterprise Server's API is under /api/v3: {origin}{path}/api/v3"
+            ));
+        }
+    } else if path.ends_with("/api/v1") {
+        return refuse(format!(
+            "names the forge's API; give its web address (lab adds /api/v1): {origin}{}",
+            path.trim_end_matches("/api/v1")
+        ));
+    }
+    Ok(())
+}
+
 /// A repo on a forge: `owner/name`, each of letters, digits, '.', '_', '-'.
 pub fn forge_repo(field: &str, value: &str) -> Result<String, FieldError> {
     let part = |s: &str| {

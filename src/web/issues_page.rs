@@ -122,7 +122,7 @@ pub(super) fn source_failure(e: &SourceError) -> (StatusCode, String) {
         SourceError::NotFound(m) => (StatusCode::NOT_FOUND, m.clone()),
         SourceError::Invalid(m) => (StatusCode::BAD_REQUEST, m.clone()),
         SourceError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, e.to_string()),
-        SourceError::Forge(m) => (
+        SourceError::Forge(m) | SourceError::Denied(m) => (
             StatusCode::FAILED_DEPENDENCY,
             format!("lab could not get this from the forge: {m}"),
         ),

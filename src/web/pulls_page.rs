@@ -134,6 +134,13 @@ fn forge_checks_text(c: &crate::issues::CheckState) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        CheckState::Blocked(f) => format!(
+            "waiting for a person: {}",
+            f.iter()
+                .map(|f| f.text.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

@@ -95,7 +95,7 @@ async fn create(State(app): State<AppState>, session: BrowserSession, form: Form
         return r;
     }
     let result = match patch_from(&form, provider::all()[0], false) {
-        Ok(patch) => service::repos::create(&app.store, &patch).await,
+        Ok(patch) => service::repos::create(&app.store, &app.scheduler.sources, &patch).await,
         Err(i) => Err(i.into()),
     };
     let mut errors = match result {
@@ -210,7 +210,7 @@ async fn save(
         Err(e) => return super::internal(e),
     };
     let result = match patch_from(&form, p, true) {
-        Ok(patch) => service::repos::update(&app.store, &key, &patch).await,
+        Ok(patch) => service::repos::update(&app.store, &app.scheduler.sources, &key, &patch).await,
         Err(i) => Err(i.into()),
     };
     match result {

@@ -202,15 +202,58 @@ async fn forge_addresses_and_tokens_are_usable_or_refused(b: Backend) {
             .expect(400);
         assert_eq!(e["error"]["field"], field, "{url} {token}: {e}");
     }
+    // Addresses that can never work, each refused with the one to give.
+    for (kind, url, fix) in [
+        ("github", "https://github.com", "https://api.github.com"),
+        (
+            "github",
+            "https://ghe.example.com",
+            "https://ghe.example.com/api/v3",
+        ),
+        (
+            "gitea",
+            "https://git.example.com/api/v1",
+            "https://git.example.com",
+        ),
+        (
+            "gitea",
+            "https://git.example.com/sub/api/v1/",
+            "https://git.example.com/sub",
+        ),
+    ] {
+        let e = s
+            .patch(
+                "/api/v1/repos/r",
+                json!({"issue_source": kind, "forge_url": url, "forge_repo": "o/r"}),
+            )
+            .await
+            .expect(400);
+        assert_eq!(e["error"]["field"], "forge_url", "{url}: {e}");
+        let m = e["error"]["message"].as_str().unwrap();
+        assert!(m.ends_with(fix), "{url}: {m}");
+    }
     assert_eq!(
         s.get("/api/v1/repos/r").await.ok()["issue_source"],
         "builtin"
     );
-    let r = s
+    // Well formed, but no forge answers there: refused with what failed,
+    // and nothing written.
+    let e = s
         .patch("/api/v1/repos/r", forge("http://forge", "t0ken"))
         .await
-        .ok();
-    assert_eq!(r["forge_url"], "http://forge");
+        .expect(400);
+    assert_eq!(e["error"]["field"], "forge_url", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not ask the forge"),
+        "{e}"
+    );
+    assert_eq!(
+        s.get("/api/v1/repos/r").await.ok()["issue_source"],
+        "builtin"
+    );
     s.stop().await;
 }
 

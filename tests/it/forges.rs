@@ -9,6 +9,7 @@ use crate::support::{Backend, TestServer, git, wait};
 mod checks;
 mod follow;
 mod schemas;
+mod truth;
 
 pub(crate) async fn forge_repo(s: &TestServer, f: &FakeForge, flavor: Flavor, url: Option<&str>) {
     let path = git::init_repo(&s.tmp(), "src");
@@ -135,14 +136,20 @@ async fn reads_writes_and_pages(b: Backend, flavor: Flavor) {
             .contains("rate limit"),
         "{e}"
     );
-    s.patch("/api/v1/repos/r", json!({"forge_token": "wrong"}))
+    // A wrong token is refused when it is set, naming the field; one the
+    // forge revoked later makes each read a 502 that says so.
+    let e = s
+        .patch("/api/v1/repos/r", json!({"forge_token": "wrong"}))
         .await
-        .ok();
+        .expect(400);
+    assert_eq!(e["error"]["field"], "forge_token", "{e}");
+    f.fake.state.lock().unwrap().revoked = true;
     let e = s.get("/api/v1/repos/r/issues").await.expect(502);
     assert!(
         e["error"]["message"].as_str().unwrap().contains("401"),
         "{e}"
     );
+    f.fake.state.lock().unwrap().revoked = false;
     assert!(
         !e.to_string().contains("wrong"),
         "the token is never echoed"
@@ -189,6 +196,8 @@ async fn an_afk_run_on_a_forge(b: Backend, flavor: Flavor) {
     assert!(st.success());
     forge_repo(&s, &f, flavor, Some(&format!("file://{}", bare.display()))).await;
     std::fs::write(s.tmp().join("afk.sh"), RESOLVES).unwrap();
+    // The forge's pull requests show what was pushed to the bare repo.
+    f.fake.state.lock().unwrap().ci.git_dir = Some(bare.clone());
     // The forge's CI passes every head: the agent ended its session after
     // opening the pull request, and lab follows it to green all the same.
     f.fake.state.lock().unwrap().ci.all = Some("success".into());

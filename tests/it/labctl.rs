@@ -409,7 +409,10 @@ async fn issues_afk_and_ledger(b: Backend) {
     assert_eq!(c, 2, "{err}");
     assert!(err.contains("--run"), "{err}");
 
-    // Issues on a forge, the token read from standard input.
+    // Issues on a forge, the token read from standard input (lab checks
+    // it against the forge when it is set).
+    let forge =
+        crate::support::forge::FakeForge::start(crate::support::forge::Flavor::Github).await;
     let mut child = Command::new(env!("CARGO_BIN_EXE_labctl"))
         .args([
             "repo",
@@ -417,8 +420,10 @@ async fn issues_afk_and_ledger(b: Backend) {
             "web",
             "--issue-source",
             "github",
+            "--forge-url",
+            &forge.url,
             "--forge-repo",
-            "team/web",
+            "owner/repo",
             "--forge-token",
             "-",
             "--json",
@@ -434,15 +439,17 @@ async fn issues_afk_and_ledger(b: Backend) {
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"ghp_secret1234\n").unwrap();
+        stdin
+            .write_all(format!("{}\n", forge.fake.token).as_bytes())
+            .unwrap();
     }
     let r = json(&child.wait_with_output().unwrap());
     assert_eq!(r["issue_source"], "github", "{r}");
-    assert_eq!(r["forge_repo"], "team/web");
+    assert_eq!(r["forge_repo"], "owner/repo");
     assert_eq!(r["forge_token"], "…1234", "only a hint comes back: {r}");
     let out = ok(&labctl(&s, &["repo", "show", "web"]));
     assert!(
-        out.contains("github, team/web") && out.contains("…1234"),
+        out.contains("github, owner/repo") && out.contains("…1234"),
         "{out}"
     );
     assert!(!out.contains("secret"), "{out}");

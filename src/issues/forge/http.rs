@@ -26,15 +26,13 @@ impl Forge {
     /// the token as password, `services/auth/basic.go`). Only ever called
     /// with URLs on the configured forge's origin (`paging.rs`).
     pub(super) fn req(&self, method: Method, url: &str) -> RequestBuilder {
-        let rb = self
-            .http
-            .request(method, url)
-            .header("accept", "application/json");
+        // One `Accept`: GitHub's own media type there, JSON elsewhere.
+        let rb = self.http.request(method, url);
         let rb = match self.kind {
             SourceKind::Github => rb
                 .header("accept", "application/vnd.github+json")
                 .header("x-github-api-version", "2022-11-28"),
-            _ => rb,
+            _ => rb.header("accept", "application/json"),
         };
         match (&self.token, self.kind) {
             (Some(t), SourceKind::Github) => rb.bearer_auth(t),
@@ -75,6 +73,65 @@ fn header_num(h: &HeaderMap, k: &str) -> Option<u64> {
     h.get(k)?.to_str().ok()?.trim().parse().ok()
 }
 
+/// `Retry-After` in seconds: a number, or an HTTP date (RFC 9110 allows
+/// both; a proxy may send the date) as the seconds until then.
+fn retry_after(h: &HeaderMap) -> Option<u64> {
+    if let Some(s) = header_num(h, "retry-after") {
+        return Some(s);
+    }
+    let v = h.get("retry-after")?.to_str().ok()?;
+    let at = httpdate_secs(v.trim())?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Some(at.saturating_sub(now))
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) as seconds since the
+/// epoch.
+fn httpdate_secs(s: &str) -> Option<u64> {
+    let mut p = s.split_whitespace();
+    let _weekday = p.next()?;
+    let day: u64 = p.next()?.parse().ok()?;
+    let month = match p.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = p.next()?.parse().ok()?;
+    let mut hms = p.next()?.split(':');
+    let (h, m, sec): (u64, u64, u64) = (
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+    );
+    if p.next()? != "GMT" {
+        return None;
+    }
+    // Days since the epoch (Howard Hinnant's days-from-civil).
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days)
+        .ok()
+        .map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
+}
+
 /// How long a rate-limit refusal asks lab to wait, or None when it is not
 /// one. GitHub's primary limit: 403/429 with `x-ratelimit-remaining: 0`,
 /// until `x-ratelimit-reset`. Its secondary limits: 403/429 with
@@ -84,7 +141,7 @@ fn rate_limit_wait(status: StatusCode, h: &HeaderMap, message: &str) -> Option<u
     if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
         return None;
     }
-    if let Some(s) = header_num(h, "retry-after") {
+    if let Some(s) = retry_after(h) {
         return Some(s);
     }
     if header_num(h, "x-ratelimit-remaining") == Some(0) {
@@ -129,11 +186,36 @@ pub(super) async fn refusal(resp: Response) -> SourceError {
         if message.is_empty() { "" } else { ": " }
     );
     match status {
-        StatusCode::NOT_FOUND => SourceError::NotFound(what),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => SourceError::Forge(format!(
-            "{what} (check the forge token lab holds for this repo)"
+        StatusCode::NOT_FOUND => SourceError::NotFound(format!(
+            "{what} (a forge answers 404 also for a private repo its token cannot see)"
+        )),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => SourceError::Denied(format!(
+            "{what} (check the forge token lab holds for this repo, and its permissions)"
         )),
         s if s.is_client_error() => SourceError::Invalid(what),
         _ => SourceError::Forge(what),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_seconds_or_a_date() {
+        assert_eq!(
+            httpdate_secs("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+        assert_eq!(httpdate_secs("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(httpdate_secs("06 Nov 1994"), None);
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "120".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(120));
+        h.insert(
+            "retry-after",
+            "Thu, 01 Jan 1970 00:00:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), Some(0));
     }
 }

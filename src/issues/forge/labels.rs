@@ -22,7 +22,8 @@ impl Forge {
     }
 
     /// The labels of the repo's owner when it is an organisation (a user
-    /// has none: 404).
+    /// has none: 404; a token without `read:organization` gets 403: lab
+    /// goes on with the repo's own labels).
     pub(super) async fn org_labels(&self) -> Result<Vec<Label>> {
         let Some(owner) = self.owner() else {
             return Ok(Vec::new());
@@ -34,6 +35,10 @@ impl Forge {
         );
         match self.all(url).await {
             Err(SourceError::NotFound(_)) => Ok(Vec::new()),
+            Err(SourceError::Denied(e)) => {
+                tracing::debug!(error = %e, "the organisation's labels are not lab's to read");
+                Ok(Vec::new())
+            }
             other => other,
         }
     }

@@ -141,6 +141,27 @@ impl Forge {
 
 #[async_trait::async_trait]
 impl IssueSource for Forge {
+    async fn identity(&self) -> Result<Option<super::ForgeIdentity>> {
+        let u: wire::User = self
+            .json(self.req(Method::GET, &format!("{}/user", self.api)))
+            .await?;
+        let person = u.kind.as_deref().is_none_or(|k| k == "User");
+        let is_operator = person
+            && self
+                .owner()
+                .is_some_and(|o| o.eq_ignore_ascii_case(&u.login));
+        Ok(Some(super::ForgeIdentity {
+            login: u.login,
+            is_operator,
+        }))
+    }
+
+    async fn reachable(&self) -> Result<()> {
+        self.send(self.req(Method::GET, &self.repo_api))
+            .await
+            .map(|_| ())
+    }
+
     fn kind(&self) -> SourceKind {
         self.kind
     }

@@ -61,6 +61,9 @@ impl ForgeIssue {
 #[derive(Deserialize)]
 pub struct User {
     pub login: String,
+    /// GitHub's `User`, `Bot` or `Organization`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
 }
 
 #[derive(Deserialize)]

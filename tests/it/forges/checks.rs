@@ -189,9 +189,7 @@ async fn github_secondary_rate_limits(b: Backend) {
         "{e}"
     );
     s.get("/api/v1/repos/r/issues").await.ok();
-    s.patch("/api/v1/repos/r", json!({"forge_token": "wrong"}))
-        .await
-        .ok();
+    f.fake.state.lock().unwrap().revoked = true;
     let e = s.get("/api/v1/repos/r/issues").await.expect(502);
     let m = e["error"]["message"].as_str().unwrap();
     assert!(m.contains("401") && m.contains("token"), "{e}");

@@ -17,7 +17,7 @@ use crate::support::{Backend, TestServer, git, wait};
 /// Works, opens its pull request, ends its turn; told of another round, it
 /// records the whole prompt, (maybe) fixes, commits and ends its turn; the
 /// same again for a third round.
-fn rounds(fix: bool) -> String {
+pub(crate) fn rounds(fix: bool) -> String {
     let fix = if fix {
         "touch FIXED && git add FIXED"
     } else {
@@ -40,7 +40,12 @@ fn rounds(fix: bool) -> String {
 
 /// A forge repo whose clone URL is a bare repository (the forge's git
 /// side), with the AFK label's issue ready; returns the bare repo.
-async fn setup(s: &TestServer, f: &FakeForge, flavor: Flavor, script: &str) -> (PathBuf, i64) {
+pub(crate) async fn setup(
+    s: &TestServer,
+    f: &FakeForge,
+    flavor: Flavor,
+    script: &str,
+) -> (PathBuf, i64) {
     let upstream = git::init_repo(&s.tmp(), "upstream");
     let bare = s.tmp().join("upstream.git");
     let st = std::process::Command::new("git")
@@ -63,12 +68,12 @@ async fn setup(s: &TestServer, f: &FakeForge, flavor: Flavor, script: &str) -> (
     (bare, n)
 }
 
-fn record(s: &TestServer, name: &str) -> String {
+pub(crate) fn record(s: &TestServer, name: &str) -> String {
     std::fs::read_to_string(s.tmp().join("records").join(name)).unwrap_or_default()
 }
 
 /// The requests lab made to follow pull request 500.
-fn follow_calls(f: &FakeForge) -> (usize, usize) {
+pub(crate) fn follow_calls(f: &FakeForge) -> (usize, usize) {
     let log = f.log();
     let polls = log
         .iter()
@@ -119,11 +124,12 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
     let branch = runs[0]["branch"].as_str().unwrap();
     let files = git::git(&bare, &["ls-tree", "--name-only", branch]);
     assert!(files.contains("FIXED"), "{files}");
-    // Each read of the pull request is 5 requests on GitHub (the pull
-    // request, check runs, combined status, reviews, review comments), 4 on
-    // Gitea (no check runs; the conversation's comments).
+    // Each read of the pull request is 6 requests on GitHub (the pull
+    // request, check runs, combined status, reviews, review comments, the
+    // conversation), 4 on Gitea (no check runs; each review's line comments
+    // only when it has some).
     let (polls, all) = follow_calls(&f);
-    let per = if flavor == Flavor::Github { 5 } else { 4 };
+    let per = if flavor == Flavor::Github { 6 } else { 4 };
     assert!(polls >= 2, "{:#?}", f.log());
     assert_eq!(all, polls * per, "{:#?}", f.log());
     // The pull request's page links the forge and says its checks now.
@@ -159,7 +165,7 @@ async fn github_red_check_fixed(b: Backend) {
 }
 
 /// Waits for lab's pull request on the fake forge.
-async fn pull_opened(f: &FakeForge) -> Value {
+pub(crate) async fn pull_opened(f: &FakeForge) -> Value {
     wait::until(
         "the pull request",
         wait::secs(30).every_ms(100),

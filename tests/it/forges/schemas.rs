@@ -223,7 +223,7 @@ async fn fakes_answer_as_described(flavor: Flavor) {
     };
     let c = Client {
         http: lab::issues::forge_http_client(),
-        base: f.url.clone(),
+        base: f.origin(),
         auth,
     };
     let repo = repo_path(flavor);

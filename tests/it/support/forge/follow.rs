@@ -53,18 +53,108 @@ fn not_found() -> Response {
 }
 
 pub(super) async fn get_pull(State(f): State<Fake>, Path(n): Path<i64>) -> Response {
-    let mut s = f.state.lock().unwrap();
+    let mut guard = f.state.lock().unwrap();
+    let s = &mut *guard;
     let dir = s.ci.git_dir.clone();
     let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == n) else {
         return not_found();
     };
-    // The head is what was pushed last, as on a real forge.
+    // The head is what was pushed last, as on a real forge, a few reads
+    // late when the fake is told to be (`head_lag`).
     if let (Some(dir), Some(branch)) = (dir, p["head"]["ref"].as_str().map(str::to_owned))
         && let Some(sha) = git(&dir, &["rev-parse", &format!("refs/heads/{branch}")])
     {
-        p["head"]["sha"] = json!(sha);
+        let shown = s.shown_head.entry(n).or_insert((sha.clone(), 0));
+        if shown.0 != sha {
+            if shown.1 < s.head_lag {
+                shown.1 += 1;
+            } else {
+                *shown = (sha.clone(), 0);
+            }
+        }
+        p["head"]["sha"] = json!(shown.0.clone());
+    }
+    let (m, state) = s.mergeable.clone().unwrap_or((json!(true), "clean"));
+    p["mergeable"] = m;
+    if f.flavor == Flavor::Github {
+        p["mergeable_state"] = json!(state);
     }
     Json(p.clone()).into_response()
+}
+
+/// The repository: lab's one call to check an address and a token.
+pub(super) async fn get_repo(State(f): State<Fake>) -> Response {
+    let perms = json!({"admin": false, "push": true, "pull": true});
+    let body = match f.flavor {
+        Flavor::Github => {
+            json!({"id": 1, "node_id": "R_1", "name": "repo", "full_name": "owner/repo",
+            "private": true, "owner": user("owner", 1), "html_url": format!("{}/owner/repo", f.base),
+            "default_branch": "main", "permissions": perms})
+        }
+        Flavor::Gitea => {
+            json!({"id": 1, "name": "repo", "full_name": "owner/repo", "private": true,
+            "owner": user("owner", 1), "html_url": format!("{}/owner/repo", f.base),
+            "default_branch": "main", "permissions": perms})
+        }
+    };
+    Json(body).into_response()
+}
+
+/// The account the token acts as.
+pub(super) async fn get_user(State(f): State<Fake>) -> Response {
+    let s = f.state.lock().unwrap();
+    let mut u = user(&s.login, 8);
+    u["type"] = json!(s.login_type);
+    Json(u).into_response()
+}
+
+/// GitHub Actions' runs of a head: the CI as a workflow run.
+pub(super) async fn workflow_runs(State(f): State<Fake>, Query(q): Query<HeadQ>) -> Response {
+    let state = ci_state(&f.state.lock().unwrap().ci, &q.head_sha.unwrap_or_default());
+    let runs: Vec<Value> = state
+        .into_iter()
+        .map(|st| {
+            let (status, conclusion) = match st.as_str() {
+                "pending" => ("in_progress", Value::Null),
+                "action_required" => ("action_required", json!("action_required")),
+                other => ("completed", json!(other)),
+            };
+            json!({"id": 3, "name": "ci", "node_id": "WFR_3", "head_branch": "x", "head_sha": "abc",
+                "path": ".github/workflows/ci.yml", "run_number": 1, "event": "pull_request",
+                "status": status, "conclusion": conclusion, "workflow_id": 1,
+                "url": format!("{}/actions/runs/3", f.base), "html_url": format!("{}/actions/runs/3", f.base),
+                "created_at": stamp(), "updated_at": stamp()})
+        })
+        .collect();
+    Json(json!({"total_count": runs.len(), "workflow_runs": runs})).into_response()
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct HeadQ {
+    head_sha: Option<String>,
+}
+
+/// Gitea: the line comments of one review.
+pub(super) async fn review_line_comments(
+    State(f): State<Fake>,
+    Path((n, id)): Path<(i64, i64)>,
+) -> Response {
+    let s = f.state.lock().unwrap();
+    let c: Vec<Value> = s
+        .review_line_comments
+        .iter()
+        .enumerate()
+        .filter(|(_, (r, _, _, _))| *r == id)
+        .map(|(i, (r, a, b, path))| {
+            json!({"id": 7000 + i as i64, "body": b, "user": user(a, 12), "resolver": null,
+                "pull_request_review_id": r, "created_at": stamp(), "updated_at": stamp(),
+                "path": path, "commit_id": "abc", "original_commit_id": "abc", "diff_hunk": "@@ -1 +1 @@",
+                "position": 3, "original_position": 3,
+                "html_url": format!("{}/owner/repo/pulls/{n}/files#issuecomment-{}", f.base, 7000 + i),
+                "pull_request_url": format!("{}/owner/repo/pulls/{n}", f.base)})
+        })
+        .collect();
+    Json(Value::Array(c)).into_response()
 }
 
 fn stamp() -> &'static str {
@@ -72,6 +162,15 @@ fn stamp() -> &'static str {
 }
 
 pub(super) async fn check_runs(State(f): State<Fake>, Path(sha): Path<String>) -> Response {
+    if f.state.lock().unwrap().check_runs_denied {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": "Resource not accessible by personal access token",
+                "documentation_url": "https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference",
+                "status": "403"})),
+        )
+            .into_response();
+    }
     let state = ci_state(&f.state.lock().unwrap().ci, &sha);
     let runs: Vec<Value> = state
         .into_iter()
@@ -185,6 +284,41 @@ impl super::FakeForge {
             }
         };
         s.reviews.push((n, r));
+        id
+    }
+
+    /// A review of pull request `n` a maintainer dismissed.
+    pub fn dismiss_review(&self, id: i64) {
+        let mut s = self.fake.state.lock().unwrap();
+        let flavor = self.fake.flavor;
+        for (_, r) in s.reviews.iter_mut().filter(|(_, r)| r["id"] == id) {
+            match flavor {
+                Flavor::Github => r["state"] = json!("DISMISSED"),
+                Flavor::Gitea => r["dismissed"] = json!(true),
+            }
+        }
+    }
+
+    /// A person's comment in pull request `n`'s conversation (both forges:
+    /// `GET /issues/{n}/comments`).
+    pub fn add_conversation_comment(&self, n: i64, author: &str, body: &str) {
+        self.fake.state.lock().unwrap().people_comments.push((
+            n,
+            author.to_owned(),
+            body.to_owned(),
+        ));
+    }
+
+    /// Gitea: a review of pull request `n` by `author` with one comment on
+    /// a line of `path`; returns the review's id.
+    pub fn add_line_review(&self, n: i64, author: &str, body: &str, path: &str) -> i64 {
+        let id = self.add_review(n, author, "COMMENT", "");
+        let mut s = self.fake.state.lock().unwrap();
+        for (_, r) in s.reviews.iter_mut().filter(|(_, r)| r["id"] == id) {
+            r["comments_count"] = json!(1);
+        }
+        s.review_line_comments
+            .push((id, author.to_owned(), body.to_owned(), path.to_owned()));
         id
     }
 

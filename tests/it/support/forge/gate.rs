@@ -85,7 +85,8 @@ pub(super) async fn gate(
             return limit_response(l);
         }
     }
-    if !authorized(&f, &given) {
+    let revoked = f.state.lock().unwrap().revoked;
+    if revoked || !authorized(&f, &given) {
         let msg = match f.flavor {
             Flavor::Gitea => {
                 json!({"message": "user does not exist [uid: 0, name: ]", "url": format!("{}/api/swagger", f.base)})

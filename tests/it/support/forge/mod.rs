@@ -75,8 +75,30 @@ pub struct State_ {
     pub reviews: Vec<(i64, Value)>,
     /// GitHub's review comments, by pull request number.
     pub pr_comments: Vec<(i64, Value)>,
-    /// Gitea's conversation comments by people: number, author, body.
+    /// Conversation comments by people: number, author, body.
     pub people_comments: Vec<(i64, String, String)>,
+    /// Gitea's review comments (on a line): review id, author, body, path.
+    pub review_line_comments: Vec<(i64, String, String, String)>,
+    /// The token was revoked on the forge: every request gets 401.
+    pub revoked: bool,
+    /// The account lab's token acts as (`GET /user`), and its type.
+    pub login: String,
+    pub login_type: String,
+    /// Answer check runs with 403, as GitHub does to a fine-grained token
+    /// without the Checks permission.
+    pub check_runs_denied: bool,
+    /// Answer the organisation's labels with 403 (a Gitea token without
+    /// `read:organization`).
+    pub org_labels_denied: bool,
+    /// The pull request's `mergeable` (and GitHub's `mergeable_state`), in
+    /// place of `true`: `false` with `dirty`, or `null` while it computes.
+    pub mergeable: Option<(Value, &'static str)>,
+    /// After a push, this many reads of the pull request still show the
+    /// head before it (GitHub updates a pull request a little after).
+    pub head_lag: usize,
+    /// The head each pull request showed last, and the reads it still
+    /// shows it for.
+    pub shown_head: std::collections::HashMap<i64, (String, usize)>,
 }
 
 #[derive(Clone)]
@@ -92,11 +114,20 @@ pub struct FakeForge {
     pub fake: Fake,
 }
 
-/// The repo's API path on each forge.
+/// The repo's API path on each forge (GitHub's as on an Enterprise
+/// Server, under `/api/v3`: lab refuses a GitHub address that names no API).
 pub fn repo_path(flavor: Flavor) -> &'static str {
     match flavor {
         Flavor::Gitea => "/api/v1/repos/owner/repo",
-        Flavor::Github => "/repos/owner/repo",
+        Flavor::Github => "/api/v3/repos/owner/repo",
+    }
+}
+
+/// The forge's API root.
+pub fn api_root(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::Gitea => "/api/v1",
+        Flavor::Github => "/api/v3",
     }
 }
 
@@ -107,9 +138,14 @@ impl FakeForge {
         let fake = Fake {
             flavor,
             token: "secret-forge-token-1234".into(),
-            state: Arc::new(Mutex::new(State_::default())),
+            state: Arc::new(Mutex::new(State_ {
+                login: "lab-bot".into(),
+                login_type: "User".into(),
+                ..State_::default()
+            })),
             base: url.clone(),
         };
+        let root = api_root(flavor);
         let repo = repo_path(flavor);
         let app = Router::new()
             .route(
@@ -137,6 +173,13 @@ impl FakeForge {
                 get(list_labels).post(create_label),
             )
             .route("/api/v1/orgs/{org}/labels", get(list_org_labels))
+            .route(repo, get(follow::get_repo))
+            .route(&format!("{root}/user"), get(follow::get_user))
+            .route(&format!("{repo}/actions/runs"), get(follow::workflow_runs))
+            .route(
+                &format!("{repo}/pulls/{{n}}/reviews/{{id}}/comments"),
+                get(follow::review_line_comments),
+            )
             .route(&format!("{repo}/pulls"), get(list_pulls).post(create_pull))
             .route(&format!("{repo}/pulls/{{n}}"), get(follow::get_pull))
             .route(&format!("{repo}/pulls/{{n}}/reviews"), get(follow::reviews))
@@ -155,7 +198,18 @@ impl FakeForge {
             .layer(axum::middleware::from_fn_with_state(fake.clone(), gate))
             .with_state(fake.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let url = match flavor {
+            Flavor::Github => format!("{url}{root}"),
+            Flavor::Gitea => url,
+        };
         FakeForge { url, fake }
+    }
+
+    /// The server's origin (GitHub's API is under `/api/v3` there).
+    pub fn origin(&self) -> String {
+        self.url
+            .trim_end_matches(api_root(self.fake.flavor))
+            .to_owned()
     }
 
     /// Adds an issue (or, on GitHub, a pull request listed among issues).

@@ -171,6 +171,13 @@ pub(super) async fn list_comments(
             .chain(people)
             .collect()
     };
+    if f.flavor == Flavor::Gitea {
+        // Gitea's issue comments take no page or limit: every comment at
+        // once, and their count (`ListIssueComments`).
+        let mut h = axum::http::HeaderMap::new();
+        h.insert("x-total-count", c.len().to_string().parse().unwrap());
+        return (h, Json(Value::Array(c))).into_response();
+    }
     paged(&f, &uri, &q, c, true)
 }
 
@@ -287,6 +294,13 @@ pub(super) async fn list_org_labels(
 ) -> Response {
     if org != "owner" || f.flavor != Flavor::Gitea {
         return not_found();
+    }
+    if f.state.lock().unwrap().org_labels_denied {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": "token does not have at least one of required scope(s): [read:organization]", "url": format!("{}/api/swagger", f.base)})),
+        )
+            .into_response();
     }
     let all: Vec<Value> = {
         let s = f.state.lock().unwrap();
