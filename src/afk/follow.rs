@@ -437,10 +437,16 @@ fn over_time_or_budget(run: &Run, b: &Budget) -> Verdict {
     if let (Some(max), Some(cost)) = (b.max_cost_nano_usd, u.cost_nano_usd)
         && cost > max
     {
+        // The cost of what lab can price; tokens of unpriced models are
+        // under the token budget alone, never guessed at.
+        let unpriced = match u.unpriced_tokens {
+            0 => String::new(),
+            n => format!(" (and {n} tokens of models lab has no price for)"),
+        };
         return Some((
             StopCause::Budget,
             format!(
-                "over budget: it cost ${:.2}, more than its budget of ${:.2}",
+                "over budget: it cost ${:.2}{unpriced}, more than its budget of ${:.2}",
                 crate::domain::nano_to_usd(cost),
                 crate::domain::nano_to_usd(max)
             ),

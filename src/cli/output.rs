@@ -472,6 +472,15 @@ pub fn run_detail(r: &Value, as_json: bool) {
                 },
             ),
         ]);
+        if u["unpriced_tokens"].as_i64().unwrap_or(0) > 0 {
+            rows.push((
+                "unpriced",
+                format!(
+                    "{} tokens of models lab has no price for (not in the cost)",
+                    s(&u["unpriced_tokens"])
+                ),
+            ));
+        }
     }
     for (k, v) in rows {
         println!("{k:<14} {v}");

@@ -104,10 +104,12 @@ mod tests {
                 (Outcome::Failed, "failed"),
                 (Outcome::TimedOut, "timed-out"),
                 (Outcome::OverBudget, "over-budget"),
+                (Outcome::PrMerged, "pr-merged"),
+                (Outcome::PrClosed, "pr-closed"),
             ],
             "timed_out",
-            "unknown outcome 'timed_out'; allowed: pr-green, pr-opened, needs-human, failed, timed-out, over-budget",
-            "must be pr-green, pr-opened, needs-human, failed, timed-out or over-budget",
+            "unknown outcome 'timed_out'; allowed: pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed",
+            "must be pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged or pr-closed",
         );
         spelled_as(
             &[(IssueState::Open, "open"), (IssueState::Closed, "closed")],

@@ -14,9 +14,11 @@ pub struct Usage {
     pub cache_creation_tokens: i64,
     /// Prompts a person or lab gave the agent.
     pub turns: i64,
-    /// The cost in billionths of a dollar; `None` when some tokens were used
-    /// by a model lab has no price for.
+    /// The cost of the priced tokens, in billionths of a dollar; `None` only
+    /// for a run read before lab counted unpriced tokens apart.
     pub cost_nano_usd: Option<i64>,
+    /// Tokens of models lab has no price for, which the cost leaves out.
+    pub unpriced_tokens: i64,
 }
 
 impl Usage {
@@ -74,6 +76,7 @@ mod tests {
             cache_creation_tokens: 4,
             turns: 1,
             cost_nano_usd: Some(1_500_000_000),
+            unpriced_tokens: 0,
         };
         assert_eq!(u.tokens(), 10);
         assert_eq!(u.cost_usd(), Some(1.5));

@@ -110,13 +110,17 @@ pub struct UsageBody {
     pub output_tokens: i64,
     /// Input tokens read from the provider's prompt cache.
     pub cache_read_tokens: i64,
-    /// Input tokens written to the prompt cache (0 for Codex).
+    /// Input tokens written to the prompt cache.
     pub cache_creation_tokens: i64,
     /// Prompts the agent was given.
     pub turns: i64,
-    /// US dollars at lab's dated price table; `null` when a model the run
-    /// used has no price there.
+    /// US dollars at lab's dated price table, for the tokens of models it
+    /// has a price for (`unpriced_tokens` are left out); `null` only for a
+    /// run read before lab counted those apart.
     pub cost_usd: Option<f64>,
+    /// Tokens of models lab has no price for (counted in the token totals,
+    /// not in the cost).
+    pub unpriced_tokens: i64,
 }
 
 impl From<&Usage> for UsageBody {
@@ -128,6 +132,7 @@ impl From<&Usage> for UsageBody {
             cache_creation_tokens: u.cache_creation_tokens,
             turns: u.turns,
             cost_usd: u.cost_usd(),
+            unpriced_tokens: u.unpriced_tokens,
         }
     }
 }

@@ -6,7 +6,12 @@
 //!   `session_id`, `transcript_path`, `cwd` and `hook_event_name`;
 //!   `UserPromptSubmit` adds `prompt`, `SessionStart` `source`,
 //!   `Notification` `message`, `title` and `notification_type`,
-//!   `StopFailure` `error`. (The binary's own hook-input builders, and
+//!   `StopFailure` `error`, `Stop` `background_tasks` (a list of
+//!   `{id, type, status, description, …}`: shells, sub-agents, monitors,
+//!   workflows still running or pending; empty when nothing is in flight),
+//!   `PermissionRequest` `tool_name` and `tool_input` (sent as the question
+//!   shows, where the permission `Notification` comes about 6 s later).
+//!   (The binary's own hook-input builders, and
 //!   <https://code.claude.com/docs/en/hooks>.)
 //! - Codex 0.171.0: the `notify` program gets one JSON argument,
 //!   `{"type": "agent-turn-complete", "thread-id", "turn-id", "cwd",
@@ -35,6 +40,7 @@ pub const CLAUDE_EVENTS: &[&str] = &[
     "UserPromptSubmit",
     "PostToolUse",
     "Notification",
+    "PermissionRequest",
     "Stop",
     "StopFailure",
 ];
@@ -64,7 +70,19 @@ pub fn claude(payload: &Value) -> Option<Signal> {
     match text(payload, "hook_event_name") {
         "SessionStart" => Some(Signal::Started),
         "UserPromptSubmit" | "PostToolUse" => Some(Signal::Working),
+        // A turn that ends while background shells or sub-agents still
+        // work is not the agent's end: it goes on when they report.
+        "Stop" if in_flight(payload) > 0 => Some(Signal::Working),
         "Stop" => Some(Signal::Idle(None)),
+        "PermissionRequest" => {
+            let tool = match text(payload, "tool_name") {
+                "" => "a tool",
+                t => t,
+            };
+            Some(Signal::Waiting(format!(
+                "Claude needs your permission to use {tool}"
+            )))
+        }
         "StopFailure" => Some(Signal::Idle(Some(format!(
             "the turn ended on an error: {}",
             match text(payload, "error") {
@@ -94,6 +112,24 @@ pub fn claude(payload: &Value) -> Option<Signal> {
         }
         _ => None,
     }
+}
+
+/// How many background tasks a `Stop` says are still running or pending.
+fn in_flight(payload: &Value) -> usize {
+    payload
+        .get("background_tasks")
+        .and_then(Value::as_array)
+        .map_or(0, |tasks| {
+            tasks
+                .iter()
+                .filter(|t| {
+                    matches!(
+                        t.get("status").and_then(Value::as_str),
+                        Some("running" | "pending") | None
+                    )
+                })
+                .count()
+        })
 }
 
 /// A Codex `notify` payload's signal.
@@ -189,6 +225,36 @@ mod tests {
                     json!({"stop_hook_active": false, "last_assistant_message": "done"}),
                 ),
                 Some(Signal::Idle(None)),
+            ),
+            (
+                with(
+                    "Stop",
+                    json!({"stop_hook_active": false, "background_tasks": []}),
+                ),
+                Some(Signal::Idle(None)),
+            ),
+            (
+                // 2.1.332's shape: a shell and a sub-agent still at work.
+                with(
+                    "Stop",
+                    json!({"stop_hook_active": false, "background_tasks": [
+                        {"id": "b1", "type": "shell", "status": "running",
+                         "description": "cargo test", "command": "cargo test"},
+                        {"id": "a2", "type": "subagent", "status": "pending",
+                         "description": "review", "agent_type": "general-purpose"}
+                    ]}),
+                ),
+                Some(Signal::Working),
+            ),
+            (
+                with(
+                    "PermissionRequest",
+                    json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf x"},
+                           "permission_suggestions": []}),
+                ),
+                Some(Signal::Waiting(
+                    "Claude needs your permission to use Bash".into(),
+                )),
             ),
             (
                 with("StopFailure", json!({"error": "rate_limit"})),

@@ -3,11 +3,16 @@
 //!
 //! The messages, as the pinned CLIs build them (`strings` on the binaries):
 //! - Claude Code 2.1.332: `You've hit your ${limit}${resets}` (the limit is
-//!   "session limit", "weekly limit", …; `resets` is ` · resets 3pm
-//!   (Europe/Berlin)`, ` · resets at 3:45pm` or ` · resets in …`), and
-//!   `Usage limit reached · …`.
-//! - Codex 0.171.0: `You've hit your usage limit. … or try again at
-//!   {time}.` and `Usage limit reached. You've reached your usage limit.`
+//!   "5-hour limit", "weekly limit", "Opus limit", "usage credit limit", …;
+//!   `resets` is ` · resets 3pm (Europe/Berlin)` within a day, else with a
+//!   date: ` · resets Oct 7, 3pm (Europe/Berlin)`, and the year when it is
+//!   another: `Jan 6, 2028, 2pm`), `You're out of usage credits…`, `Credit
+//!   balance is too low`, and `Usage limit reached · …`.
+//! - Codex 0.171.0: `You’ve hit your usage limit. … Try again at {time}.`
+//!   (a curly apostrophe; `{time}` is `3:00 PM` today, else
+//!   `Oct 7th, 2026 3:00 PM`), `Your workspace is out of credits…`,
+//!   `You're out of credits.` and `Usage limit reached. You've reached your
+//!   usage limit.`
 
 /// When a usage limit resets, as its message says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +21,15 @@ pub enum Reset {
     In(i64),
     /// At this local time of day (the next one to come).
     At { hour: u32, minute: u32 },
+    /// At this local date and time (its year when the message says it,
+    /// else the next such date).
+    On {
+        year: Option<i64>,
+        month: u32,
+        day: u32,
+        hour: u32,
+        minute: u32,
+    },
     /// The message does not say.
     Unknown,
 }
@@ -27,10 +41,15 @@ pub const UNKNOWN_RESET_SECS: i64 = 15 * 60;
 /// The line of `screen` that reports a usage limit, and its reset.
 pub fn usage_limit(screen: &str) -> Option<(String, Reset)> {
     let line = screen.lines().map(str::trim).find(|l| {
-        let l = l.to_lowercase();
+        let l = l.to_lowercase().replace('\u{2019}', "'");
         l.contains("usage limit")
             || l.contains("limit reached")
             || (l.contains("you've hit your") && l.contains("limit"))
+            || l.contains("out of usage credits")
+            || l.contains("out of credits")
+            || l.contains("credit balance is too low")
+            || l.contains("credit balance too low")
+            || l.contains("spend cap")
     })?;
     Some((line.to_owned(), reset(line)))
 }
@@ -46,13 +65,52 @@ pub fn reset(line: &str) -> Reset {
         }
     }
     for lead in ["resets at ", "try again at ", "resets "] {
-        if let Some(at) = l.find(lead)
-            && let Some((hour, minute)) = clock(&l[at + lead.len()..])
-        {
-            return Reset::At { hour, minute };
+        if let Some(at) = l.find(lead) {
+            let rest = &l[at + lead.len()..];
+            if let Some(r) = dated(rest) {
+                return r;
+            }
+            if let Some((hour, minute)) = clock(rest) {
+                return Reset::At { hour, minute };
+            }
         }
     }
     Reset::Unknown
+}
+
+/// `oct 7, 3pm`, `jan 6, 2028, 2pm`, `oct 7th, 2026 3:00 pm`: a date with
+/// its time (lower case).
+fn dated(s: &str) -> Option<Reset> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let s = s.trim_start();
+    let month = MONTHS.iter().position(|m| s.starts_with(m))? as u32 + 1;
+    let rest = s
+        .get(3..)?
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic() || c == '.');
+    let rest = rest.trim_start();
+    let day_digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let day: u32 = day_digits.parse().ok().filter(|d| (1..=31).contains(d))?;
+    let mut rest = rest[day_digits.len()..]
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_start_matches(',')
+        .trim_start();
+    let mut year = None;
+    let year_digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    if year_digits.len() == 4 && !rest[4..].starts_with(':') {
+        year = year_digits.parse().ok();
+        rest = rest[4..].trim_start_matches(',').trim_start();
+    }
+    let rest = rest.strip_prefix("at ").unwrap_or(rest);
+    let (hour, minute) = clock(rest)?;
+    Some(Reset::On {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+    })
 }
 
 /// `2 hours 3 minutes`, `2h 30m`, `45 seconds`: seconds.
@@ -123,12 +181,11 @@ fn clock(s: &str) -> Option<(u32, u32)> {
     (hour < 24 && minute < 60).then_some((hour, minute))
 }
 
-/// The longest lab holds a provider back on one message. The message is
-/// screen text, which an agent (running text anyone can write into an
-/// issue) can print too: a forged "resets in 30 days" must not stop a
-/// provider's AFK runs for a month. A real limit that lasts longer shows
-/// again at the next run, and holds the provider again.
-pub const MAX_HOLD_SECS: i64 = 6 * 3600;
+/// The longest lab waits on one message: a weekly limit's reset is at
+/// most a week away. A provider is held back only on two runs' word (a
+/// single run's screen is its agent's to forge, `afk/limits.rs`), and a
+/// waiting run's own time limit keeps counting.
+pub const MAX_HOLD_SECS: i64 = 8 * 86_400;
 
 /// When the limit lifts, in ms since the epoch: `now_ms` is the time,
 /// `utc_offset_secs` the machine's local offset (a time of day in a
@@ -150,6 +207,28 @@ fn reset_at(reset: Reset, now_ms: i64, utc_offset_secs: i64) -> i64 {
                 at += day;
             }
             at - utc_offset_secs * 1000
+        }
+        Reset::On {
+            year,
+            month,
+            day,
+            hour,
+            minute,
+        } => {
+            let local_now = now_ms + utc_offset_secs * 1000;
+            let (this_year, _, _) = crate::domain::civil_date(local_now);
+            let at = |y: i64| crate::domain::civil_ms(y, month, day, hour, minute);
+            let local = match year {
+                Some(y) => at(y),
+                None => at(this_year)
+                    .filter(|t| *t > local_now)
+                    .or_else(|| at(this_year + 1)),
+            };
+            // A date already past (or none such) says no more than "unknown".
+            match local {
+                Some(local) if local > local_now => local - utc_offset_secs * 1000,
+                _ => now_ms + UNKNOWN_RESET_SECS * 1000,
+            }
         }
     }
 }
@@ -188,6 +267,54 @@ mod tests {
             ),
             ("Usage limit reached · try again in 3 seconds", Reset::In(3)),
             (
+                "You've hit your weekly limit · resets Oct 7, 3pm (Europe/Paris)",
+                Reset::On {
+                    year: None,
+                    month: 10,
+                    day: 7,
+                    hour: 15,
+                    minute: 0,
+                },
+            ),
+            (
+                "You've hit your weekly limit · progress saved · resets Jan 6, 2028, 2:30pm (Europe/Paris)",
+                Reset::On {
+                    year: Some(2028),
+                    month: 1,
+                    day: 6,
+                    hour: 14,
+                    minute: 30,
+                },
+            ),
+            (
+                "■ You\u{2019}ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at Oct 7th, 2026 3:00 PM.",
+                Reset::On {
+                    year: Some(2026),
+                    month: 10,
+                    day: 7,
+                    hour: 15,
+                    minute: 0,
+                },
+            ),
+            (
+                "You're out of usage credits · resets Dec 5, 2pm (Europe/Paris)",
+                Reset::On {
+                    year: None,
+                    month: 12,
+                    day: 5,
+                    hour: 14,
+                    minute: 0,
+                },
+            ),
+            (
+                "Your workspace is out of credits. Add credits to continue.",
+                Reset::Unknown,
+            ),
+            (
+                "Credit balance too low · Add funds: https://platform.claude.com/settings/billing",
+                Reset::Unknown,
+            ),
+            (
                 "Usage limit reached. You've reached your usage limit.",
                 Reset::Unknown,
             ),
@@ -219,17 +346,39 @@ mod tests {
             ),
             now + 3 * h
         );
-        // 09:00 local has passed: tomorrow, held at most six hours.
-        assert_eq!(
-            reset_at(Reset::At { hour: 9, minute: 0 }, now, 0),
-            now + 23 * h
-        );
+        // 09:00 local has passed: tomorrow's.
         assert_eq!(
             until_ms(Reset::At { hour: 9, minute: 0 }, now, 0),
-            now + 6 * h
+            now + 23 * h
         );
         assert_eq!(until_ms(Reset::In(5), now, 0), now + 5000);
-        // A forged "resets in 30 days" holds a provider back six hours.
+        // A date: that day and time, local.
+        let on = |year, month, day, hour| Reset::On {
+            year,
+            month,
+            day,
+            hour,
+            minute: 0,
+        };
+        // 20_000 days after the epoch is 2024-10-04; 10:00 UTC.
+        assert_eq!(
+            reset_at(on(Some(2024), 10, 7, 15), now, 0),
+            now + (3 * 24 + 5) * h
+        );
+        assert_eq!(
+            reset_at(on(None, 10, 7, 15), now, 7200),
+            now + (3 * 24 + 3) * h
+        );
+        // Without a year, a date gone by this year is next year's.
+        assert_eq!(
+            reset_at(on(None, 10, 3, 15), now, 0),
+            now + (364 * 24 + 5) * h
+        );
+        assert_eq!(
+            reset_at(on(Some(2020), 1, 1, 0), now, 0),
+            now + UNKNOWN_RESET_SECS * 1000
+        );
+        // A forged "resets in 30 days" holds at most the longest hold.
         assert_eq!(
             until_ms(Reset::In(30 * 86_400), now, 0),
             now + MAX_HOLD_SECS * 1000

@@ -75,7 +75,7 @@ fn find_rollout(home: &Path, cwds: &[PathBuf], created_ms: i64) -> Option<Found>
     let day_ms = 86_400_000;
     let mut best: Option<(String, Found)> = None;
     for offset in [-1, 0, 1] {
-        let (y, m, d) = civil_date(created_ms + offset * day_ms);
+        let (y, m, d) = crate::domain::civil_date(created_ms + offset * day_ms);
         let dir = sessions.join(format!("{y:04}/{m:02}/{d:02}"));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -115,21 +115,6 @@ fn find_rollout(home: &Path, cwds: &[PathBuf], created_ms: i64) -> Option<Found>
         }
     }
     best.map(|(_, f)| f)
-}
-
-/// The year, month and day (UTC) of a time in ms.
-fn civil_date(ms: i64) -> (i64, u32, u32) {
-    // Howard Hinnant's days-to-civil.
-    let z = ms.div_euclid(86_400_000) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 fn is_file(p: &Path) -> bool {
@@ -177,6 +162,12 @@ fn open_regular(path: &Path) -> Option<std::fs::File> {
     f.metadata().ok()?.file_type().is_file().then_some(f)
 }
 
+/// A rollout's `session_meta` (its first line), read as any transcript:
+/// a regular file, no link at its end.
+pub(super) fn first_meta(path: &Path) -> Option<codex::SessionMeta> {
+    first_line(path).and_then(|l| codex::session_meta(&l))
+}
+
 fn first_line(path: &Path) -> Option<Vec<u8>> {
     let f = open_regular(path)?;
     let mut buf = Vec::new();
@@ -189,14 +180,6 @@ fn first_line(path: &Path) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_utc_days() {
-        assert_eq!(civil_date(0), (1970, 1, 1));
-        assert_eq!(civil_date(1_764_583_200_000), (2025, 12, 1));
-        assert_eq!(civil_date(951_782_400_000), (2000, 2, 29));
-        assert_eq!(civil_date(-1), (1969, 12, 31));
-    }
 
     #[test]
     fn a_transcript_is_read_only_as_a_regular_file_below_the_folder() {

@@ -279,11 +279,14 @@ fn read_transcript(format: Format, home: &Path, path: &Path, read: &mut UsageRea
         &mut read.tally,
         &mut budget,
     );
-    if format != Format::Claude {
-        return at_end;
-    }
+    let parts = match format {
+        Format::Claude => parts(path),
+        Format::Codex => codex_parts(home, path),
+    };
     let mut budget = READ_BUDGET;
-    for (name, part_path) in parts(path) {
+    // A sub-agent's prompts are no turns of the run.
+    let turns = read.tally.usage.turns;
+    for (name, part_path) in parts {
         let part = read.tally.carry.parts.remove(&name).unwrap_or_default();
         let (mut offset, mut sub) = (
             part.offset,
@@ -295,6 +298,7 @@ fn read_transcript(format: Format, home: &Path, path: &Path, read: &mut UsageRea
         );
         at_end &= read_on(format, home, &part_path, &mut offset, &mut sub, &mut budget);
         read.tally.usage = sub.usage;
+        read.tally.usage.turns = turns;
         read.tally.carry.parts.insert(
             name,
             Part {
@@ -306,20 +310,69 @@ fn read_transcript(format: Format, home: &Path, path: &Path, read: &mut UsageRea
     at_end
 }
 
+/// The rollouts of the sub-agents a Codex session spawned (their
+/// `session_meta` names it as `parent_thread_id`), in the run's own
+/// `CODEX_HOME`: each rollout's totals are its own thread's, counted apart.
+fn codex_parts(home: &Path, main: &Path) -> Vec<(String, PathBuf)> {
+    let Some(session) = super::transcript::first_meta(main) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    let mut stack = vec![(home.join("sessions"), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            let name = e.file_name().to_string_lossy().into_owned();
+            if kind.is_dir() && depth < 3 {
+                stack.push((e.path(), depth + 1));
+            } else if kind.is_file()
+                && name.starts_with("rollout-")
+                && name.ends_with(".jsonl")
+                && e.path() != main
+                && super::transcript::first_meta(&e.path())
+                    .is_some_and(|m| m.parent() == Some(session.id.as_str()))
+            {
+                out.push((name, e.path()));
+            }
+        }
+    }
+    out.sort();
+    out.truncate(MAX_PARTS);
+    out
+}
+
 /// The sub-agents' transcripts of a Claude Code session, by name, at most
 /// [`MAX_PARTS`] (in name order).
 fn parts(session: &Path) -> Vec<(String, PathBuf)> {
-    let dir = session.with_extension("").join("subagents");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<(String, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            (name.starts_with("agent-") && name.ends_with(".jsonl")).then(|| (name, e.path()))
-        })
-        .collect();
+    // `<session>/subagents/agent-*.jsonl`, and nested ones (a workflow's
+    // `subagents/workflows/<run>/agent-*.jsonl`, Claude Code 2.1.332 reads
+    // them down to 6 levels), keyed by their path below `subagents`. Links
+    // are not followed (`open` refuses them too).
+    let root = session.with_extension("").join("subagents");
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    let mut stack = vec![(root.clone(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            let name = e.file_name().to_string_lossy().into_owned();
+            if kind.is_dir() && depth < 6 {
+                stack.push((e.path(), depth + 1));
+            } else if kind.is_file() && name.starts_with("agent-") && name.ends_with(".jsonl") {
+                let key = e
+                    .path()
+                    .strip_prefix(&root)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or(name);
+                out.push((key, e.path()));
+            }
+        }
+    }
     out.sort();
     out.truncate(MAX_PARTS);
     out
@@ -490,5 +543,64 @@ mod tests {
         assert_eq!(read.tally.carry.parts.len(), 2);
         // Sub-agents' prompts are no turns of the run.
         assert_eq!(read.tally.usage.turns, 0);
+        // A workflow's sub-agent, nested below: counted too.
+        let nested = subs.join("workflows/w1");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(
+            nested.join("agent-c.jsonl"),
+            format!("{}\n", msg("c1", 1000)),
+        )
+        .unwrap();
+        read_transcript(Format::Claude, home, &main, &mut read);
+        assert_eq!(read.tally.usage.output_tokens, 1118);
+        assert!(
+            read.tally
+                .carry
+                .parts
+                .contains_key("workflows/w1/agent-c.jsonl")
+        );
+    }
+
+    #[test]
+    fn a_codex_session_s_sub_agents_count_for_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("codex");
+        let day = home.join("sessions/2026/12/02");
+        std::fs::create_dir_all(&day).unwrap();
+        let meta = |id: &str, parent: Option<&str>| {
+            let source = match parent {
+                Some(p) => format!(
+                    r#"{{"subagent":{{"thread_spawn":{{"parent_thread_id":"{p}","depth":1}}}}}}"#
+                ),
+                None => r#""cli""#.to_owned(),
+            };
+            format!(
+                r#"{{"timestamp":"t","type":"session_meta","payload":{{"id":"{id}","cwd":"/w","timestamp":"t","source":{source}}}}}"#
+            )
+        };
+        let tokens = |n: u64| {
+            format!(
+                r#"{{"timestamp":"t","type":"turn_context","payload":{{"cwd":"/w","model":"gpt-5.5"}}}}
+{{"timestamp":"t","type":"event_msg","payload":{{"type":"task_started"}}}}
+{{"timestamp":"t","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{n},"cached_input_tokens":0,"output_tokens":1,"reasoning_output_tokens":0,"total_tokens":{n}}}}}}}}}"#
+            )
+        };
+        let main = day.join("rollout-2026-12-02T10-00-00-main.jsonl");
+        std::fs::write(&main, format!("{}\n{}\n", meta("main", None), tokens(100))).unwrap();
+        std::fs::write(
+            day.join("rollout-2026-12-02T10-01-00-sub.jsonl"),
+            format!("{}\n{}\n", meta("sub", Some("main")), tokens(20)),
+        )
+        .unwrap();
+        std::fs::write(
+            day.join("rollout-2026-12-02T10-02-00-other.jsonl"),
+            format!("{}\n{}\n", meta("other", Some("elsewhere")), tokens(5000)),
+        )
+        .unwrap();
+        let mut read = UsageRead::default();
+        read_transcript(Format::Codex, &home, &main, &mut read);
+        assert_eq!(read.tally.usage.input_tokens, 120);
+        assert_eq!(read.tally.usage.turns, 1);
+        assert_eq!(read.tally.carry.parts.len(), 1);
     }
 }

@@ -19,7 +19,7 @@ pub(super) const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model,
 pub(super) const USAGE_COLUMNS: &str = "u.transcript AS usage_transcript, u.input_tokens AS usage_input, \
      u.output_tokens AS usage_output, u.cache_read_tokens AS usage_cache_read, \
      u.cache_creation_tokens AS usage_cache_creation, u.turns AS usage_turns, \
-     u.cost_nano_usd AS usage_cost, c.claim_attempt, c.claim_rounds, c.claim_outcome";
+     u.cost_nano_usd AS usage_cost, u.unpriced_tokens AS usage_unpriced, c.claim_attempt, c.claim_rounds, c.claim_outcome";
 pub(super) const USAGE_JOIN: &str = "LEFT JOIN run_usage u ON u.run_id = runs.id \
      LEFT JOIN (SELECT run_id AS claim_run, attempt AS claim_attempt, rounds AS claim_rounds, \
      outcome AS claim_outcome FROM afk_claims) c ON c.claim_run = runs.id";
@@ -86,6 +86,8 @@ struct UsageColumns {
     #[sqlx(default)]
     usage_cost: Option<i64>,
     #[sqlx(default)]
+    usage_unpriced: Option<i64>,
+    #[sqlx(default)]
     claim_attempt: Option<i64>,
     #[sqlx(default)]
     claim_rounds: Option<i64>,
@@ -104,6 +106,7 @@ impl UsageColumns {
             cache_creation_tokens: self.usage_cache_creation.unwrap_or(0),
             turns: self.usage_turns.unwrap_or(0),
             cost_nano_usd: self.usage_cost,
+            unpriced_tokens: self.usage_unpriced.unwrap_or(0),
         })
     }
 }

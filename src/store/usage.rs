@@ -31,6 +31,7 @@ struct Row {
     cache_creation_tokens: i64,
     turns: i64,
     cost_nano_usd: Option<i64>,
+    unpriced_tokens: i64,
     done: bool,
 }
 
@@ -40,7 +41,7 @@ impl Store {
         let row: Option<Row> = on_db!(self.db(), pool => {
             sqlx::query_as(
                 "SELECT transcript, read_offset, carry, input_tokens, output_tokens, cache_read_tokens, \
-                 cache_creation_tokens, turns, cost_nano_usd, done FROM run_usage WHERE run_id = $1",
+                 cache_creation_tokens, turns, cost_nano_usd, unpriced_tokens, done FROM run_usage WHERE run_id = $1",
             )
             .bind(run_id)
             .fetch_optional(pool)
@@ -62,6 +63,7 @@ impl Store {
                     cache_creation_tokens: r.cache_creation_tokens,
                     turns: r.turns,
                     cost_nano_usd: r.cost_nano_usd,
+                    unpriced_tokens: r.unpriced_tokens,
                 },
                 carry,
                 agent: None,
@@ -77,11 +79,12 @@ impl Store {
         on_db!(self.db(), pool => {
             sqlx::query(
                 "INSERT INTO run_usage (run_id, transcript, read_offset, carry, input_tokens, output_tokens, \
-                 cache_read_tokens, cache_creation_tokens, turns, cost_nano_usd, done) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                 cache_read_tokens, cache_creation_tokens, turns, cost_nano_usd, done, unpriced_tokens) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
                  ON CONFLICT (run_id) DO UPDATE SET transcript = $2, read_offset = $3, carry = $4, \
                  input_tokens = $5, output_tokens = $6, cache_read_tokens = $7, \
-                 cache_creation_tokens = $8, turns = $9, cost_nano_usd = $10, done = $11",
+                 cache_creation_tokens = $8, turns = $9, cost_nano_usd = $10, done = $11, \
+                 unpriced_tokens = $12",
             )
             .bind(run_id)
             .bind(&r.transcript)
@@ -94,6 +97,7 @@ impl Store {
             .bind(u.turns)
             .bind(u.cost_nano_usd)
             .bind(r.done)
+            .bind(u.unpriced_tokens)
             .execute(pool)
             .await?;
         });

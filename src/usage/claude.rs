@@ -263,12 +263,19 @@ mod tests {
     }
 
     #[test]
-    fn a_model_without_a_price_makes_the_cost_unknown_not_zero() {
+    fn a_model_without_a_price_is_counted_apart_and_the_rest_priced() {
         let mut t = Tally::default();
         let line = r#"{"type":"assistant","message":{"id":"m","model":"fable-1","role":"assistant","usage":{"input_tokens":5,"output_tokens":1}}}"#;
         t.feed(Format::Claude, format!("{line}\n").as_bytes());
         assert_eq!(t.usage.input_tokens, 5);
-        assert_eq!(t.usage.cost_nano_usd, None);
+        assert_eq!(t.usage.unpriced_tokens, 6);
+        assert_eq!(t.usage.cost_nano_usd, Some(0));
+        // A priced model's tokens keep their cost beside them; a Bedrock id
+        // prices as its first-party one.
+        let line = r#"{"type":"assistant","message":{"id":"n","model":"us.anthropic.claude-sonnet-4-5-20250929-v1:0","role":"assistant","usage":{"input_tokens":1000000,"output_tokens":0}}}"#;
+        t.feed(Format::Claude, format!("{line}\n").as_bytes());
+        assert_eq!(t.usage.cost_nano_usd, Some(3_000_000_000));
+        assert_eq!(t.usage.unpriced_tokens, 6);
         // A synthetic message (no tokens) does not.
         let mut t = Tally::default();
         let line = r#"{"type":"assistant","message":{"id":"s","model":"<synthetic>","role":"assistant","usage":{"input_tokens":0,"output_tokens":0}}}"#;

@@ -10,9 +10,11 @@
 //! - `turn_context`: `payload.model`, the model of the turn that follows;
 //! - `event_msg` with `payload.type` `token_count`: `payload.info` (null
 //!   until known) holds `total_token_usage`, the session's cumulative
-//!   `TokenUsage` {`input_tokens`, `cached_input_tokens`, `output_tokens`,
-//!   `reasoning_output_tokens`, `total_tokens`}: `cached_input_tokens` is part
-//!   of `input_tokens`, and `reasoning_output_tokens` part of `output_tokens`
+//!   `TokenUsage` {`input_tokens`, `cached_input_tokens`,
+//!   `cache_write_input_tokens`, `output_tokens`, `reasoning_output_tokens`,
+//!   `total_tokens`}: `cached_input_tokens` and `cache_write_input_tokens`
+//!   are part of `input_tokens`, and `reasoning_output_tokens` part of
+//!   `output_tokens`
 //!   (Codex's own `blended_total` is non-cached input plus output);
 //! - `event_msg` with `payload.type` `task_started` (`turn_started` is its
 //!   alias): a turn, which a prompt starts. (0.171.0's `codex exec` writes no
@@ -99,6 +101,10 @@ struct Info {
 struct TokenUsage {
     input_tokens: Option<u64>,
     cached_input_tokens: Option<u64>,
+    /// 0.171.0's: input written to the prompt cache (part of
+    /// `input_tokens`, like the cached input).
+    #[serde(default)]
+    cache_write_input_tokens: Option<u64>,
     output_tokens: Option<u64>,
 }
 
@@ -106,10 +112,12 @@ impl TokenUsage {
     fn tokens(&self) -> Tokens {
         let input = count(self.input_tokens);
         let cached = count(self.cached_input_tokens).min(input);
+        let written = count(self.cache_write_input_tokens).min(input - cached);
         Tokens {
-            input: input - cached,
+            input: input - cached - written,
             output: count(self.output_tokens),
             cache_read: cached,
+            cache_write_5m: written,
             ..Tokens::default()
         }
     }
@@ -122,6 +130,22 @@ pub struct SessionMeta {
     pub cwd: String,
     #[serde(default)]
     pub timestamp: String,
+    /// 0.171.0's: where the session came from; a sub-agent's says its
+    /// parent (`{"subagent": {"thread_spawn": {"parent_thread_id", …}}}`).
+    #[serde(default)]
+    pub source: Option<serde_json::Value>,
+}
+
+impl SessionMeta {
+    /// The session a sub-agent's rollout was spawned from, if it is one.
+    pub fn parent(&self) -> Option<&str> {
+        self.source
+            .as_ref()?
+            .get("subagent")?
+            .get("thread_spawn")?
+            .get("parent_thread_id")?
+            .as_str()
+    }
 }
 
 /// The session of a rollout, from its first line.
@@ -163,6 +187,7 @@ pub(super) fn line(t: &mut Tally, bytes: &[u8]) {
                     let before = if grew(now.input, before.input)
                         && grew(now.output, before.output)
                         && grew(now.cache_read, before.cache_read)
+                        && grew(now.cache_write_5m, before.cache_write_5m)
                     {
                         before
                     } else {
@@ -172,6 +197,7 @@ pub(super) fn line(t: &mut Tally, bytes: &[u8]) {
                         input: now.input - before.input,
                         output: now.output - before.output,
                         cache_read: now.cache_read - before.cache_read,
+                        cache_write_5m: now.cache_write_5m - before.cache_write_5m,
                         ..Tokens::default()
                     };
                     let model = t.carry.model.clone().unwrap_or_default();
@@ -195,14 +221,16 @@ mod tests {
     #[test]
     fn the_first_line_names_the_session_and_its_folder() {
         let first = FIXTURE.lines().next().unwrap();
+        let m = session_meta(first.as_bytes()).unwrap();
         assert_eq!(
-            session_meta(first.as_bytes()),
-            Some(SessionMeta {
-                id: "019ad5c2-7f3e-7a10-b6c4-5e2f9d8a1b37".into(),
-                cwd: "/var/lib/lab/workspaces/8".into(),
-                timestamp: "2026-12-01T10:00:00.120Z".into(),
-            })
+            (m.id.as_str(), m.cwd.as_str(), m.timestamp.as_str()),
+            (
+                "019ad5c2-7f3e-7a10-b6c4-5e2f9d8a1b37",
+                "/var/lib/lab/workspaces/8",
+                "2026-12-01T10:00:00.120Z"
+            )
         );
+        assert_eq!(m.parent(), None);
         let second = FIXTURE.lines().nth(1).unwrap();
         assert_eq!(session_meta(second.as_bytes()), None);
         assert_eq!(session_meta(b"garbage"), None);
@@ -341,7 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn a_model_without_a_price_makes_the_cost_unknown() {
+    fn a_model_without_a_price_is_counted_apart() {
         let mut t = Tally::default();
         let lines = concat!(
             r#"{"timestamp":"t","type":"turn_context","payload":{"cwd":"/w","model":"gpt-6-sol"}}"#,
@@ -351,6 +379,25 @@ mod tests {
         );
         t.feed(Format::Codex, lines.as_bytes());
         assert_eq!((t.usage.input_tokens, t.usage.cache_read_tokens), (6, 4));
-        assert_eq!(t.usage.cost_nano_usd, None);
+        assert_eq!(t.usage.cost_nano_usd, Some(0));
+        assert_eq!(t.usage.unpriced_tokens, 12);
+        // 0.171.0's cache writes are input too, counted as cache creation.
+        let mut t = Tally::default();
+        let lines = concat!(
+            r#"{"timestamp":"t","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5.5"}}"#,
+            "\n",
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"cached_input_tokens":40,"cache_write_input_tokens":50,"output_tokens":2,"reasoning_output_tokens":1,"total_tokens":102},"model_context_window":272000},"rate_limits":null}}"#,
+            "\n"
+        );
+        t.feed(Format::Codex, lines.as_bytes());
+        assert_eq!(
+            (
+                t.usage.input_tokens,
+                t.usage.cache_read_tokens,
+                t.usage.cache_creation_tokens
+            ),
+            (10, 40, 50)
+        );
+        assert_eq!(t.usage.unpriced_tokens, 0);
     }
 }

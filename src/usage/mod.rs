@@ -173,13 +173,16 @@ impl Tally {
             &mut u.cache_creation_tokens,
             t.cache_write_5m.saturating_add(t.cache_write_1h),
         );
-        u.cost_nano_usd = match (u.cost_nano_usd, prices::price(model)) {
-            (Some(c), Some(p)) => Some(
-                c.saturating_add(t.cost_nano(p).saturating_mul(sign))
-                    .clamp(0, MAX_TOTAL),
-            ),
-            _ => None,
-        };
+        match prices::price(model) {
+            Some(p) => {
+                u.cost_nano_usd = u.cost_nano_usd.map(|c| {
+                    c.saturating_add(t.cost_nano(p).saturating_mul(sign))
+                        .clamp(0, MAX_TOTAL)
+                })
+            }
+            // Counted apart, never guessed (`prices::UNPRICED`).
+            None => add(&mut u.unpriced_tokens, t.total()),
+        }
     }
 
     fn turn(&mut self) {

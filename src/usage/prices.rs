@@ -16,10 +16,21 @@ pub struct Price {
     pub output: f64,
     /// Input read from the prompt cache.
     pub cache_read: f64,
-    /// Input written to the prompt cache for five minutes (Anthropic).
+    /// Input written to the prompt cache for five minutes (Anthropic; for
+    /// OpenAI, the input rate: it bills a cache write as input).
     pub cache_write_5m: f64,
     /// Input written to the prompt cache for an hour (Anthropic).
     pub cache_write_1h: f64,
+    /// A dearer rate for a request whose prompt (input, cache reads and
+    /// writes) passes this many tokens (claude-haiku-5-5's `long_prompt`).
+    pub long: Option<(i64, &'static Price)>,
+}
+
+/// A model lab knows but has no price for, and why: its tokens are counted
+/// apart (`unpriced_tokens`), never guessed at.
+pub struct Unpriced {
+    pub model: &'static str,
+    pub why: &'static str,
 }
 
 /// One provider's prices, as read on `checked` at `source`.
@@ -39,6 +50,7 @@ const fn anthropic(input: f64, output: f64, write_5m: f64, write_1h: f64, read: 
         cache_read: read,
         cache_write_5m: write_5m,
         cache_write_1h: write_1h,
+        long: None,
     }
 }
 
@@ -54,6 +66,11 @@ const TIER_10_50_READ_0_25: Price = anthropic(10.0, 50.0, 12.5, 20.0, 0.25);
 const TIER_15_75: Price = anthropic(15.0, 75.0, 18.75, 30.0, 1.5);
 const HAIKU_35: Price = anthropic(0.8, 4.0, 1.0, 1.6, 0.08);
 const HAIKU_45: Price = anthropic(1.0, 5.0, 1.25, 2.0, 0.1);
+const HAIKU_55_LONG: Price = anthropic(0.5, 2.5, 0.625, 1.0, 0.05);
+const HAIKU_55: Price = Price {
+    long: Some((100_000, &HAIKU_55_LONG)),
+    ..anthropic(0.1, 0.5, 0.125, 0.2, 0.01)
+};
 
 /// OpenAI's rates: cached input is billed at its own rate, nothing is billed
 /// for writing the cache.
@@ -62,8 +79,9 @@ const fn openai(input: f64, cached: f64, output: f64) -> Price {
         input,
         output,
         cache_read: cached,
-        cache_write_5m: 0.0,
-        cache_write_1h: 0.0,
+        cache_write_5m: input,
+        cache_write_1h: input,
+        long: None,
     }
 }
 
@@ -76,10 +94,22 @@ pub const TABLES: &[Table] = &[
                  each model's `pricing`, read from the binary); keyed by each model's \
                  first-party id, the `message.model` of its transcripts",
         models: &[
+            // The catalog's own model names (what the clouds' aliases
+            // resolve to) beside the dated first-party ids.
+            ("claude-3-5-haiku", HAIKU_35),
+            ("claude-haiku-4-5", HAIKU_45),
+            ("claude-3-5-sonnet", TIER_3_15),
+            ("claude-3-7-sonnet", TIER_3_15),
+            ("claude-sonnet-4-0", TIER_3_15),
+            ("claude-sonnet-4-5", TIER_3_15),
+            ("claude-opus-4-0", TIER_15_75),
+            ("claude-opus-4-1", TIER_15_75),
+            ("claude-opus-4-5", TIER_5_25),
             ("claude-3-5-haiku-20241022", HAIKU_35),
             ("claude-haiku-4-5-20251001", HAIKU_45),
-            // claude-haiku-5-5 is left out: above 100k prompt tokens it
-            // costs more (`long_prompt`), which a price per token cannot say.
+            // Above 100k prompt tokens a request costs its `long_prompt`
+            // rate (priced per API message, which is one request).
+            ("claude-haiku-5-5", HAIKU_55),
             ("claude-3-5-sonnet-20241022", TIER_3_15),
             ("claude-3-7-sonnet-20250219", TIER_3_15),
             ("claude-sonnet-4-20250514", TIER_3_15),
@@ -118,15 +148,113 @@ pub const TABLES: &[Table] = &[
             ("gpt-5.2", openai(1.75, 0.175, 14.0)),
             ("gpt-5.3-codex", openai(1.75, 0.175, 14.0)),
             ("gpt-5.4", openai(2.5, 0.25, 15.0)),
-            ("gpt-5.4-mini", openai(0.75, 0.075, 4.52)),
+            ("gpt-5.4-mini", openai(0.75, 0.075, 4.50)),
             ("gpt-5.5", openai(5.0, 0.5, 30.0)),
         ],
     },
 ];
 
+/// The pinned CLIs' models no published price was found for (checked
+/// 2026-12-02): their tokens are `unpriced_tokens`. A model a CLI offers
+/// must be priced or listed here (`tests/fixtures/*-models.*`, checked by
+/// `every_model_the_clis_offer_is_priced_or_named`).
+pub const UNPRICED: &[Unpriced] = &[
+    Unpriced {
+        model: "gpt-6.2-sol",
+        why: "no published price (Codex 0.171.0's default)",
+    },
+    Unpriced {
+        model: "gpt-6.2-astra",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-6.1-sol",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-6.1-terra",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-6-sol",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-6-astra",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-6-luna",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-5.6-sol",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-5.6-terra",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-5.6-luna",
+        why: "no published price",
+    },
+    Unpriced {
+        model: "gpt-daybreak-blue-latest",
+        why: "no published price (hidden)",
+    },
+    Unpriced {
+        model: "gpt-daybreak-red-latest",
+        why: "no published price (hidden)",
+    },
+    Unpriced {
+        model: "codex-auto-review",
+        why: "no published price (hidden, Codex's own reviews)",
+    },
+];
+
+/// A model id as Claude Code's transcripts or a cloud write it, as the
+/// first-party id the table is keyed by: Bedrock's
+/// `us.anthropic.claude-sonnet-4-5-20250929-v1:0` (a region prefix,
+/// `anthropic.`, a `-vN[:M]` version) and Vertex's
+/// `claude-sonnet-4-5@20250929` (`@` before the date) price like
+/// `claude-sonnet-4-5-20250929`.
+fn first_party(model: &str) -> String {
+    let mut m = model;
+    for region in ["us-gov.", "us.", "eu.", "apac.", "jp.", "au.", "global."] {
+        if let Some(rest) = m.strip_prefix(region)
+            && rest.starts_with("anthropic.")
+        {
+            m = rest;
+            break;
+        }
+    }
+    let m = m.strip_prefix("anthropic.").unwrap_or(m);
+    let (m, date) = match m.split_once('@') {
+        Some((name, date)) => (name, Some(date)),
+        None => (m, None),
+    };
+    let m = match m.rsplit_once("-v") {
+        Some((head, v))
+            if !v.is_empty()
+                && v.split(':')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            head
+        }
+        _ => m,
+    };
+    match date {
+        Some(d) => format!("{m}-{d}"),
+        None => m.to_owned(),
+    }
+}
+
 /// The price of a model id: the longest entry that is the id, or the id
-/// without a date suffix (`-20250929`, `-2025-08-07`).
+/// without a date suffix (`-20250929`, `-2025-08-07`); a cloud's id reads
+/// as the first-party one.
 pub fn price(model: &str) -> Option<&'static Price> {
+    let model = first_party(model);
     TABLES
         .iter()
         .flat_map(|t| t.models.iter())
@@ -169,8 +297,27 @@ impl Tokens {
         *self == Tokens::default()
     }
 
-    /// What these tokens cost at `p`, in billionths of a dollar.
+    /// Every token counted.
+    pub fn total(&self) -> i64 {
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write_5m)
+            .saturating_add(self.cache_write_1h)
+    }
+
+    /// What these tokens cost at `p`, in billionths of a dollar (one
+    /// request's: a prompt past `p.long`'s threshold costs that rate).
     pub fn cost_nano(&self, p: &Price) -> i64 {
+        let prompt = self
+            .input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write_5m)
+            .saturating_add(self.cache_write_1h);
+        let p = match p.long {
+            Some((above, dearer)) if prompt > above => dearer,
+            _ => p,
+        };
         // USD per million tokens is nano-USD per thousandth of a token.
         let at = |n: i64, usd_per_m: f64| n.saturating_mul((usd_per_m * 1000.0).round() as i64);
         at(self.input, p.input)
@@ -205,7 +352,16 @@ mod tests {
         assert_eq!(input("claude-sonnet-5-6"), None);
         assert_eq!(input("claude-opus-4-9"), None);
         assert_eq!(input("claude-opus-4-1-0"), None);
-        assert_eq!(input("claude-haiku-5-5"), None);
+        assert_eq!(input("claude-haiku-5-5"), Some(0.1));
+        // Clouds' ids price as the first-party ones.
+        assert_eq!(
+            input("us.anthropic.claude-haiku-4-5-20251001-v1:0"),
+            Some(1.0)
+        );
+        assert_eq!(input("global.anthropic.claude-sonnet-5-5"), Some(2.0));
+        assert_eq!(input("anthropic.claude-opus-5-5"), Some(4.0));
+        assert_eq!(input("claude-sonnet-4-5@20250929"), Some(3.0));
+        assert_eq!(input("claude-3-5-sonnet-v2@20241022"), Some(3.0));
         assert_eq!(input("gpt-5.6-sol"), None);
         assert_eq!(input("gpt-5-pro"), None);
         assert_eq!(input("gpt-6.2-sol"), None);
@@ -243,5 +399,64 @@ mod tests {
             ..Tokens::default()
         };
         assert_eq!(huge.cost_nano(p), i64::MAX);
+    }
+
+    /// Every model the pinned CLIs offer (their own lists, kept as
+    /// fixtures) is priced, or named in `UNPRICED` with why: a new model or
+    /// alias cannot go unpriced silently.
+    #[test]
+    fn every_model_the_clis_offer_is_priced_or_named() {
+        let named = |m: &str| UNPRICED.iter().any(|u| u.model == m);
+        let claude: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/claude-2.1.332-models.json"
+        ))
+        .unwrap();
+        let mut ids: Vec<String> = Vec::new();
+        for key in ["first_party", "bedrock", "vertex"] {
+            ids.extend(
+                claude[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned()),
+            );
+        }
+        ids.extend(
+            claude["aliases"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_str().unwrap().to_owned()),
+        );
+        assert!(ids.len() > 40, "{ids:?}");
+        let codex: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/codex-0.171.0-models.json"
+        ))
+        .unwrap();
+        ids.extend(
+            codex["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["slug"].as_str().unwrap().to_owned()),
+        );
+        let missing: Vec<&String> = ids
+            .iter()
+            .filter(|m| price(m).is_none() && !named(m))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "neither priced nor named unpriced: {missing:?}"
+        );
+        // And lab's own catalogs: every model a run can be started with.
+        for p in crate::provider::all() {
+            for m in p.models() {
+                let alias = m.trim_end_matches("[1m]");
+                let bare = claude["aliases"][alias].as_str().unwrap_or(alias);
+                let known =
+                    price(bare).is_some() || named(bare) || matches!(bare, "opusplan" | "best");
+                assert!(known, "{} model {m} ({bare})", p.id());
+            }
+        }
     }
 }

@@ -159,7 +159,7 @@ fn usage_rows(r: &Run) -> Vec<(&'static str, String)> {
     let Some(u) = &r.usage else {
         return Vec::new();
     };
-    vec![
+    let mut rows = vec![
         ("input tokens", u.input_tokens.to_string()),
         ("output tokens", u.output_tokens.to_string()),
         ("cache read", u.cache_read_tokens.to_string()),
@@ -172,7 +172,17 @@ fn usage_rows(r: &Run) -> Vec<(&'static str, String)> {
                 None => "unknown: a model without a price".to_owned(),
             },
         ),
-    ]
+    ];
+    if u.unpriced_tokens > 0 {
+        rows.push((
+            "unpriced",
+            format!(
+                "{} tokens of models lab has no price for (not in the cost)",
+                u.unpriced_tokens
+            ),
+        ));
+    }
+    rows
 }
 
 async fn dashboard(State(app): State<AppState>, session: BrowserSession) -> Response {

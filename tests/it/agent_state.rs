@@ -93,6 +93,32 @@ async fn claude_hooks_drive_the_agent_state(b: Backend) {
     s.stop().await;
 }
 
+/// Claude Code's `PermissionRequest` alone makes the agent wait (its
+/// permission `Notification` comes seconds later, or not at all); a `Stop`
+/// whose `background_tasks` still run leaves it working.
+async fn a_permission_request_waits_and_background_work_is_no_idle(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "FAKE_HOOKS").await;
+    let n = id(&run);
+    s.record(n, "hooked-working").await;
+    let rec = s.tmp().join("records").join(n.to_string());
+    std::fs::write(rec.join("no-notify"), b"").unwrap();
+    std::fs::write(rec.join("background"), b"").unwrap();
+    step(&s, n, "go-ask", "hooked-waiting").await;
+    let waiting = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&waiting)["state"], "waiting", "{waiting}");
+    assert_eq!(
+        agent(&waiting)["reason"],
+        "Claude needs your permission to use Bash"
+    );
+    step(&s, n, "go-stop", "hooked-idle").await;
+    let after = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&after)["state"], "working", "{after}");
+    assert_eq!(after["state"], "running");
+    s.stop().await;
+}
+
 /// Codex's `notify` program: the turn's end makes a working run idle.
 async fn codex_notify_makes_the_agent_idle(b: Backend) {
     let s = TestServer::start(b).await;
@@ -277,6 +303,7 @@ async fn hooks_are_the_run_s_own_and_checked(b: Backend) {
 
 on_both!(
     claude_hooks_drive_the_agent_state,
+    a_permission_request_waits_and_background_work_is_no_idle,
     codex_notify_makes_the_agent_idle,
     codex_rollout_drives_the_agent_state,
     hooks_are_the_run_s_own_and_checked,

@@ -251,7 +251,8 @@ fn usage_is_documented() {
             "cost_usd",
             "input_tokens",
             "output_tokens",
-            "turns"
+            "turns",
+            "unpriced_tokens"
         ]
     );
     let ledger = &schemas["LedgerBody"]["properties"];

@@ -170,6 +170,15 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     assert_eq!(usage(&listed), Some(want));
     assert_eq!(listed["cli_session_id"], session.as_str());
 
+    // A model lab has no price for: its tokens are counted apart, and the
+    // cost of the rest stays known (a budget still applies to it).
+    let unknown =
+        assistant("msg_C", 7, 3, 0, 0).replace("claude-sonnet-5-5", "claude-unheard-of-9");
+    append(&transcript, &format!("{unknown}\n"));
+    let want = (18, 54, 100, 1000, 2, Some(cost(11, 51, 100, 1000)));
+    let r = wait_usage(&s, rid, want).await;
+    assert_eq!(r["usage"]["unpriced_tokens"], 10, "{r}");
+
     // labctl shows it: a compact column in ps, every count in show.
     use crate::labctl::{labctl, ok};
     let ps = ok(&labctl(&s, &["ps"]));
@@ -178,12 +187,13 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     let show = ok(&labctl(&s, &["show", &rid.to_string()]));
     for line in [
         format!("cli session    {session}"),
-        "input tokens   11".to_owned(),
-        "output tokens  51".to_owned(),
+        "input tokens   18".to_owned(),
+        "output tokens  54".to_owned(),
         "cache read     100".to_owned(),
         "cache written  1000".to_owned(),
         "turns          2".to_owned(),
         "cost           $0.0030".to_owned(),
+        "unpriced       10 tokens of models lab has no price for (not in the cost)".to_owned(),
     ] {
         assert!(show.contains(&line), "{line:?} missing from:\n{show}");
     }
@@ -198,7 +208,9 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
         .unwrap();
     for html in [
         format!("<dd class=\"mono\">{session}</dd>"),
-        "<dt>output tokens</dt><dd>51</dd>".to_owned(),
+        "<dt>output tokens</dt><dd>54</dd>".to_owned(),
+        "<dt>unpriced</dt><dd>10 tokens of models lab has no price for (not in the cost)</dd>"
+            .to_owned(),
         "<dt>turns</dt><dd>2</dd>".to_owned(),
         "<dt>cost</dt><dd>$0.0030</dd>".to_owned(),
     ] {

@@ -80,56 +80,11 @@ fn retry_after(h: &HeaderMap) -> Option<u64> {
         return Some(s);
     }
     let v = h.get("retry-after")?.to_str().ok()?;
-    let at = httpdate_secs(v.trim())?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
-    Some(at.saturating_sub(now))
-}
-
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) as seconds since the
-/// epoch.
-fn httpdate_secs(s: &str) -> Option<u64> {
-    let mut p = s.split_whitespace();
-    let _weekday = p.next()?;
-    let day: u64 = p.next()?.parse().ok()?;
-    let month = match p.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = p.next()?.parse().ok()?;
-    let mut hms = p.next()?.split(':');
-    let (h, m, sec): (u64, u64, u64) = (
-        hms.next()?.parse().ok()?,
-        hms.next()?.parse().ok()?,
-        hms.next()?.parse().ok()?,
-    );
-    if p.next()? != "GMT" {
-        return None;
-    }
-    // Days since the epoch (Howard Hinnant's days-from-civil).
-    let (y, mo) = if month <= 2 {
-        (year - 1, month + 9)
-    } else {
-        (year, month - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * mo + 2) / 5 + day as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days)
-        .ok()
-        .map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
+    let at = httpdate::parse_http_date(v.trim()).ok()?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .map_or(0, |d| d.as_secs()),
+    )
 }
 
 /// How long a rate-limit refusal asks lab to wait, or None when it is not
@@ -203,12 +158,6 @@ mod tests {
 
     #[test]
     fn retry_after_is_seconds_or_a_date() {
-        assert_eq!(
-            httpdate_secs("Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(784_111_777)
-        );
-        assert_eq!(httpdate_secs("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(httpdate_secs("06 Nov 1994"), None);
         let mut h = HeaderMap::new();
         h.insert("retry-after", "120".parse().unwrap());
         assert_eq!(retry_after(&h), Some(120));

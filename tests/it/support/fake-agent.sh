@@ -99,11 +99,20 @@ case "$prompt" in
     hook UserPromptSubmit "{$common,\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"FAKE_HOOKS\"}"
     echo working > "$d/hooked-working"
     await go-ask
-    hook Notification "{$common,\"hook_event_name\":\"Notification\",\"message\":\"Claude needs your permission to use Bash\",\"title\":\"Permission needed\",\"notification_type\":\"permission_prompt\"}"
+    # Like Claude Code: the PermissionRequest hook as the question shows,
+    # its permission Notification a few seconds later.
+    hook PermissionRequest "{$common,\"hook_event_name\":\"PermissionRequest\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"},\"permission_suggestions\":[]}"
+    # A test that drops `no-notify` in the record folder sees the
+    # PermissionRequest alone.
+    [ -e "$d/no-notify" ] || hook Notification "{$common,\"hook_event_name\":\"Notification\",\"message\":\"Claude needs your permission to use Bash\",\"title\":\"Permission needed\",\"notification_type\":\"permission_prompt\"}"
     echo waiting > "$d/hooked-waiting"
     await go-stop
     hook PostToolUse "{$common,\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"},\"tool_response\":{\"stdout\":\"a\"}}"
-    hook Stop "{$common,\"hook_event_name\":\"Stop\",\"stop_hook_active\":false,\"last_assistant_message\":\"Done.\"}"
+    # `background` in the record folder: the turn ends with a shell still
+    # running in the background (Claude Code 2.1.332's Stop payload).
+    tasks='[]'
+    [ -e "$d/background" ] && tasks='[{"id":"b7","type":"local_bash","status":"running","description":"cargo test"}]'
+    hook Stop "{$common,\"hook_event_name\":\"Stop\",\"stop_hook_active\":false,\"last_assistant_message\":\"Done.\",\"background_tasks\":$tasks}"
     notify '{"type":"agent-turn-complete","thread-id":"b5f6c1c2-1111-2222-3333-444455556666","turn-id":"1","cwd":"/w","input-messages":["FAKE_HOOKS"],"last-assistant-message":"Done."}'
     echo idle > "$d/hooked-idle"
     ;;
