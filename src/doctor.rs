@@ -1,6 +1,8 @@
 //! `lab doctor`: is this machine ready to run agents? tmux, git, the data
-//! dir, the database, and for each provider: its CLI, its version against
-//! the one lab was checked with, and whether it accepts lab's argv.
+//! dir, the database, for each provider: its CLI, its version against the
+//! one lab was checked with, and whether it accepts lab's argv; and for
+//! each forge repo: the account lab's token acts as and the permissions it
+//! has of those lab needs.
 
 use std::future::Future;
 use std::path::Path;
@@ -8,14 +10,18 @@ use std::time::Duration;
 
 use tokio::time::{Instant, timeout_at};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::{Defaults, RunKind};
+use crate::issues::{ForgeIdentity, SourceError, Sources, TokenNeed};
 use crate::provider::{self, Provider, SpawnSpec, Verdict};
+use crate::repo::Repo;
 use crate::resolve::{Request, resolve};
 use crate::run::{Runner, cli_check};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Ok,
@@ -24,15 +30,20 @@ pub enum Level {
 }
 
 /// One thing checked.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Finding {
-    /// What was checked: `tmux`, `git`, `data dir`, `database`, a provider id.
+    /// What was checked: `tmux`, `git`, `data dir`, `database`, a provider
+    /// id, `forge <repo>`.
     pub area: String,
     pub level: Level,
     pub message: String,
     /// What to do about it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// A forge repo's: each permission lab needs of its token, and whether
+    /// the token has it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<TokenNeed>,
 }
 
 fn finding(area: &str, level: Level, message: impl Into<String>, fix: Option<String>) -> Finding {
@@ -41,6 +52,7 @@ fn finding(area: &str, level: Level, message: impl Into<String>, fix: Option<Str
         level,
         message: message.into(),
         fix,
+        permissions: Vec::new(),
     }
 }
 
@@ -50,27 +62,39 @@ fn finding(area: &str, level: Level, message: impl Into<String>, fix: Option<Str
 pub const LIMIT: Duration = Duration::from_secs(cli_check::TIMEOUT.as_secs() + 5);
 
 /// Everything, in a stable order, within [`LIMIT`].
-pub async fn diagnose(runner: &Runner) -> Vec<Finding> {
+pub async fn diagnose(runner: &Runner, sources: &Sources) -> Vec<Finding> {
     let deadline = Instant::now() + LIMIT;
+    let repos: Vec<Repo> = timeout_at(deadline, runner.store.repos())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     let providers = async {
-        let in_use: Vec<String> = timeout_at(deadline, runner.store.repos())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .map(|rs| rs.into_iter().map(|r| r.provider).collect())
-            .unwrap_or_default();
-        let each = provider::all()
-            .iter()
-            .map(|p| provider_findings(runner, *p, in_use.iter().any(|id| id == p.id()), deadline));
+        let each = provider::all().iter().map(|p| {
+            let in_use = repos.iter().any(|r| r.provider == p.id());
+            provider_findings(runner, *p, in_use, deadline)
+        });
         futures_util::future::join_all(each).await.concat()
     };
-    let (tmux, git, database, providers) = tokio::join!(
+    let forges = async {
+        let each = repos
+            .iter()
+            .filter(|r| r.issues.source != crate::repo::issue_source::SourceKind::Builtin)
+            .map(|r| async move {
+                let area = format!("forge {}", r.name);
+                let what = format!("the forge of {}", r.name);
+                within(deadline, &area, &what, forge(sources, r)).await
+            });
+        futures_util::future::join_all(each).await.concat()
+    };
+    let (tmux, git, database, providers, forges) = tokio::join!(
         within(deadline, "tmux", "tmux", async { vec![tmux(runner).await] }),
         within(deadline, "git", "git", async { vec![git().await] }),
         within(deadline, "database", "the database", async {
             vec![database(runner).await]
         }),
         providers,
+        forges,
     );
     let mut out = [
         tmux,
@@ -84,7 +108,92 @@ pub async fn diagnose(runner: &Runner) -> Vec<Finding> {
     ]
     .concat();
     out.extend(providers);
+    out.extend(forges);
     out
+}
+
+/// A forge repo: the account lab acts as, and its token's permissions.
+async fn forge(sources: &Sources, repo: &Repo) -> Vec<Finding> {
+    let source = sources.of(repo);
+    let (identity, access) = tokio::join!(sources.identity(repo), source.access());
+    vec![forge_finding(repo, identity, access)]
+}
+
+/// What a forge repo's identity and permissions come to.
+fn forge_finding(
+    repo: &Repo,
+    identity: Result<Option<ForgeIdentity>, SourceError>,
+    access: Result<Vec<TokenNeed>, SourceError>,
+) -> Finding {
+    let area = format!("forge {}", repo.name);
+    let on = repo.issues.forge_repo.as_deref().unwrap_or("?");
+    let fix_token = format!(
+        "give lab a token for {on} with the permissions the README's \"Forge tokens\" table lists, \
+         then: labctl repo set {} --forge-token-env <VAR> (or the repo page)",
+        repo.name
+    );
+    let (identity, needs) = match (identity, access) {
+        (Ok(i), Ok(n)) => (i, n),
+        (Err(e), _) | (_, Err(e)) => {
+            return finding(
+                &area,
+                Level::Error,
+                format!("lab cannot use its token on {on}: {e}"),
+                Some(fix_token),
+            );
+        }
+    };
+    let who = identity
+        .as_ref()
+        .map_or("an account lab could not read".to_owned(), |i| {
+            format!("@{}", i.login)
+        });
+    let missing: Vec<&TokenNeed> = needs.iter().filter(|n| n.missing()).collect();
+    let unsaid: Vec<&str> = needs
+        .iter()
+        .filter(|n| n.granted.is_none() && !n.optional)
+        .map(|n| n.permission.as_str())
+        .collect();
+    let mut level = Level::Ok;
+    let mut message = format!("lab acts as {who} on {on}");
+    let mut fix = None;
+    if !missing.is_empty() {
+        level = if missing.iter().any(|n| !n.optional) {
+            Level::Error
+        } else {
+            Level::Warn
+        };
+        let list: Vec<String> = missing
+            .iter()
+            .map(|n| format!("{} ({})", n.permission, n.used_for))
+            .collect();
+        message.push_str(&format!("; its token lacks {}", list.join(", ")));
+        fix = Some(fix_token);
+    } else {
+        message.push_str("; its token has every permission lab could check");
+    }
+    if !unsaid.is_empty() {
+        message.push_str(&format!(
+            " (the forge does not show a token's {}: make sure it has them)",
+            unsaid.join(", ")
+        ));
+    }
+    if identity.as_ref().is_some_and(|i| i.is_operator) {
+        level = level.max(Level::Warn);
+        message.push_str(
+            ". It is the repo owner's own account: lab takes that account's comments on its pull \
+             requests as a person's, and no forge lets an author request changes on their own pull request",
+        );
+        fix.get_or_insert_with(|| {
+            "give lab an account of its own (a machine user or a bot) and its token, so reviews \
+             can request changes"
+                .to_owned()
+        });
+    }
+    Finding {
+        permissions: needs,
+        ..finding(&area, level, message, fix)
+    }
 }
 
 /// Whether runs are sandboxed here (probed when lab started).
@@ -438,6 +547,18 @@ pub fn print(findings: &[Finding]) -> Level {
             Level::Error => "FAIL",
         };
         println!("{mark}  {:<11} {}", f.area, f.message);
+        for n in &f.permissions {
+            let has = match n.granted {
+                Some(true) => "has    ",
+                Some(false) => "LACKS  ",
+                None => "unknown",
+            };
+            let optional = if n.optional { ", optional" } else { "" };
+            println!(
+                "      {:<11} {has} {}: {}{optional}",
+                "", n.permission, n.used_for
+            );
+        }
         if let Some(fix) = &f.fix {
             println!("      {:<11} fix: {fix}", "");
         }

@@ -6,6 +6,7 @@ pub mod afk;
 pub mod app;
 pub mod auth;
 pub mod cli;
+pub mod clock;
 pub mod diff;
 pub mod doctor;
 pub mod domain;

@@ -270,8 +270,9 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     ];
     // What `lab doctor` would say, as warnings, without delaying start-up.
     let doctor = runner.clone();
+    let sources = scheduler.sources.clone();
     tokio::spawn(async move {
-        for f in crate::doctor::diagnose(&doctor).await {
+        for f in crate::doctor::diagnose(&doctor, &sources).await {
             if f.level != crate::doctor::Level::Ok {
                 tracing::warn!(area = %f.area, fix = f.fix.as_deref().unwrap_or("-"), "{}", f.message);
             }
@@ -330,7 +331,8 @@ pub async fn doctor(cfg: &ServeConfig) -> anyhow::Result<Vec<crate::doctor::Find
         .parse()
         .unwrap_or_else(|_| ([127, 0, 0, 1], 7878).into());
     let runner = Runner::new(store.clone(), runner_config(cfg, &data_dir, addr).await?)?;
-    let findings = crate::doctor::diagnose(&runner).await;
+    let sources = crate::issues::Sources::new(store.clone(), runner.cfg.lab_url.clone());
+    let findings = crate::doctor::diagnose(&runner, &sources).await;
     store.close().await;
     Ok(findings)
 }

@@ -224,21 +224,9 @@ async fn run(cli: Cli) -> CliResult<()> {
             if json {
                 output::json(&v);
             } else {
-                let findings: Vec<crate::doctor::Finding> = v["findings"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|f| crate::doctor::Finding {
-                        area: output::s(&f["area"]),
-                        level: match f["level"].as_str() {
-                            Some("error") => crate::doctor::Level::Error,
-                            Some("warn") => crate::doctor::Level::Warn,
-                            _ => crate::doctor::Level::Ok,
-                        },
-                        message: output::s(&f["message"]),
-                        fix: f["fix"].as_str().map(str::to_owned),
-                    })
-                    .collect();
+                let body: crate::http::status::DoctorBody = serde_json::from_value(v.clone())
+                    .map_err(|e| CliError::failure(format!("the server's doctor answer: {e}")))?;
+                let findings = body.findings;
                 crate::doctor::print(&findings);
             }
             if v["worst"] == "error" {

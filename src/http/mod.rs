@@ -20,7 +20,7 @@ pub mod runs;
 mod schema;
 pub mod screen;
 pub mod settings;
-mod status;
+pub mod status;
 
 use std::sync::Arc;
 

@@ -29,6 +29,17 @@ pub struct StatusBody {
     pub notifications: NotifyLoopBody,
     /// What confines runs on this node (ADR 24).
     pub sandbox: SandboxBody,
+    /// Each forge repo's account lab's token acts as, as far as read
+    /// (`lab doctor` reads each and checks its permissions).
+    pub forges: Vec<ForgeAccountBody>,
+}
+
+/// The forge account lab acts as for one repo.
+#[derive(Serialize, ToSchema)]
+pub struct ForgeAccountBody {
+    pub repo: String,
+    /// `null` until lab has read it (`GET /user`).
+    pub identity: Option<crate::issues::ForgeIdentity>,
 }
 
 /// What is in force for this node's runs.
@@ -126,7 +137,20 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             _ => None,
         },
     };
+    let forges = app
+        .store
+        .repos()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|repo| repo.issues.source != crate::repo::issue_source::SourceKind::Builtin)
+        .map(|repo| ForgeAccountBody {
+            identity: app.scheduler.sources.known_identity(&repo),
+            repo: repo.name,
+        })
+        .collect();
     Json(StatusBody {
+        forges,
         sandbox,
         version: env!("CARGO_PKG_VERSION"),
         node: r.node().to_owned(),
@@ -161,7 +185,7 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
     })
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, serde::Deserialize, ToSchema)]
 pub struct DoctorBody {
     /// The worst level found: `ok`, `warn` or `error`.
     pub worst: crate::doctor::Level,
@@ -172,7 +196,7 @@ pub struct DoctorBody {
 /// provider's CLI (version, and whether it accepts lab's command line).
 #[utoipa::path(get, path = "/doctor", tag = "status", responses((status = 200, body = DoctorBody)))]
 async fn doctor(State(app): State<AppState>) -> Json<DoctorBody> {
-    let findings = crate::doctor::diagnose(&app.runner).await;
+    let findings = crate::doctor::diagnose(&app.runner, &app.scheduler.sources).await;
     Json(DoctorBody {
         worst: crate::doctor::worst(&findings),
         findings,

@@ -100,12 +100,58 @@ pub struct ForgeIdentity {
     pub is_operator: bool,
 }
 
+/// One permission lab's forge token needs, by the forge's own name for it,
+/// and whether the token has it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct TokenNeed {
+    /// As the forge names it: `repo` (a classic GitHub scope), `Checks:
+    /// read` (a fine-grained GitHub permission), `write:issue` (Gitea).
+    pub permission: String,
+    /// What lab does with it.
+    pub used_for: String,
+    /// `true` or `false` when the forge says; `null` when it cannot say
+    /// without lab writing something (a write permission of a
+    /// fine-grained or Gitea token).
+    pub granted: Option<bool>,
+    /// lab works without it, on a lesser path `used_for` names.
+    pub optional: bool,
+}
+
+impl TokenNeed {
+    pub(crate) fn new(permission: &str, used_for: &str, granted: Option<bool>) -> TokenNeed {
+        TokenNeed {
+            permission: permission.to_owned(),
+            used_for: used_for.to_owned(),
+            granted,
+            optional: false,
+        }
+    }
+
+    pub(crate) fn optional(self) -> TokenNeed {
+        TokenNeed {
+            optional: true,
+            ..self
+        }
+    }
+
+    /// Needed and known to be missing.
+    pub fn missing(&self) -> bool {
+        self.granted == Some(false)
+    }
+}
+
 /// One place issues live.
 #[async_trait::async_trait]
 pub trait IssueSource: Send + Sync {
     /// The forge account lab acts as; `None` for the built-in tracker.
     async fn identity(&self) -> Result<Option<ForgeIdentity>> {
         Ok(None)
+    }
+    /// The permissions lab needs of its token here, each with whether the
+    /// token has it (read calls only: lab writes nothing to find out). The
+    /// built-in tracker needs none.
+    async fn access(&self) -> Result<Vec<TokenNeed>> {
+        Ok(Vec::new())
     }
     /// Whether the repo can be reached with lab's token (one call); what
     /// failed otherwise. The built-in tracker always can.

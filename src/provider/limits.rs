@@ -216,8 +216,8 @@ fn reset_at(reset: Reset, now_ms: i64, utc_offset_secs: i64) -> i64 {
             minute,
         } => {
             let local_now = now_ms + utc_offset_secs * 1000;
-            let (this_year, _, _) = crate::domain::civil_date(local_now);
-            let at = |y: i64| crate::domain::civil_ms(y, month, day, hour, minute);
+            let (this_year, _, _) = crate::clock::civil_date(local_now);
+            let at = |y: i64| crate::clock::civil_ms(y, month, day, hour, minute);
             let local = match year {
                 Some(y) => at(y),
                 None => at(this_year)

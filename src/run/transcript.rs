@@ -75,7 +75,7 @@ fn find_rollout(home: &Path, cwds: &[PathBuf], created_ms: i64) -> Option<Found>
     let day_ms = 86_400_000;
     let mut best: Option<(String, Found)> = None;
     for offset in [-1, 0, 1] {
-        let (y, m, d) = crate::domain::civil_date(created_ms + offset * day_ms);
+        let (y, m, d) = crate::clock::civil_date(created_ms + offset * day_ms);
         let dir = sessions.join(format!("{y:04}/{m:02}/{d:02}"));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;

@@ -57,6 +57,9 @@ struct ReposPage {
 struct RepoPage {
     chrome: Chrome,
     repo: Repo,
+    /// The forge account lab acts as, when the repo's issues are on a
+    /// forge and it was read.
+    forge_identity: Option<crate::issues::ForgeIdentity>,
     sections: Vec<Section>,
     manual: Vec<Shown>,
     afk: Vec<Shown>,
@@ -155,6 +158,13 @@ async fn render_repo(
         &Request::default(),
     ));
     let sections = sections(&repo, &global, form, &mut errors);
+    // The forge account is read once (and not waited for long).
+    let sources = &app.scheduler.sources;
+    if sources.known_identity(&repo).is_none() {
+        let _ =
+            tokio::time::timeout(std::time::Duration::from_secs(3), sources.identity(&repo)).await;
+    }
+    let forge_identity = sources.known_identity(&repo);
     let status = if form.is_some() {
         StatusCode::BAD_REQUEST
     } else {
@@ -165,6 +175,7 @@ async fn render_repo(
         &RepoPage {
             chrome: Chrome::new(session, "repos", &repo.name),
             repo,
+            forge_identity,
             sections,
             manual,
             afk,

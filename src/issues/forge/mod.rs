@@ -5,6 +5,7 @@
 //! `wire.rs`: what the forges send. Checked against GitHub's REST
 //! description and Gitea's/Forgejo's swagger (`tests/fixtures/forge-schemas/`).
 
+mod access;
 mod http;
 mod labels;
 mod paging;
@@ -154,6 +155,10 @@ impl IssueSource for Forge {
             login: u.login,
             is_operator,
         }))
+    }
+
+    async fn access(&self) -> Result<Vec<super::TokenNeed>> {
+        self.token_access().await
     }
 
     async fn reachable(&self) -> Result<()> {

@@ -140,3 +140,23 @@ impl ForgeIssue {
         })
     }
 }
+
+/// A repository as lab reads it to check a token: who may push, and what
+/// the forge would show lab.
+#[derive(Deserialize)]
+pub struct RepoInfo {
+    #[serde(default)]
+    pub private: bool,
+    #[serde(default)]
+    pub default_branch: Option<String>,
+    /// The token's account's rights on the repo (GitHub and Gitea both
+    /// send it to an authenticated caller).
+    #[serde(default)]
+    pub permissions: Option<RepoPermissions>,
+}
+
+#[derive(Deserialize)]
+pub struct RepoPermissions {
+    #[serde(default)]
+    pub push: bool,
+}

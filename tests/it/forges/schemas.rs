@@ -98,6 +98,9 @@ fn lab_reads(kind: &str) -> &'static [&'static str] {
         "status" => &["statuses"],
         "review" => &["id", "user", "state"],
         "review-comment" => &["id", "user", "body", "path"],
+        "user" => &["login"],
+        "repo" => &["permissions", "default_branch"],
+        "workflow-runs" => &["workflow_runs"],
         _ => &["message"],
     }
 }
@@ -110,6 +113,9 @@ fn schema_name(flavor: Flavor, kind: &str) -> &'static str {
         (Flavor::Gitea, "pull") => "PullRequest",
         (Flavor::Gitea, "status") => "CombinedStatus",
         (Flavor::Gitea, "review") => "PullReview",
+        (Flavor::Gitea, "review-comment") => "PullReviewComment",
+        (Flavor::Gitea, "user") => "User",
+        (Flavor::Gitea, "repo") => "Repository",
         (Flavor::Gitea, _) => "APIError",
         (Flavor::Github, "issue") => "issue",
         (Flavor::Github, "label") => "label",
@@ -120,6 +126,9 @@ fn schema_name(flavor: Flavor, kind: &str) -> &'static str {
         (Flavor::Github, "review") => "pull-request-review",
         (Flavor::Github, "review-comment") => "pull-request-review-comment",
         (Flavor::Github, "validation") => "validation-error",
+        (Flavor::Github, "user") => "public-user",
+        (Flavor::Github, "repo") => "full-repository",
+        (Flavor::Github, "workflow-runs") => "workflow-run-list",
         (Flavor::Github, _) => "basic-error",
     }
 }
@@ -191,8 +200,38 @@ async fn follow_routes(f: &FakeForge, c: &Client, flavor: Flavor, n: i64) {
         .call(Method::GET, &format!("{repo}/pulls/{n}/reviews"), None)
         .await;
     conforms(flavor, "review", &v, "reviews");
+    // The account lab acts as, and the repo as lab checks a token on it.
+    let (s, _, v) = c
+        .call(
+            Method::GET,
+            &format!("{}/user", crate::support::forge::api_root(flavor)),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200);
+    conforms(flavor, "user", &v, "the token's account");
+    let (s, _, v) = c.call(Method::GET, repo, None).await;
+    assert_eq!(s, 200);
+    conforms(flavor, "repo", &v, "the repository");
+    // Conversation comments by people, on both forges.
+    f.add_conversation_comment(n, "ben", "Looks odd.");
+    let (_, _, v) = c
+        .call(Method::GET, &format!("{repo}/issues/{n}/comments"), None)
+        .await;
+    conforms(flavor, "comment", &v, "the conversation");
     if flavor == Flavor::Github {
+        let (_, _, v) = c
+            .call(Method::GET, &format!("{repo}/pulls/{n}/reviews"), None)
+            .await;
         assert_eq!(v[0]["state"], "CHANGES_REQUESTED");
+        let (_, _, v) = c
+            .call(
+                Method::GET,
+                &format!("{repo}/actions/runs?head_sha={sha}"),
+                None,
+            )
+            .await;
+        conforms(flavor, "workflow-runs", &v, "Actions runs");
         let (_, _, v) = c
             .call(
                 Method::GET,
@@ -206,6 +245,15 @@ async fn follow_routes(f: &FakeForge, c: &Client, flavor: Flavor, n: i64) {
             .await;
         conforms(flavor, "review-comment", &v, "review comments");
     } else {
+        let review = f.add_line_review(n, "ana", "Off by one.", "src/lib.rs");
+        let (_, _, v) = c
+            .call(
+                Method::GET,
+                &format!("{repo}/pulls/{n}/reviews/{review}/comments"),
+                None,
+            )
+            .await;
+        conforms(flavor, "review-comment", &v, "a review's line comments");
         assert_eq!(st["statuses"][0]["status"], "failure", "{st}");
         let (_, _, v) = c
             .call(Method::GET, &format!("{repo}/issues/{n}/comments"), None)

@@ -294,7 +294,141 @@ async fn an_org_labels_refusal_is_no_failure(b: Backend) {
     s.stop().await;
 }
 
+/// The doctor's finding of repo `r`'s forge.
+async fn forge_finding(s: &TestServer) -> Value {
+    let d = s.get("/api/v1/doctor").await.ok();
+    d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["area"] == "forge r")
+        .cloned()
+        .unwrap_or_else(|| panic!("no forge finding: {d}"))
+}
+
+/// The doctor's word on one permission: whether the token has it.
+fn granted(finding: &Value, permission: &str) -> Value {
+    finding["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["permission"] == permission)
+        .unwrap_or_else(|| panic!("{permission} not listed: {finding}"))["granted"]
+        .clone()
+}
+
+/// `lab doctor` names the account lab acts as on each forge repo and each
+/// permission its token needs, with which are missing; a classic GitHub
+/// token's scopes are read from its header, a fine-grained token's reads
+/// are tried, and writes the forge does not show are said unknown.
+async fn the_doctor_lists_the_token_s_permissions(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Github).await;
+    super::forge_repo(&s, &f, Flavor::Github, None).await;
+    // A fine-grained token without Checks: lab reads on without it.
+    f.fake.state.lock().unwrap().check_runs_denied = true;
+    let finding = forge_finding(&s).await;
+    assert_eq!(finding["level"], "warn", "{finding}");
+    let message = finding["message"].as_str().unwrap();
+    assert!(
+        message.contains("lab acts as @lab-bot on owner/repo"),
+        "{message}"
+    );
+    assert!(message.contains("Checks: read"), "{message}");
+    assert_eq!(granted(&finding, "Checks: read"), false);
+    assert_eq!(granted(&finding, "Actions: read"), true);
+    assert_eq!(granted(&finding, "Issues: read and write"), Value::Null);
+    assert!(
+        finding["fix"].as_str().unwrap().contains("Forge tokens"),
+        "{finding}"
+    );
+
+    // A classic token with `repo` and without `workflow`, whose account
+    // may not push: that is an error, and the missing scope a warning.
+    {
+        let mut st = f.fake.state.lock().unwrap();
+        st.check_runs_denied = false;
+        st.scopes = Some("repo, read:org".into());
+        st.no_push = true;
+    }
+    let finding = forge_finding(&s).await;
+    assert_eq!(finding["level"], "error", "{finding}");
+    assert_eq!(granted(&finding, "repo"), true);
+    assert_eq!(granted(&finding, "workflow"), false);
+    assert_eq!(granted(&finding, "push access to the repo"), false);
+
+    // Everything granted, but the token is the repo owner's own account.
+    {
+        let mut st = f.fake.state.lock().unwrap();
+        st.scopes = Some("repo, workflow".into());
+        st.no_push = false;
+        st.login = "owner".into();
+    }
+    // (A new lab process: the account is read once per process.)
+    let fresh = s.restart().await;
+    let finding = forge_finding(&fresh).await;
+    assert_eq!(finding["level"], "warn", "{finding}");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("owner's own account"),
+        "{finding}"
+    );
+    // Status and the repo page show the account, the page with a warning.
+    let status = fresh.get("/api/v1/status").await.ok();
+    assert_eq!(
+        status["forges"],
+        json!([{"repo": "r", "identity": {"login": "owner", "is_operator": true}}]),
+        "{status}"
+    );
+    let cookie = crate::pages_input::session(&fresh).await;
+    let page = crate::pages_input::visit(&fresh, &cookie, reqwest::Method::GET, "/repos/r")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("lab acts as <strong>@owner</strong>"),
+        "{page}"
+    );
+    assert!(page.contains(r#"id="forge-identity-warning""#), "{page}");
+
+    // labctl doctor prints each permission.
+    let out = crate::labctl::labctl(&fresh, &["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("forge r"), "{text}");
+    assert!(text.contains("has     workflow"), "{text}");
+
+    // A revoked token: lab cannot use it, and says so.
+    f.fake.state.lock().unwrap().revoked = true;
+    let finding = forge_finding(&fresh).await;
+    assert_eq!(finding["level"], "error", "{finding}");
+    assert!(
+        finding["message"].as_str().unwrap().contains("401"),
+        "{finding}"
+    );
+    fresh.stop().await;
+}
+
+/// Gitea: its read scopes are tried; `read:organization` is missing here.
+async fn the_doctor_tries_gitea_s_read_scopes(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Gitea).await;
+    super::forge_repo(&s, &f, Flavor::Gitea, None).await;
+    f.fake.state.lock().unwrap().org_labels_denied = true;
+    let finding = forge_finding(&s).await;
+    assert_eq!(finding["level"], "warn", "{finding}");
+    assert_eq!(granted(&finding, "read:user"), true);
+    assert_eq!(granted(&finding, "read:organization"), false);
+    assert_eq!(granted(&finding, "write:issue"), Value::Null);
+    assert_eq!(granted(&finding, "write:repository"), Value::Null);
+    s.stop().await;
+}
+
 crate::on_both!(
+    the_doctor_lists_the_token_s_permissions,
+    the_doctor_tries_gitea_s_read_scopes,
     a_head_the_forge_shows_late_is_waited_for,
     a_refused_source_of_checks_leaves_the_others,
     a_cancelled_check_starts_no_round,

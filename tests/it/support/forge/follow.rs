@@ -84,7 +84,8 @@ pub(super) async fn get_pull(State(f): State<Fake>, Path(n): Path<i64>) -> Respo
 
 /// The repository: lab's one call to check an address and a token.
 pub(super) async fn get_repo(State(f): State<Fake>) -> Response {
-    let perms = json!({"admin": false, "push": true, "pull": true});
+    let push = !f.state.lock().unwrap().no_push;
+    let perms = json!({"admin": false, "push": push, "pull": true});
     let body = match f.flavor {
         Flavor::Github => {
             json!({"id": 1, "node_id": "R_1", "name": "repo", "full_name": "owner/repo",
@@ -105,7 +106,47 @@ pub(super) async fn get_user(State(f): State<Fake>) -> Response {
     let s = f.state.lock().unwrap();
     let mut u = user(&s.login, 8);
     u["type"] = json!(s.login_type);
-    Json(u).into_response()
+    if f.flavor == Flavor::Github {
+        // GitHub's `public-user`: the simple user's links and profile.
+        let api = format!("{}/api/v3/users/{}", f.base, s.login);
+        for (k, tail) in [
+            ("events_url", "/events{/privacy}"),
+            ("followers_url", "/followers"),
+            ("following_url", "/following{/other_user}"),
+            ("gists_url", "/gists{/gist_id}"),
+            ("organizations_url", "/orgs"),
+            ("received_events_url", "/received_events"),
+            ("repos_url", "/repos"),
+            ("starred_url", "/starred{/owner}{/repo}"),
+            ("subscriptions_url", "/subscriptions"),
+        ] {
+            u[k] = json!(format!("{api}{tail}"));
+        }
+        for k in [
+            "gravatar_id",
+            "bio",
+            "blog",
+            "company",
+            "email",
+            "hireable",
+            "location",
+            "name",
+        ] {
+            u[k] = Value::Null;
+        }
+        for k in ["followers", "following", "public_gists", "public_repos"] {
+            u[k] = json!(0);
+        }
+        u["created_at"] = json!(stamp());
+        u["updated_at"] = json!(stamp());
+    }
+    match (&s.scopes, f.flavor) {
+        // GitHub sends a classic token's scopes on every answer.
+        (Some(scopes), Flavor::Github) => {
+            ([("x-oauth-scopes", scopes.clone())], Json(u)).into_response()
+        }
+        _ => Json(u).into_response(),
+    }
 }
 
 /// GitHub Actions' runs of a head: the CI as a workflow run.
@@ -119,11 +160,19 @@ pub(super) async fn workflow_runs(State(f): State<Fake>, Query(q): Query<HeadQ>)
                 "action_required" => ("action_required", json!("action_required")),
                 other => ("completed", json!(other)),
             };
+            let run = format!("{}/api/v3/repos/owner/repo/actions/runs/3", f.base);
+            let repo = json!({"id": 1, "node_id": "R_1", "name": "repo", "full_name": "owner/repo"});
             json!({"id": 3, "name": "ci", "node_id": "WFR_3", "head_branch": "x", "head_sha": "abc",
-                "path": ".github/workflows/ci.yml", "run_number": 1, "event": "pull_request",
-                "status": status, "conclusion": conclusion, "workflow_id": 1,
-                "url": format!("{}/actions/runs/3", f.base), "html_url": format!("{}/actions/runs/3", f.base),
-                "created_at": stamp(), "updated_at": stamp()})
+                "display_title": "ci", "path": ".github/workflows/ci.yml", "run_number": 1,
+                "event": "pull_request", "status": status, "conclusion": conclusion, "workflow_id": 1,
+                "url": run, "html_url": format!("{}/owner/repo/actions/runs/3", f.base),
+                "created_at": stamp(), "updated_at": stamp(), "head_commit": null,
+                "repository": repo, "head_repository": repo, "pull_requests": [],
+                "jobs_url": format!("{run}/jobs"), "logs_url": format!("{run}/logs"),
+                "check_suite_url": format!("{}/api/v3/repos/owner/repo/check-suites/3", f.base),
+                "cancel_url": format!("{run}/cancel"), "rerun_url": format!("{run}/rerun"),
+                "artifacts_url": format!("{run}/artifacts"),
+                "workflow_url": format!("{}/api/v3/repos/owner/repo/actions/workflows/1", f.base)})
         })
         .collect();
     Json(json!({"total_count": runs.len(), "workflow_runs": runs})).into_response()

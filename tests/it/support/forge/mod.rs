@@ -84,6 +84,11 @@ pub struct State_ {
     /// The account lab's token acts as (`GET /user`), and its type.
     pub login: String,
     pub login_type: String,
+    /// A classic GitHub token's scopes, sent as `X-OAuth-Scopes` on every
+    /// answer; `None`: a fine-grained token (no such header), or Gitea.
+    pub scopes: Option<String>,
+    /// The token's account may not push to the repo (`permissions.push`).
+    pub no_push: bool,
     /// Answer check runs with 403, as GitHub does to a fine-grained token
     /// without the Checks permission.
     pub check_runs_denied: bool,
