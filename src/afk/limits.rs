@@ -22,12 +22,26 @@ use crate::domain::{AgentBy, AgentState, Run, RunState};
 use crate::provider::limits::{self, Reset};
 use crate::store::{Claim, now_ms};
 
+/// Why a provider is held back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldKind {
+    /// Two runs' CLIs said its usage limit stopped them.
+    UsageLimit,
+    /// Its CLI's own check says it cannot work (`cli_hold.rs`).
+    Cli,
+}
+
 /// A provider held back, until when (ms), and what its CLI said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limited {
     pub provider: String,
+    /// For a usage limit, its reset; for a CLI that cannot work, when lab
+    /// checks it again.
     pub until_ms: i64,
     pub reason: String,
+    pub kind: HoldKind,
+    /// What the operator does about it (a CLI that cannot work).
+    pub fix: Option<String>,
 }
 
 /// One claim's run waiting on a limit it reported.
@@ -95,6 +109,8 @@ impl Limits {
             provider: w.provider.clone(),
             until_ms: until,
             reason: reason.clone(),
+            kind: HoldKind::UsageLimit,
+            fix: None,
         });
         if held.until_ms < now {
             held.until_ms = until;
@@ -136,18 +152,31 @@ fn line_for_resume(screen: &str) -> String {
 }
 
 impl Scheduler {
-    /// The providers held back now.
+    /// The providers held back now: by a CLI that cannot work, or by a
+    /// usage limit.
     pub fn limited(&self) -> Vec<Limited> {
         let now = now_ms();
         let mut v: Vec<Limited> = self
-            .limits
-            .providers
-            .lock()
-            .expect("poisoned")
-            .values()
-            .filter(|l| l.until_ms > now)
-            .cloned()
+            .cli
+            .all()
+            .into_iter()
+            .map(|h| Limited {
+                provider: h.provider,
+                until_ms: h.next_check_ms,
+                reason: h.reason,
+                kind: HoldKind::Cli,
+                fix: Some(h.fix),
+            })
             .collect();
+        v.extend(
+            self.limits
+                .providers
+                .lock()
+                .expect("poisoned")
+                .values()
+                .filter(|l| l.until_ms > now)
+                .cloned(),
+        );
         v.sort_by(|a, b| a.provider.cmp(&b.provider));
         v
     }

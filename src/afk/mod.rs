@@ -10,6 +10,7 @@
 //! launched, so two nodes can never both take it.
 
 mod admission;
+pub mod cli_hold;
 mod follow;
 mod forge_follow;
 pub mod limits;
@@ -84,6 +85,8 @@ pub struct Scheduler {
     forge: forge_follow::Follows,
     /// Providers held back by a usage limit, and their runs that wait.
     limits: limits::Limits,
+    /// Providers whose CLI cannot work, as its own check says.
+    cli: cli_hold::CliHolds,
     /// Why the last tick started nothing for want of memory, if it did.
     pub admission: Mutex<Option<String>>,
     /// When a settle last found no claim to follow or tell, at which
@@ -116,6 +119,7 @@ impl Scheduler {
             forge: forge_follow::Follows::default(),
             admission: Mutex::new(None),
             limits: limits::Limits::default(),
+            cli: cli_hold::CliHolds::default(),
             problems: Mutex::new(BTreeMap::new()),
             ticking: tokio::sync::Mutex::new(()),
         }
@@ -152,6 +156,7 @@ impl Scheduler {
                 return report;
             }
         }
+        self.recheck_clis().await;
         let store = &self.runner.store;
         let (repos, settings, live) =
             match tokio::try_join!(store.repos(), store.settings(), store.live_claim_counts()) {
@@ -170,6 +175,19 @@ impl Scheduler {
             repos
                 .into_iter()
                 .filter(|r| r.afk_enabled && !r.afk_paused)
+                .filter(|r| match self.cli.holds(&r.provider) {
+                    None => true,
+                    Some(h) => {
+                        self.note(
+                            &r.name,
+                            Some(format!(
+                                "{} cannot work here ({}): no new AFK run; {}",
+                                h.provider, h.reason, h.fix
+                            )),
+                        );
+                        false
+                    }
+                })
                 .filter(|r| match self.limits.holds(&r.provider) {
                     None => true,
                     Some(l) => {

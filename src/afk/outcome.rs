@@ -1,6 +1,6 @@
-//! How AFK runs end: an [`Outcome`], `succeeded` (a pull request), `failed`
-//! (the exit and the last lines of output) or `timed_out` (the run time
-//! limit ended it). The issue is then relabelled with the outcome's label,
+//! How AFK runs end: an [`Outcome`] (a pull request and how its checks
+//! went, `failed` with the exit status, `timed-out`, `over-budget`, or
+//! `cli-unusable` when the agent CLI cannot work). The issue is then relabelled with the outcome's label,
 //! so it is not taken again until a person puts the ready label back, and
 //! commented.
 
@@ -10,24 +10,12 @@ use super::{Scheduler, TickReport};
 use crate::domain::ChecksState;
 use crate::domain::{Outcome, Run, StopCause};
 use crate::repo::issue_source::SourceKind;
-use crate::run::log;
 
 use crate::store::{Claim, RepoKey, StoreError, now_ms};
 
-/// The last lines of a run's output, as text.
-fn last_lines(run: &Run, n: usize) -> String {
-    let Some(path) = run.log_path.as_deref() else {
-        return String::new();
-    };
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let (bytes, _) = log::read(path, size.saturating_sub(16 * 1024), 16 * 1024).unwrap_or_default();
-    let text = String::from_utf8_lossy(&strip_ansi_escapes::strip(&bytes)).into_owned();
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+/// The page of a run, where a person reads what its agent printed.
+fn run_page(lab_url: &str, run: i64) -> String {
+    format!("{}/runs/{run}", lab_url.trim_end_matches('/'))
 }
 
 impl Scheduler {
@@ -77,6 +65,20 @@ impl Scheduler {
                 Err(StoreError::NotFound) => None,
                 Err(e) => return Err(e),
             };
+            if run.state.is_active()
+                && let Some(why) = self.unusable(&run).await
+            {
+                // The run's own word ends the run; only the CLI's own check
+                // holds the provider's other runs back.
+                match self.runner.stop(run_id, StopCause::CliUnusable, &why).await {
+                    Ok(r) => run = r,
+                    Err(e) => {
+                        tracing::warn!(run = run_id, error = %e, "could not end an AFK run");
+                        continue;
+                    }
+                }
+                self.check_cli(&run.provider, false).await;
+            }
             if run.state.is_active() {
                 let waiting = self.follow_limit(&claim, &run).await;
                 let why = self
@@ -121,7 +123,25 @@ impl Scheduler {
             // The claim as it is now (its checks may have been noted since
             // it was read).
             let claim = store.claim_of_run(run_id).await?.unwrap_or(claim);
-            let (outcome, detail) = judge(&claim, &run, settings.afk.max_rounds, ended_cause);
+            let (mut outcome, mut detail) = judge(
+                &claim,
+                &run,
+                settings.afk.max_rounds,
+                ended_cause,
+                &self.runner.cfg.lab_url,
+            );
+            // A CLI that exits as soon as it starts: lab checks it, and only
+            // its check makes the ending the CLI's fault.
+            if outcome == Outcome::Failed
+                && quick_exit(&run)
+                && let Some(why) = self.check_cli(&run.provider, false).await
+            {
+                outcome = Outcome::CliUnusable;
+                detail = format!(
+                    "its CLI exited {} s after it started, and lab's own check of the CLI says: {why}.",
+                    (run.ended_at.unwrap_or(0) - run.started_at.unwrap_or(0)) / 1000
+                );
+            }
             let retry_at = (outcome.retryable() && claim.attempt < settings.afk.max_attempts)
                 .then(|| now_ms() + retry_backoff(settings.afk.tick_seconds, claim.attempt));
             if store
@@ -216,6 +236,10 @@ impl Scheduler {
                     "lab's {run}{with} opened a pull request for this issue, and it was merged: {detail}"
                 )
             }
+            Outcome::CliUnusable => format!(
+                "lab's {run}{with} could not work on this issue: {detail} lab checks the CLI itself \
+                 and starts no AFK run of it while it cannot work."
+            ),
             Outcome::PrClosed => format!(
                 "lab's {run}{with} opened a pull request for this issue, and it was closed without being merged: {detail}"
             ),
@@ -319,16 +343,26 @@ pub fn retry_backoff(tick_seconds: i64, attempt: i64) -> i64 {
     doubled.min(3600) * 1000
 }
 
+/// Whether the run ended on its own, without a pull request, right after
+/// it started.
+fn quick_exit(run: &Run) -> bool {
+    run.state == crate::domain::RunState::Exited
+        && run.stop_cause.is_none()
+        && matches!((run.started_at, run.ended_at), (Some(s), Some(e)) if e - s < super::cli_hold::QUICK_EXIT_MS)
+}
+
 /// The outcome of an ended run, and what to say about it.
 fn judge(
     claim: &Claim,
     run: &Run,
     max_rounds: i64,
     ended_cause: Option<StopCause>,
+    lab_url: &str,
 ) -> (Outcome, String) {
     let reason = run.state_reason.clone().unwrap_or_default();
     match run.stop_cause.or(ended_cause) {
         Some(StopCause::Budget) => return (Outcome::OverBudget, format!("{reason}.")),
+        Some(StopCause::CliUnusable) => return (Outcome::CliUnusable, format!("{reason}.")),
         Some(StopCause::Rounds) => {
             let url = claim.pr_url.clone().unwrap_or_default();
             return (Outcome::NeedsHuman, format!("{url} ({reason})"));
@@ -356,12 +390,12 @@ fn judge(
             None => (Outcome::PrOpened, url.clone()),
         };
     }
-    let tail = last_lines(run, 20);
-    let tail = if tail.is_empty() {
-        String::new()
-    } else {
-        format!("\n\nLast lines of its output:\n\n```\n{tail}\n```")
-    };
+    // What the agent printed stays on the run's page: an issue comment (on
+    // a forge, public) never carries the agent's bytes (the trust boundary).
+    let tail = format!(
+        "\n\nIts screen and log are on the run's page: {}",
+        run_page(lab_url, run.id)
+    );
     if run.stop_cause == Some(StopCause::TimeLimit) {
         return (Outcome::TimedOut, format!("{reason}.{tail}"));
     }

@@ -31,6 +31,15 @@ pub enum AfkCommand {
     Pause { repo: Option<String> },
     /// Resume the scheduler (or one repo's AFK runs).
     Resume { repo: Option<String> },
+    /// Check a provider's CLI now (it starts, it is signed in): one that
+    /// works lets its held AFK runs go on.
+    Check {
+        /// The provider: claude-code or codex.
+        provider: String,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -110,6 +119,28 @@ pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
         }
         AfkCommand::Pause { repo } => toggle(client, repo, "pause").await?,
         AfkCommand::Resume { repo } => toggle(client, repo, "resume").await?,
+        AfkCommand::Check { provider, json } => {
+            let v = client
+                .patient(std::time::Duration::from_secs(60))
+                .post(
+                    &format!("/api/v1/afk/providers/{}/check", seg(&provider)),
+                    &Value::Null,
+                )
+                .await?;
+            let body: crate::http::afk::CliCheckBody = serde_json::from_value(v.clone())
+                .map_err(|e| CliError::failure(format!("the server's answer: {e}")))?;
+            if json {
+                output::json(&v);
+            } else if body.works {
+                println!("{}: its CLI works here; its AFK runs go on", body.provider);
+            } else {
+                return Err(CliError::failure(format!(
+                    "{}: its CLI cannot work here: {}; its AFK runs are held back",
+                    body.provider,
+                    body.reason.unwrap_or_default()
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -158,12 +189,22 @@ fn print_status(v: &Value) {
         println!("launches wait: {why}");
     }
     for l in v["limited"].as_array().into_iter().flatten() {
-        println!(
-            "{} is at its usage limit until {}: no new AFK run for it ({})",
-            s(&l["provider"]),
-            s(&l["until"]),
-            s(&l["reason"])
-        );
+        if l["kind"] == "cli" {
+            println!(
+                "{} cannot work here: {}; no new AFK run for it (checked again at {}). Fix: {}",
+                s(&l["provider"]),
+                s(&l["reason"]),
+                s(&l["until"]),
+                s(&l["fix"])
+            );
+        } else {
+            println!(
+                "{} is at its usage limit until {}: no new AFK run for it ({})",
+                s(&l["provider"]),
+                s(&l["until"]),
+                s(&l["reason"])
+            );
+        }
     }
     let rows: Vec<Vec<String>> = v["repos"]
         .as_array()

@@ -14,8 +14,8 @@ spelled! {
         /// Its rounds on the pull request were used up, or a reviewer asked
         /// for a person.
         NeedsHuman = "needs-human",
-        /// It ended without a pull request; its exit status and last lines
-        /// say why.
+        /// It ended without a pull request; its exit status says why (its
+        /// screen and log stay on the run's page).
         Failed = "failed",
         /// It ran past the run time limit and lab stopped it.
         TimedOut = "timed-out",
@@ -25,6 +25,9 @@ spelled! {
         PrMerged = "pr-merged",
         /// A person closed its pull request without merging it.
         PrClosed = "pr-closed",
+        /// Its agent CLI could not work at all (not signed in, its sign-in
+        /// refused, exiting at once); tried again once the CLI can.
+        CliUnusable = "cli-unusable",
     }
 }
 
@@ -40,6 +43,7 @@ impl Outcome {
             Outcome::OverBudget => "lab:over-budget",
             Outcome::PrMerged => "lab:pr-merged",
             Outcome::PrClosed => "lab:pr-closed",
+            Outcome::CliUnusable => "lab:cli-unusable",
         }
     }
 
@@ -54,10 +58,13 @@ impl Outcome {
     }
 
     /// Whether another attempt may do better (`afk.max_attempts`): a run
-    /// that failed or ran out of time; not one that opened a pull request
-    /// or spent its budget.
+    /// that failed, ran out of time or met a CLI that could not work; not
+    /// one that opened a pull request or spent its budget.
     pub fn retryable(self) -> bool {
-        matches!(self, Outcome::Failed | Outcome::TimedOut)
+        matches!(
+            self,
+            Outcome::Failed | Outcome::TimedOut | Outcome::CliUnusable
+        )
     }
 }
 

@@ -16,5 +16,7 @@ spelled! {
         /// Its rounds on its pull request were used up, or a reviewer asked
         /// for a person.
         Rounds = "rounds",
+        /// Its agent CLI cannot work (not signed in, its sign-in refused).
+        CliUnusable = "cli_unusable",
     }
 }

@@ -156,10 +156,16 @@ pub struct RepoAfkBody {
 pub struct LimitedBody {
     #[schema(schema_with = super::schema::provider_id)]
     pub provider: String,
-    /// When lab lets it run again.
+    /// `usage-limit` (two runs hit it; until its reset) or `cli` (the
+    /// CLI's own check says it cannot work; until a check passes).
+    pub kind: &'static str,
+    /// For a usage limit, when lab lets it run again; for a CLI that
+    /// cannot work, when lab checks it again.
     pub until: String,
-    /// What its CLI said.
+    /// What its CLI said, or why it cannot work (`not logged in`).
     pub reason: String,
+    /// What to do about it (a CLI that cannot work).
+    pub fix: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -208,8 +214,13 @@ async fn status_body(app: &AppState) -> ApiResult<AfkStatusBody> {
             .into_iter()
             .map(|l| LimitedBody {
                 provider: l.provider,
+                kind: match l.kind {
+                    crate::afk::limits::HoldKind::UsageLimit => "usage-limit",
+                    crate::afk::limits::HoldKind::Cli => "cli",
+                },
                 until: crate::domain::rfc3339(l.until_ms),
                 reason: l.reason,
+                fix: l.fix,
             })
             .collect(),
         repos: repos
@@ -253,6 +264,41 @@ async fn resume(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
     Ok(Json(status_body(&app).await?))
 }
 
+/// What lab's own check of a provider's CLI says.
+#[derive(Serialize, serde::Deserialize, ToSchema)]
+pub struct CliCheckBody {
+    #[schema(schema_with = super::schema::provider_id)]
+    pub provider: String,
+    /// Whether its CLI can work here (it starts, and is signed in).
+    pub works: bool,
+    /// Why it cannot, when it cannot (`not logged in`).
+    pub reason: Option<String>,
+}
+
+/// Checks a provider's CLI now (its version, then its own sign-in check,
+/// in a run's conditions): a CLI that works lets its held AFK runs go on,
+/// one that does not holds them back (`limited`, kind `cli`).
+#[utoipa::path(post, path = "/afk/providers/{provider}/check", tag = "afk",
+    params(("provider" = String, Path, description = "provider id")),
+    responses((status = 200, body = CliCheckBody), (status = 404, body = ErrorBody)))]
+async fn check_provider(
+    State(app): State<AppState>,
+    ApiPath(provider): ApiPath<String>,
+) -> ApiResult<Json<CliCheckBody>> {
+    if crate::provider::get(&provider).is_none() {
+        return Err(ApiError::not_found(format!(
+            "provider '{provider}' (lab knows: {})",
+            crate::provider::ids().join(", ")
+        )));
+    }
+    let reason = app.scheduler.check_cli(&provider, true).await;
+    Ok(Json(CliCheckBody {
+        provider,
+        works: reason.is_none(),
+        reason,
+    }))
+}
+
 /// AFK outcomes per repo and per model/effort: runs, succeeded, failed,
 /// timed out, median duration.
 #[utoipa::path(get, path = "/afk/ledger", tag = "afk", responses((status = 200, body = LedgerBody)))]
@@ -269,4 +315,5 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(pause))
         .routes(routes!(resume))
         .routes(routes!(get_ledger))
+        .routes(routes!(check_provider))
 }

@@ -3,7 +3,7 @@
 use super::config::{CliFile, CliHome, FileKind, Format};
 use super::hooks;
 use super::{
-    BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue, OptionSpec,
+    Auth, BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue, OptionSpec,
     OptionType, Provider, SpawnSpec, Verdict, first_line,
 };
 
@@ -233,10 +233,50 @@ impl Provider for ClaudeCode {
         &[PERMISSION]
     }
 
+    /// Claude Code 2.1.332's sign-in failures (strings of its binary): "Not
+    /// logged in · Please run /login", the login method picker, "Invalid API
+    /// key · Please run /login", "OAuth token revoked", "OAuth token has
+    /// expired", "Your session has expired. Please run /login", "Login
+    /// reached its time limit · Please run /login".
+    fn unusable(&self, screen: &str) -> Option<&'static str> {
+        let has = |s: &str| screen.contains(s);
+        if has("Not logged in") || has("Select login method") {
+            Some("not logged in")
+        } else if has("Invalid API key")
+            || has("OAuth token revoked")
+            || has("OAuth token has expired")
+            || has("session has expired")
+            || has("Please run /login")
+        {
+            Some("its sign-in was refused or has expired")
+        } else {
+            None
+        }
+    }
+
+    fn auth_args(&self) -> Option<&'static [&'static str]> {
+        Some(&["auth", "status"])
+    }
+
+    /// `claude auth status` prints JSON with `loggedIn` (and exits 1 when
+    /// it is false).
+    fn auth_verdict(&self, o: &CheckOutcome) -> Auth {
+        match serde_json::from_str::<serde_json::Value>(o.stdout.trim())
+            .ok()
+            .and_then(|v| v["loggedIn"].as_bool())
+        {
+            Some(true) => Auth::SignedIn,
+            Some(false) => Auth::SignedOut("not logged in".into()),
+            None => Auth::Unknown(first_line(&format!("{}{}", o.stdout, o.stderr))),
+        }
+    }
+
     fn attention(&self, screen: &str) -> Option<&'static str> {
         let has = |s: &str| screen.contains(s);
         if has("Not logged in") || has("Select login method") {
-            Some("not logged in: attach and run /login")
+            Some("not logged in: type /login in the reply box below to sign in")
+        } else if self.unusable(screen).is_some() {
+            Some("its sign-in was refused: type /login in the reply box below to sign in again")
         } else if has("Quick safety check") || has("Yes, I trust this folder") {
             Some("waits at the folder-trust dialog")
         } else if has("Bypass Permissions mode") && has("Yes, I accept") {

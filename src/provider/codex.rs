@@ -3,7 +3,7 @@
 use super::config::{CliFile, CliHome, FileKind, Format};
 use super::hooks;
 use super::{
-    CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue, OptionSpec, OptionType,
+    Auth, CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue, OptionSpec, OptionType,
     Provider, SpawnSpec, Verdict, first_line,
 };
 
@@ -195,10 +195,46 @@ impl Provider for Codex {
         hooks::codex(payload)
     }
 
+    /// Codex 0.171.0's sign-in screen and failures (strings of its
+    /// binary): "Sign in with ChatGPT", "Sign in with Device Code", "Your
+    /// access token could not be refreshed…", "Your ChatGPT credential
+    /// expired…".
+    fn unusable(&self, screen: &str) -> Option<&'static str> {
+        let has = |s: &str| screen.contains(s);
+        if has("Sign in with ChatGPT") || has("Sign in with Device Code") {
+            Some("not logged in")
+        } else if has("access token could not be refreshed") || has("credential expired") {
+            Some("its sign-in was refused or has expired")
+        } else {
+            None
+        }
+    }
+
+    fn auth_args(&self) -> Option<&'static [&'static str]> {
+        Some(&["login", "status"])
+    }
+
+    /// `codex login status` prints "Logged in using …" (exit 0) or "Not
+    /// logged in" (exit 1).
+    fn auth_verdict(&self, o: &CheckOutcome) -> Auth {
+        let text = format!("{}\n{}", o.stdout, o.stderr);
+        if text.contains("Not logged in") {
+            Auth::SignedOut("not logged in".into())
+        } else if o.code == Some(0) && text.contains("Logged in") {
+            Auth::SignedIn
+        } else {
+            Auth::Unknown(first_line(text.trim()))
+        }
+    }
+
     fn attention(&self, screen: &str) -> Option<&'static str> {
         let has = |s: &str| screen.contains(s);
         if has("Sign in with ChatGPT") || has("Sign in with Device Code") {
-            Some("not logged in: attach and sign in")
+            Some(
+                "not logged in: choose a sign-in method with the keys below (Device Code works from a browser)",
+            )
+        } else if self.unusable(screen).is_some() {
+            Some("its sign-in was refused: sign in again with the keys below")
         } else if has("Trust this folder?") || has("Trust and continue") {
             Some("waits at the folder-trust dialog")
         } else if has("Try new model") && has("Use existing model") {

@@ -172,6 +172,25 @@ pub trait Provider: Send + Sync + 'static {
         None
     }
 
+    /// Whether a screen of the CLI says it cannot work at all (not signed
+    /// in, its credentials refused): why, in lab's words. Pure. An AFK run
+    /// showing it ends at once; only the CLI's own sign-in check
+    /// ([`Provider::auth_args`]) holds the provider's other runs back.
+    fn unusable(&self, _screen: &str) -> Option<&'static str> {
+        None
+    }
+
+    /// The arguments of the CLI's own sign-in check (`claude auth status`),
+    /// which lab runs outside any run, in a run's conditions.
+    fn auth_args(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+
+    /// What the sign-in check's outcome says.
+    fn auth_verdict(&self, _outcome: &CheckOutcome) -> Auth {
+        Auth::Unknown("lab has no sign-in check for this CLI".into())
+    }
+
     /// What one of the CLI's hook payloads says about its agent (ADR 13);
     /// `None` for an event that says nothing lab uses. Pure.
     fn hook_signal(&self, _payload: &serde_json::Value) -> Option<hooks::Signal> {
@@ -220,6 +239,16 @@ pub struct CheckOutcome {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+}
+
+/// Whether a CLI can sign in to its provider, as its own check says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    SignedIn,
+    /// It cannot: why, in lab's words ("not logged in").
+    SignedOut(String),
+    /// The check said nothing lab can read: what it printed.
+    Unknown(String),
 }
 
 /// Whether a CLI accepts an argv.

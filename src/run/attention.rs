@@ -216,7 +216,7 @@ pub(super) mod tests {
         use AgentBy::{Hook, Rollout, Screen};
         use AgentState::{Idle, Waiting, Working};
         let claude = crate::provider::get("claude-code").unwrap();
-        let login = Some("not logged in: attach and run /login");
+        let login = Some("not logged in: type /login in the reply box below to sign in");
         let permission = Some("waits for a permission answer");
         let wait = |r| Some((Waiting, r));
         let table = [

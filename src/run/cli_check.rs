@@ -96,6 +96,82 @@ pub async fn check(
     })
 }
 
+impl super::Runner {
+    /// The CLI's own sign-in check ([`Provider::auth_args`]), run outside
+    /// any run in a run's conditions: a throw-away home seeded as a run's
+    /// is (the operator's credentials and carried keys, copied), the
+    /// variables a run inherits, lab's command line. Nothing of a run's is
+    /// read: this is lab's own check, on the operator's side of the trust
+    /// boundary.
+    pub async fn cli_auth(&self, p: &dyn Provider) -> crate::provider::Auth {
+        use crate::provider::Auth;
+        let Some(args) = p.auth_args() else {
+            return Auth::Unknown("lab has no sign-in check for this CLI".into());
+        };
+        let bin = match self.binary_for(p) {
+            Ok(b) => b,
+            Err(e) => return Auth::Unknown(e.to_string()),
+        };
+        let Ok(dir) = tempfile::Builder::new().prefix("lab-auth-").tempdir() else {
+            return Auth::Unknown("cannot create a temporary home".into());
+        };
+        let carry = self.carry_keys().await;
+        let identity = self.git_identity().await;
+        let mut env =
+            super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
+        let home = match p.cli_home() {
+            Some(cli) => match super::agent_config::seed(
+                dir.path(),
+                &super::agent_config::Seed {
+                    cli,
+                    operator_home: &self.cfg.agent_home,
+                    carry: &carry,
+                    edits: &[],
+                    sandboxed: false,
+                    identity: (&identity.0, &identity.1),
+                },
+            ) {
+                Ok(seeded) => {
+                    env.insert(
+                        cli.env.into(),
+                        seeded.cli_dir.to_string_lossy().into_owned(),
+                    );
+                    seeded.home
+                }
+                Err(e) => return Auth::Unknown(e.to_string()),
+            },
+            None => dir.path().to_path_buf(),
+        };
+        env.insert("HOME".into(), home.to_string_lossy().into_owned());
+        let mut cmd = tokio::process::Command::new(&bin);
+        cmd.args(args)
+            .current_dir(&home)
+            .env_clear()
+            .envs(&env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let out = match tokio::time::timeout(TIMEOUT, cmd.output()).await {
+            Err(_) => {
+                return Auth::Unknown(format!(
+                    "{} did not answer `{}` within {} s",
+                    bin.display(),
+                    args.join(" "),
+                    TIMEOUT.as_secs()
+                ));
+            }
+            Ok(Err(e)) => return Auth::Unknown(format!("cannot run {}: {e}", bin.display())),
+            Ok(Ok(o)) => o,
+        };
+        p.auth_verdict(&CheckOutcome {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+}
+
 /// Why a CLI's version is not known.
 #[derive(Debug, thiserror::Error)]
 pub enum VersionError {

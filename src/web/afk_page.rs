@@ -24,12 +24,22 @@ struct AfkPage {
     max_concurrent: i64,
     /// Why launches wait for memory, if they do.
     admission: Option<String>,
-    /// Providers held back by a usage limit: (provider, until, what it said).
-    limited: Vec<(String, String, String)>,
+    /// Providers held back: by a usage limit, or a CLI that cannot work.
+    limited: Vec<LimitedRow>,
     recent: Vec<Claim>,
     by_repo: Vec<LedgerRow>,
     by_model: Vec<LedgerRow>,
     by_outcome: Vec<LedgerRow>,
+}
+
+/// A provider held back, as the page shows it.
+struct LimitedRow {
+    /// Its CLI cannot work (else: a usage limit).
+    cli: bool,
+    provider: String,
+    until: String,
+    reason: String,
+    fix: String,
 }
 
 /// A ledger row's tokens, compact.
@@ -79,7 +89,13 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
             .scheduler
             .limited()
             .into_iter()
-            .map(|l| (l.provider, crate::domain::rfc3339(l.until_ms), l.reason))
+            .map(|l| LimitedRow {
+                cli: l.kind == crate::afk::limits::HoldKind::Cli,
+                provider: l.provider,
+                until: crate::domain::rfc3339(l.until_ms),
+                reason: l.reason,
+                fix: l.fix.unwrap_or_default(),
+            })
             .collect(),
         recent: claims,
         by_repo: l.by_repo,
@@ -106,9 +122,30 @@ async fn resume(State(app): State<AppState>, session: BrowserSession, form: Form
     toggle(&app, &session, &form, false).await
 }
 
+/// "Check again": lab checks a held provider's CLI now.
+async fn check(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    axum::extract::Path(provider): axum::extract::Path<String>,
+    form: Form,
+) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    if crate::provider::get(&provider).is_none() {
+        return Page::error(
+            axum::http::StatusCode::NOT_FOUND,
+            &format!("There is no provider '{provider}'."),
+        );
+    }
+    app.scheduler.check_cli(&provider, true).await;
+    Redirect::to("/afk").into_response()
+}
+
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/afk", get(show))
+        .route("/afk/providers/{provider}/check", post(check))
         .route("/afk/pause", post(pause))
         .route("/afk/resume", post(resume))
 }

@@ -211,10 +211,18 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
         claims[0]["retry_at"].is_string() && claims[1]["retry_at"].is_null(),
         "{st}"
     );
+    // What the agent printed stays on its run's page: the issue is told
+    // the exit and the page, never the agent's bytes (the trust boundary).
     let detail = claims[1]["detail"].as_str().unwrap();
     assert!(
-        detail.contains("status 3") && detail.contains("the tests are broken"),
+        detail.contains("status 3")
+            && detail.contains(&format!("/runs/{}", claims[1]["run_id"]))
+            && !detail.contains("the tests are broken"),
         "{detail}"
+    );
+    assert!(
+        comments.iter().all(|c| !c.contains("the tests are broken")),
+        "{comments:?}"
     );
     // The second run says which attempt it is, and for which issue.
     let run = s

@@ -3,6 +3,7 @@
 mod support;
 
 mod afk;
+mod afk_cli;
 mod afk_follow;
 mod afk_race;
 mod agent_state;

@@ -270,7 +270,38 @@ async fn doctor_passes_with_the_pinned_clis(b: Backend) {
     assert!(out.contains("(the version lab was checked with)"), "{out}");
 }
 
+/// lab's own check of each real CLI, signed out, says so in lab's words
+/// (their own sign-in checks: `claude auth status`, `codex login status`).
+async fn the_check_of_a_signed_out_cli_says_not_logged_in(b: Backend) {
+    let (claude, codex) = (real::cli("claude-code"), real::cli("codex"));
+    let s = TestServer::start_tweaked(b, |cfg| {
+        cfg.provider_bins
+            .insert("claude-code".into(), claude.clone());
+        cfg.provider_bins.insert("codex".into(), codex.clone());
+    })
+    .await;
+    for provider in ["claude-code", "codex"] {
+        let body = s
+            .post(
+                &format!("/api/v1/afk/providers/{provider}/check"),
+                serde_json::Value::Null,
+            )
+            .await
+            .ok();
+        assert_eq!(body["works"], false, "{provider}: {body}");
+        assert!(
+            body["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("not logged in"),
+            "{provider}: {body}"
+        );
+    }
+    s.stop().await;
+}
+
 on_both!(
+    the_check_of_a_signed_out_cli_says_not_logged_in,
     doctor_passes_with_the_pinned_clis,
     claude_manual_reaches_login,
     claude_afk_reaches_login,

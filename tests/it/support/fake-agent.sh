@@ -19,6 +19,18 @@
 REC='@@REC@@'
 # Like the real CLIs: a version, and no work without a terminal.
 if [ "$1" = --version ]; then echo "0.0.1 (fake agent)"; exit 0; fi
+# The CLIs' own sign-in checks (`claude auth status`, `codex login status`):
+# signed in unless the credentials lab gave it say "signed-out".
+if [ "$1 $2" = "auth status" ]; then
+  if grep -qs signed-out "$CLAUDE_CONFIG_DIR/.credentials.json"; then
+    echo '{"loggedIn": false, "authMethod": "none"}'; exit 1
+  fi
+  echo '{"loggedIn": true, "authMethod": "claude.ai"}'; exit 0
+fi
+if [ "$1 $2" = "login status" ]; then
+  if grep -qs signed-out "$CODEX_HOME/auth.json"; then echo "Not logged in" >&2; exit 1; fi
+  echo "Logged in using ChatGPT"; exit 0
+fi
 if [ ! -t 0 ]; then echo "Not logged in · fake agent without a terminal"; exit 1; fi
 id=${LAB_RUN_ID:-none}
 d="$REC/$id"
