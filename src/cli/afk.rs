@@ -320,7 +320,11 @@ pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
             secs(&r["median_seconds"]),
             tokens(r),
             compact_cost(r["cost_usd"].as_f64()),
-            compact_cost(r["cost_per_success_usd"].as_f64()),
+            if r["succeeded"].as_u64() == Some(0) {
+                "-".to_owned()
+            } else {
+                compact_cost(r["cost_per_success_usd"].as_f64())
+            },
         ]
     };
     let by_repo: Vec<Vec<String>> = v["by_repo"]

@@ -127,6 +127,10 @@ enum Command {
     Pr(afk::PrCommand),
     /// Print a run's changes against its base (live: uncommitted files too).
     Diff(pulls::DiffArgs),
+    /// Notification endpoints: send a test, list, add, remove (the same as
+    /// `labctl settings notify`).
+    #[command(subcommand)]
+    Notify(notify::NotifyCommand),
     /// AFK outcomes by repo and by model/effort.
     Ledger {
         #[arg(long)]
@@ -238,6 +242,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Issue(cmd) => issues::issue(&client, cmd).await,
         Command::Pr(cmd) => afk::pr(&client, cmd).await,
         Command::Ledger { json } => afk::ledger(&client, json).await,
+        Command::Notify(cmd) => notify::run(&client, cmd).await,
         Command::Diff(args) => pulls::diff(&client, args).await,
         Command::Completions { .. } | Command::Hook { .. } => unreachable!("handled above"),
     }

@@ -1,4 +1,5 @@
-//! `labctl settings notify list|add|remove`: the notification endpoints.
+//! `labctl notify test|list|add|remove` (also under `labctl settings`):
+//! the notification endpoints.
 //!
 //! lab never shows an endpoint's URL or token, so `add` and `remove` send
 //! the list back as lab showed it (redacted URLs keep the stored ones), with
@@ -12,6 +13,12 @@ use super::output;
 
 #[derive(Subcommand)]
 pub enum NotifyCommand {
+    /// Send a test notification to every endpoint and print what each
+    /// answered (exit 1 when one did not take it).
+    Test {
+        #[arg(long)]
+        json: bool,
+    },
     /// List the endpoints (URLs redacted; tokens never shown).
     List {
         #[arg(long)]
@@ -47,6 +54,9 @@ pub enum NotifyCommand {
 const ALL: [&str; 4] = ["waiting", "ended", "failed", "pr_opened"];
 
 pub async fn run(client: &Client, cmd: NotifyCommand) -> CliResult<()> {
+    if let NotifyCommand::Test { json } = cmd {
+        return test(client, json).await;
+    }
     let shown = client.get("/api/v1/settings").await?;
     // As lab showed them: the redacted URL stands for the stored one, and
     // an absent token keeps the stored token.
@@ -57,6 +67,7 @@ pub async fn run(client: &Client, cmd: NotifyCommand) -> CliResult<()> {
         .map(|e| json!({"kind": e["kind"], "url": e["url"], "events": e["events"]}))
         .collect();
     let as_json = match cmd {
+        NotifyCommand::Test { .. } => unreachable!("handled above"),
         NotifyCommand::List { json } => {
             show(&shown, json);
             return Ok(());
@@ -129,4 +140,42 @@ fn show(settings: &Value, as_json: bool) {
         return;
     }
     output::table(&["#", "KIND", "EVENTS", "URL", "TOKEN"], &rows);
+}
+
+/// `labctl notify test`: what each endpoint said to a test notification.
+async fn test(client: &Client, json: bool) -> CliResult<()> {
+    let v = client
+        .post("/api/v1/notifications/test", &json!({}))
+        .await?;
+    let sent: Vec<crate::notifications::TestSent> = serde_json::from_value(v.clone())
+        .map_err(|e| CliError::failure(format!("the server's answer: {e}")))?;
+    if json {
+        output::json(&v);
+    } else if sent.is_empty() {
+        println!("no notification endpoints (add one with `labctl notify add`)");
+    } else {
+        let rows: Vec<Vec<String>> = sent
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                vec![
+                    (i + 1).to_string(),
+                    t.url.clone(),
+                    t.status
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    t.error.clone().unwrap_or_else(|| "ok".into()),
+                ]
+            })
+            .collect();
+        output::table(&["#", "URL", "STATUS", "RESULT"], &rows);
+    }
+    let failed = sent.iter().filter(|t| t.error.is_some()).count();
+    if failed > 0 {
+        return Err(CliError::failure(format!(
+            "{failed} of {} endpoint(s) did not take the test",
+            sent.len()
+        )));
+    }
+    Ok(())
 }

@@ -106,10 +106,11 @@ mod tests {
                 (Outcome::OverBudget, "over-budget"),
                 (Outcome::PrMerged, "pr-merged"),
                 (Outcome::PrClosed, "pr-closed"),
+                (Outcome::CliUnusable, "cli-unusable"),
             ],
             "timed_out",
-            "unknown outcome 'timed_out'; allowed: pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed",
-            "must be pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged or pr-closed",
+            "unknown outcome 'timed_out'; allowed: pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed, cli-unusable",
+            "must be pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed or cli-unusable",
         );
         spelled_as(
             &[(IssueState::Open, "open"), (IssueState::Closed, "closed")],

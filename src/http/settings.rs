@@ -323,8 +323,22 @@ async fn patch_settings(
     shown(&app, &s).await
 }
 
+/// Sends a test notification (`"event": "test"`) to each configured
+/// endpoint and answers what each said, in the settings' order. Nothing is
+/// queued: an endpoint that fails is not tried again.
+#[utoipa::path(post, path = "/notifications/test", tag = "settings",
+    responses((status = 200, body = Vec<crate::notifications::TestSent>)))]
+async fn test_notifications(
+    State(app): State<AppState>,
+) -> ApiResult<Json<Vec<crate::notifications::TestSent>>> {
+    let sent = app.notifier.send_test().await.map_err(ApiError::internal)?;
+    Ok(Json(sent))
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_settings, patch_settings))
+    OpenApiRouter::new()
+        .routes(routes!(get_settings, patch_settings))
+        .routes(routes!(test_notifications))
 }
 
 /// A dollar amount of a request as billionths (the store's unit).

@@ -1,7 +1,8 @@
 //! What one notification looks like to each kind of endpoint.
 //!
 //! - webhook: a JSON object (`event`, `run`, `repo`, `state`, `reason`,
-//!   `at`, `url`, `pull_request`).
+//!   `at`, `url`, `pull_request`, `outcome` (an AFK run's, else null) and
+//!   `issue` (`{repo, number, title, url}` or null)).
 //! - ntfy: the message as the plain-text body, with `Title`, `Tags` and
 //!   `Click` headers (<https://docs.ntfy.sh/publish/>).
 //! - Slack: `{"text": …}` with `&`, `<` and `>` escaped and the run's page
@@ -14,7 +15,8 @@
 use reqwest::RequestBuilder;
 use serde_json::json;
 
-use crate::domain::{NotifyEvent, NotifyKind, rfc3339};
+use crate::domain::{NotifyEvent, NotifyKind, Outcome, rfc3339};
+use crate::settings::notifications::Endpoint;
 use crate::store::Due;
 
 /// Most characters of a reason a notification carries.
@@ -39,6 +41,39 @@ pub fn request(http: &reqwest::Client, d: &Due, run_url: &str) -> RequestBuilder
     }
 }
 
+/// A test of endpoint `e` (an operator's "Send a test"): the same shape as
+/// a run's notification, with `"event": "test"` and no run.
+pub fn test_request(http: &reqwest::Client, e: &Endpoint, lab_url: &str) -> RequestBuilder {
+    const TITLE: &str = "lab: a test notification";
+    const TEXT: &str = "lab can reach you here.";
+    let rb = http.post(&e.url);
+    let rb = match &e.token {
+        Some(t) if e.kind != NotifyKind::Slack => rb.bearer_auth(t),
+        _ => rb,
+    };
+    match e.kind {
+        NotifyKind::Webhook => rb.json(&json!({
+            "event": "test",
+            "run": null,
+            "repo": null,
+            "state": null,
+            "reason": TEXT,
+            "at": rfc3339(crate::store::now_ms()),
+            "url": lab_url,
+            "pull_request": null,
+            "outcome": null,
+            "issue": null,
+        })),
+        NotifyKind::Slack => rb.json(&json!({ "text": format!("{TITLE}\n{TEXT}") })),
+        NotifyKind::Ntfy => rb
+            .header("content-type", "text/plain; charset=utf-8")
+            .header("title", TITLE)
+            .header("tags", "lab,wave")
+            .header("click", header_safe(lab_url))
+            .body(TEXT),
+    }
+}
+
 pub fn webhook_body(d: &Due, run_url: &str) -> serde_json::Value {
     json!({
         "event": d.event,
@@ -49,6 +84,13 @@ pub fn webhook_body(d: &Due, run_url: &str) -> serde_json::Value {
         "at": rfc3339(d.at),
         "url": run_url,
         "pull_request": d.pull_request.as_ref().map(|u| json!({ "url": u })),
+        "outcome": d.outcome(),
+        "issue": d.issue_number.map(|n| json!({
+            "repo": d.repo,
+            "number": n,
+            "title": d.issue_title,
+            "url": d.issue_url,
+        })),
     })
 }
 
@@ -64,8 +106,13 @@ fn reason(d: &Due) -> Option<String> {
 
 /// One line: what happened to which run.
 pub fn title(d: &Due) -> String {
+    let outcome = d.outcome();
     let what = match d.event {
         NotifyEvent::Waiting => "is waiting for you".to_owned(),
+        // An AFK run's end says how it ended for its issue.
+        NotifyEvent::Ended | NotifyEvent::Failed if outcome.is_some() => {
+            format!("ended {}", outcome.map(Outcome::as_str).unwrap_or_default())
+        }
         NotifyEvent::Ended => format!("ended ({})", d.state),
         // A lost run (ADR 18) comes under `failed`: it needs a resume.
         NotifyEvent::Failed if d.state == "lost" => {
@@ -74,7 +121,11 @@ pub fn title(d: &Due) -> String {
         NotifyEvent::Failed => "failed".to_owned(),
         NotifyEvent::PrOpened => "opened a pull request".to_owned(),
     };
-    format!("lab: run {} of {} {what}", d.run_id, d.repo)
+    let issue = d
+        .issue_number
+        .map(|n| format!(" (issue #{n})"))
+        .unwrap_or_default();
+    format!("lab: run {} of {}{issue} {what}", d.run_id, d.repo)
 }
 
 /// The title, then the reason or the pull request.
@@ -147,7 +198,36 @@ mod tests {
             pull_request: None,
             at: 0,
             attempts: 0,
+            outcome: None,
+            issue_number: None,
+            issue_title: None,
+            issue_url: None,
         }
+    }
+
+    #[test]
+    fn an_afk_run_s_end_names_its_outcome_and_issue() {
+        let mut d = due(NotifyKind::Webhook, NotifyEvent::Ended, Some("time limit"));
+        d.state = "stopped".into();
+        d.outcome = Some("timed-out".into());
+        d.issue_number = Some(3);
+        d.issue_title = Some("Fix the parser".into());
+        d.issue_url = Some("http://lab/repos/demo/issues/3".into());
+        assert_eq!(title(&d), "lab: run 7 of demo (issue #3) ended timed-out");
+        let b = webhook_body(&d, "http://lab/runs/7");
+        assert_eq!(b["outcome"], "timed-out");
+        assert_eq!(
+            b["issue"],
+            json!({"repo": "demo", "number": 3, "title": "Fix the parser",
+                   "url": "http://lab/repos/demo/issues/3"})
+        );
+        // A failed AFK run too; a manual run keeps its state.
+        d.event = NotifyEvent::Failed;
+        d.outcome = Some("failed".into());
+        assert_eq!(title(&d), "lab: run 7 of demo (issue #3) ended failed");
+        let m = due(NotifyKind::Webhook, NotifyEvent::Ended, None);
+        assert_eq!(webhook_body(&m, "u")["outcome"], serde_json::Value::Null);
+        assert_eq!(webhook_body(&m, "u")["issue"], serde_json::Value::Null);
     }
 
     #[test]
@@ -170,7 +250,7 @@ mod tests {
             Some("trust?\x1b[0m"),
         );
         let b = webhook_body(&d, "http://lab/runs/7");
-        expect_test::expect![[r#"{"event":"waiting","run":7,"repo":"demo","state":"waiting","reason":"trust? [0m","at":"1970-01-01T00:00:00.000Z","url":"http://lab/runs/7","pull_request":null}"#]]
+        expect_test::expect![[r#"{"event":"waiting","run":7,"repo":"demo","state":"waiting","reason":"trust? [0m","at":"1970-01-01T00:00:00.000Z","url":"http://lab/runs/7","pull_request":null,"outcome":null,"issue":null}"#]]
             .assert_eq(&b.to_string());
     }
 

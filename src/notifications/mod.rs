@@ -221,6 +221,47 @@ impl Notifier {
     }
 }
 
+/// What one endpoint said to a test notification.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct TestSent {
+    /// The endpoint's URL, redacted as lab shows it.
+    pub url: String,
+    /// The HTTP status it answered; `null` when it did not answer.
+    pub status: Option<u16>,
+    /// Why the test did not go through (no answer, or not a 2xx), else
+    /// `null`.
+    pub error: Option<String>,
+}
+
+impl Notifier {
+    /// Sends a test notification to every configured endpoint at once
+    /// (each within [`TIMEOUT`]) and says what each answered. Nothing is
+    /// queued or retried.
+    pub async fn send_test(&self) -> Result<Vec<TestSent>, crate::store::StoreError> {
+        let endpoints = self.store.notifications().await?;
+        let sends = endpoints.iter().map(|e| async move {
+            let sent = message::test_request(&self.http, e, &self.lab_url)
+                .timeout(TIMEOUT)
+                .send()
+                .await;
+            let (status, error) = match sent {
+                Ok(r) if r.status().is_success() => (Some(r.status().as_u16()), None),
+                Ok(r) => (
+                    Some(r.status().as_u16()),
+                    Some(format!("the endpoint answered {}", r.status())),
+                ),
+                Err(err) => (None, Some(err.without_url().to_string())),
+            };
+            TestSent {
+                url: e.redacted_url(),
+                status,
+                error,
+            }
+        });
+        Ok(futures_util::future::join_all(sends).await)
+    }
+}
+
 /// The wait after the `attempts`-th failed attempt: `base`·2^(attempts−1),
 /// at most [`MAX_DELAY`], less up to a quarter at random (so endpoints that
 /// failed together are not all retried at once).

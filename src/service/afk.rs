@@ -37,6 +37,18 @@ pub struct LedgerRow {
     pub cost_per_success_usd: Option<f64>,
 }
 
+impl LedgerRow {
+    /// The cost per success as shown: `-` when nothing succeeded (there is
+    /// no such cost), `?` when a run's model has no price.
+    pub fn per_success_shown(&self) -> String {
+        if self.succeeded == 0 {
+            "-".to_owned()
+        } else {
+            crate::domain::compact_cost(self.cost_per_success_usd)
+        }
+    }
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct LedgerBody {
     pub by_repo: Vec<LedgerRow>,

@@ -39,7 +39,7 @@ pub use afk::{Claim, ClaimResult};
 pub use cache::{CacheStats, Counts};
 pub use issues::{CommentRow, IssueRow, NewPullRow, PullRow};
 pub use ledger::{LedgerBy, LedgerCount};
-pub use outbox::Due;
+pub use outbox::{Due, OUTCOME_WAIT_MS};
 pub use pulls::PullMerge;
 pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};

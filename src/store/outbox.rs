@@ -12,7 +12,7 @@
 use sqlx::FromRow;
 
 use super::{Result, Store, StoreError, now_ms, on_db};
-use crate::domain::{NotifyEvent, NotifyKind, Run};
+use crate::domain::{NotifyEvent, NotifyKind, Outcome, Run};
 use crate::settings::notifications::{self, Endpoint};
 
 #[derive(FromRow)]
@@ -57,7 +57,26 @@ pub struct Due {
     pub at: i64,
     /// Attempts before this one.
     pub attempts: i64,
+    /// The AFK outcome of the run, as stored (none for a manual run, or
+    /// one not judged yet).
+    pub outcome: Option<String>,
+    /// The issue an AFK run worked on.
+    pub issue_number: Option<i64>,
+    pub issue_title: Option<String>,
+    pub issue_url: Option<String>,
 }
+
+impl Due {
+    /// The run's outcome, when lab knows the spelling.
+    pub fn outcome(&self) -> Option<Outcome> {
+        self.outcome.as_deref().and_then(|o| o.parse().ok())
+    }
+}
+
+/// How long an AFK run's end waits in the outbox for its outcome, so the
+/// notification says it (an outcome is judged within a second or two of
+/// the end, or after the run's check).
+pub const OUTCOME_WAIT_MS: i64 = 60_000;
 
 impl Store {
     /// The notification endpoints, in order.
@@ -97,14 +116,20 @@ impl Store {
         let rows: Vec<Due> = on_db!(self.db(), pool => {
             sqlx::query_as(
                 "SELECT o.id, o.endpoint_id, e.kind, e.url, e.token, o.run_id, o.repo, o.event, o.state, \
-                 o.reason, o.pull_request, o.at, o.attempts \
+                 o.reason, o.pull_request, o.at, o.attempts, c.outcome, r.issue_number, r.issue_title, \
+                 r.issue_url \
                  FROM notify_outbox o JOIN notify_endpoints e ON e.id = o.endpoint_id \
+                 LEFT JOIN runs r ON r.id = o.run_id \
+                 LEFT JOIN afk_claims c ON c.run_id = o.run_id \
                  WHERE o.id IN (SELECT MIN(id) FROM notify_outbox \
                    WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY endpoint_id) \
                  AND o.next_attempt_at <= $1 AND (o.lease_until IS NULL OR o.lease_until < $1) \
+                 AND NOT (o.event IN ('ended', 'failed') AND COALESCE(c.active, FALSE) AND c.outcome IS NULL \
+                          AND o.at > $2) \
                  ORDER BY o.id LIMIT 100",
             )
             .bind(now)
+            .bind(now - OUTCOME_WAIT_MS)
             .fetch_all(pool)
             .await?
         });

@@ -6,7 +6,7 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::form_values::{change, dollars, number, options_patch};
@@ -31,6 +31,10 @@ struct SettingsPage {
     saved: bool,
     problems: Vec<String>,
     failed: bool,
+    /// What each endpoint said to "Send a test", after one.
+    tested: Option<Vec<crate::notifications::TestSent>>,
+    /// Whether any endpoint is configured (the test button shows then).
+    has_endpoints: bool,
 }
 
 /// What a field shows: what the user just typed, or what is stored.
@@ -448,6 +452,28 @@ async fn show(
     session: BrowserSession,
     Query(q): Query<Saved>,
 ) -> Response {
+    stored(&app, &session, q.saved.is_some(), None).await
+}
+
+/// "Send a test": a test notification to every endpoint, and the page
+/// with what each answered.
+async fn send_test(State(app): State<AppState>, session: BrowserSession, form: Form) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    match app.notifier.send_test().await {
+        Ok(sent) => stored(&app, &session, false, Some(sent)).await,
+        Err(e) => super::internal(e),
+    }
+}
+
+/// The page with the stored settings.
+async fn stored(
+    app: &AppState,
+    session: &BrowserSession,
+    saved: bool,
+    tested: Option<Vec<crate::notifications::TestSent>>,
+) -> Response {
     let s = match app.store.settings().await {
         Ok(s) => s,
         Err(e) => return super::internal(e),
@@ -458,12 +484,14 @@ async fn show(
     };
     let mut errors = FormErrors::default();
     Page::ok(&SettingsPage {
-        chrome: Chrome::new(&session, "settings", "Settings"),
+        chrome: Chrome::new(session, "settings", "Settings"),
         sections: sections(&s, None, &mut errors),
         notify: notify_form::sections(&endpoints, None, &mut errors),
-        saved: q.saved.is_some(),
+        saved,
         problems: Vec::new(),
         failed: false,
+        tested,
+        has_endpoints: !endpoints.is_empty(),
     })
 }
 
@@ -513,6 +541,8 @@ async fn save(State(app): State<AppState>, session: BrowserSession, form: Form) 
                     saved: false,
                     problems: errors.rest(),
                     failed: true,
+                    tested: None,
+                    has_endpoints: !endpoints.is_empty(),
                 },
             )
         }
@@ -522,5 +552,7 @@ async fn save(State(app): State<AppState>, session: BrowserSession, form: Form) 
 use axum::response::IntoResponse;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/settings", get(show).post(save))
+    Router::new()
+        .route("/settings", get(show).post(save))
+        .route("/settings/notifications/test", post(send_test))
 }

@@ -161,6 +161,13 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
     let s = TestServer::start(b).await;
     behave(&s, "echo 'cannot do this: the tests are broken'\nexit 3\n");
     afk_repo(&s, "r").await;
+    let rx = crate::notifications::Receiver::start().await;
+    crate::notifications::notify(
+        &s,
+        json!([{"kind": "webhook", "url": format!("{}/hook", rx.url),
+                "events": crate::notifications::ALL}]),
+    )
+    .await;
     let n = issue(&s, "r", "Impossible").await;
     let path = format!("/api/v1/repos/r/issues/{n}");
     let i = wait::until(
@@ -194,6 +201,18 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
         "{}",
         comments[1]
     );
+    // Each attempt's end is told with its outcome and its issue.
+    let got = rx.wait_for("hook", 2).await;
+    for g in &got {
+        let b = g.json();
+        assert_eq!(b["outcome"], "failed", "{b}");
+        assert_eq!(b["issue"]["number"], n, "{b}");
+        assert_eq!(b["issue"]["repo"], "r", "{b}");
+        assert_eq!(b["issue"]["title"], "Impossible", "{b}");
+        let url = b["issue"]["url"].as_str().unwrap_or("");
+        assert!(url.ends_with(&format!("/repos/r/issues/{n}")), "{b}");
+        assert!(!url.contains("/api/"), "{b}");
+    }
     let st = s.get("/api/v1/afk/status").await.ok();
     let claims: Vec<_> = st["recent"].as_array().unwrap().iter().rev().collect();
     assert_eq!(claims.len(), 2, "{st}");
@@ -263,6 +282,10 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
     assert_eq!(ledger["by_repo"][0]["retries"], 1, "{ledger}");
     assert_eq!(ledger["by_repo"][0]["rounds"], 2, "{ledger}");
     assert_eq!(ledger["by_model"][0]["model"], "sonnet", "{ledger}");
+    // No success: no cost per success ("-"), not an unpriced one ("?").
+    let out = crate::labctl::ok(&crate::labctl::labctl(&s, &["ledger"]));
+    let line = out.lines().find(|l| l.starts_with("r ")).unwrap_or("");
+    assert!(line.trim_end().ends_with("?     -"), "{out}");
     s.stop().await;
 }
 

@@ -454,7 +454,80 @@ async fn two_nodes_send_each_notification_once(b: Backend) {
 
 crate::on_postgres!(two_nodes_send_each_notification_once);
 
+/// "Send a test": every endpoint gets `"event": "test"` at once, and lab
+/// answers what each said (URLs redacted); nothing is queued. labctl
+/// exits 1 when one endpoint did not take it; the settings page's button
+/// shows the same.
+async fn a_test_goes_to_every_endpoint_and_says_what_each_answered(b: Backend) {
+    let rx = Receiver::start().await;
+    let s = TestServer::start(b).await;
+    let none = s.post("/api/v1/notifications/test", Value::Null).await.ok();
+    assert_eq!(none, json!([]));
+    notify(
+        &s,
+        json!([
+            {"kind": "webhook", "url": format!("{}/ok", rx.url), "events": ALL},
+            {"kind": "ntfy", "url": format!("{}/broken", rx.url), "events": ["failed"]},
+        ]),
+    )
+    .await;
+    rx.fail_next("broken", 1);
+    let r = s.post("/api/v1/notifications/test", Value::Null).await.ok();
+    assert_eq!(r[0]["status"], 200, "{r}");
+    assert_eq!(r[0]["error"], Value::Null, "{r}");
+    assert_eq!(r[1]["status"], 500, "{r}");
+    assert!(r[1]["error"].as_str().unwrap().contains("500"), "{r}");
+    assert!(
+        !r.to_string().contains("/ok") && !r.to_string().contains("/broken"),
+        "URLs redacted: {r}"
+    );
+    let hook = rx.got("ok")[0].json();
+    assert_eq!(hook["event"], "test", "{hook}");
+    assert_eq!(hook["run"], Value::Null, "{hook}");
+    assert_eq!(
+        rx.got("broken")[0].headers["title"],
+        "lab: a test notification"
+    );
+
+    rx.fail_next("broken", 1);
+    let out = crate::labctl::labctl(&s, &["notify", "test"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("500") && text.contains("ok"), "{text}");
+    let all = crate::labctl::json(&crate::labctl::labctl(&s, &["notify", "test", "--json"]));
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
+
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, "/settings")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Send a test"), "{page}");
+    let csrf = crate::pages_input::csrf_of(&page);
+    let shown = crate::pages_input::client()
+        .post(format!("{}/settings/notifications/test", s.url))
+        .header(reqwest::header::COOKIE, &cookie)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(format!("csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shown.status(), 200);
+    let shown = shown.text().await.unwrap();
+    assert!(shown.contains("received"), "{shown}");
+    // Four tests to each: none queued, none sent again.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(rx.got("ok").len(), 4);
+    assert_eq!(rx.got("broken").len(), 4);
+    s.stop().await;
+}
+
 on_both!(
+    a_test_goes_to_every_endpoint_and_says_what_each_answered,
     an_idle_outbox_is_not_read_at_every_tick,
     events_arrive_in_order_and_a_500_is_tried_again,
     pull_requests_and_failures_are_sent_once_across_a_restart,
