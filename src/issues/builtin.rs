@@ -23,6 +23,11 @@ impl Builtin {
             lab_url: lab_url.trim_end_matches('/').to_owned(),
         }
     }
+
+    /// lab's API URL of this repo's pull requests.
+    fn api_base(&self) -> String {
+        format!("{}/api/v1/repos/{}/pulls", self.lab_url, self.repo_name)
+    }
 }
 
 fn issue(r: IssueRow) -> Issue {
@@ -37,8 +42,10 @@ fn issue(r: IssueRow) -> Issue {
     }
 }
 
-fn pull(p: PullRow) -> PullRequest {
+/// A stored pull request; `api` is lab's API URL of the repo's pulls.
+fn pull(p: PullRow, api: &str) -> PullRequest {
     PullRequest {
+        api_url: Some(format!("{api}/{}", p.number)),
         number: p.number,
         title: p.title,
         body: p.body,
@@ -138,7 +145,8 @@ impl IssueSource for Builtin {
     }
 
     async fn create_pull(&self, p: &NewPull) -> Result<PullRequest> {
-        let base = format!("{}/api/v1/repos/{}/pulls", self.lab_url, self.repo_name);
+        // The page a person opens; the API's URL is `api_url`.
+        let base = format!("{}/repos/{}/pulls", self.lab_url, self.repo_name);
         let url = move |n: i64| format!("{base}/{n}");
         let row = self
             .store
@@ -155,7 +163,7 @@ impl IssueSource for Builtin {
                 },
             )
             .await?;
-        Ok(pull(row))
+        Ok(pull(row, &self.api_base()))
     }
 
     async fn pulls(&self) -> Result<Vec<PullRequest>> {
@@ -164,7 +172,7 @@ impl IssueSource for Builtin {
             .pulls(self.repo_id)
             .await?
             .into_iter()
-            .map(pull)
+            .map(|p| pull(p, &self.api_base()))
             .collect())
     }
 
@@ -175,7 +183,7 @@ impl IssueSource for Builtin {
                 format!("repo '{}' has no pull request {number}", self.repo_name),
             )
         })?;
-        Ok(pull(row))
+        Ok(pull(row, &self.api_base()))
     }
 
     async fn reopen_issue(&self, number: i64) -> Result<()> {

@@ -48,7 +48,11 @@ pub struct PullRequest {
     pub number: i64,
     pub title: String,
     pub body: String,
+    /// Where a person reads it: the forge's page, or lab's own page for the
+    /// built-in tracker (`/repos/{name}/pulls/{n}`).
     pub url: String,
+    /// lab's JSON API for it (built-in tracker); `null` on a forge.
+    pub api_url: Option<String>,
     pub head: String,
     pub base: String,
     pub state: String,

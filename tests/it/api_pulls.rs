@@ -16,9 +16,22 @@ async fn a_builtin_pull_request_is_at_its_url(b: Backend) {
         )
         .await
         .expect(201);
+    // `url` is the page a person opens; `api_url` the API's.
     let url = pr["url"].as_str().unwrap();
-    assert_eq!(url, format!("{}/api/v1/repos/r1/pulls/1", s.url));
-    let path = url.strip_prefix(&s.url).unwrap();
+    assert_eq!(url, format!("{}/repos/r1/pulls/1", s.url));
+    let api_url = pr["api_url"].as_str().unwrap();
+    assert_eq!(api_url, format!("{}/api/v1/repos/r1/pulls/1", s.url));
+    let path = api_url.strip_prefix(&s.url).unwrap();
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(
+        &s,
+        &cookie,
+        reqwest::Method::GET,
+        url.strip_prefix(&s.url).unwrap(),
+    )
+    .await;
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Fix it"));
 
     let got = s.get(path).await.expect(200);
     assert_eq!(got["number"], 1, "{got}");

@@ -121,6 +121,7 @@ impl From<ForgePull> for PullRequest {
             title: p.title,
             body: p.body.unwrap_or_default(),
             url: p.html_url,
+            api_url: None,
             head: p.head.name,
             base: p.base.name,
             state: p.state,
