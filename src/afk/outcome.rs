@@ -405,5 +405,11 @@ fn judge(
         _ if reason.is_empty() => "The run ended.".to_owned(),
         _ => format!("The run ended: {reason}."),
     };
-    (Outcome::Failed, format!("{how}{tail}"))
+    (
+        Outcome::Failed,
+        format!(
+            "{how} It opened no pull request (lab opens none for a branch without a commit \
+             of its own).{tail}"
+        ),
+    )
 }

@@ -113,6 +113,14 @@ pub(super) async fn deliver(
                 ))
             })?;
     }
+    // A branch with no commit of its own is never proposed: its pull
+    // request would be empty, and "green".
+    if runner.workspaces.has_own_commits(repo, branch).await == Some(false) {
+        return Err(PullError::Conflict(format!(
+            "{branch} has no commit that {} lacks: commit the change first (git add, git commit), then open the pull request",
+            repo.default_branch
+        )));
+    }
     if repo.issues.source != SourceKind::Builtin {
         let remote = push_url(repo)
             .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;

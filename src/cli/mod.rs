@@ -111,7 +111,8 @@ enum Command {
     Logs(runs::LogsArgs),
     /// Type into a live run: text as it is, then keys (Enter by default).
     Send(runs::SendArgs),
-    /// Remove an ended run and its workspace (its branch stays).
+    /// Remove an ended run and its workspace (its branch stays when it has
+    /// commits of its own).
     Rm {
         /// Run id.
         run: String,

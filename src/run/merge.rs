@@ -94,6 +94,52 @@ impl Workspaces {
     /// the repo's default branch, and is gone from the repo (its pull request
     /// was merged and the branch deleted): then removing the workspace does
     /// not bring the branch back.
+    /// Whether a run changed nothing: its branch is still where its
+    /// workspace started (the default branch of its clone). Read in the
+    /// run's jail; the agent's word decides only whether lab keeps this
+    /// run's own branch, and [`forget_branch`](Self::forget_branch) deletes
+    /// nothing that has a commit of its own.
+    pub(super) async fn unchanged(
+        &self,
+        repo: &Repo,
+        ws: &Path,
+        branch: &str,
+        jail: Option<&Jail>,
+    ) -> bool {
+        let ws_git = ws.join(".git");
+        let agent = Git::agents(&ws_git, jail);
+        let Some(sha) = agent.commit(&format!("refs/heads/{branch}")).await else {
+            return false;
+        };
+        let start = format!("refs/heads/{}", repo.default_branch);
+        agent.commit(&start).await.as_deref() == Some(sha.as_str())
+    }
+
+    /// Deletes a run's branch from the registered repo when it has no
+    /// commit the default branch lacks (a run that changed nothing, whose
+    /// branch an earlier diff or pull request attempt brought in). Host
+    /// side, lab's own repo.
+    pub(super) async fn forget_branch(&self, repo: &Repo, branch: &str) {
+        if matches!(repo.source, RepoSource::Url(_)) {
+            return;
+        }
+        let lock = self.lock(repo.id);
+        let _guard = lock.lock().await;
+        let dir = git_folder(&self.git_dir(repo));
+        let head_ref = format!("refs/heads/{branch}");
+        let Some(head) = commit(&dir, &head_ref).await else {
+            return;
+        };
+        let target = format!("refs/heads/{}", repo.default_branch);
+        if git(&dir, &["merge-base", "--is-ancestor", &head, &target])
+            .await
+            .is_ok()
+            && let Err(e) = git(&dir, &["update-ref", "-d", &head_ref, &head]).await
+        {
+            tracing::warn!(branch, error = %e, "an unchanged run's branch could not be deleted");
+        }
+    }
+
     pub(super) async fn merged_already(
         &self,
         repo: &Repo,
@@ -153,6 +199,16 @@ impl Workspaces {
                 "the branch '{branch}' is not in the repo (any more)"
             ))
         })?;
+        // Nothing of its own: merging would make an empty merge commit.
+        if git(&dir, &["merge-base", "--is-ancestor", &head, &base])
+            .await
+            .is_ok()
+        {
+            return Err(MergeError::Refused(format!(
+                "the branch '{branch}' has no commit that '{}' lacks: there is nothing to merge",
+                repo.default_branch
+            )));
+        }
         let trees = trees(&dir).await?;
         if let Some(t) = trees
             .iter()

@@ -195,6 +195,22 @@ impl Workspaces {
             .await
     }
 
+    /// Whether `branch` of the registered repo (or its mirror) has a
+    /// commit its default branch lacks; `None` when the branch is not
+    /// there. Host side: lab's own repo, after [`collect`](Self::collect)
+    /// brought the branch in through git's protocol.
+    pub async fn has_own_commits(&self, repo: &Repo, branch: &str) -> Option<bool> {
+        let dir = self.git_dir(repo);
+        let git = Git::host(&dir);
+        let head = git.commit(&format!("refs/heads/{branch}")).await?;
+        let base = format!("refs/heads/{}", repo.default_branch);
+        Some(
+            git.run(&["merge-base", "--is-ancestor", &head, &base])
+                .await
+                .is_err(),
+        )
+    }
+
     /// The commit a branch of the registered repo (or its mirror) points
     /// at, after [`collect`](Self::collect) brought it in.
     pub async fn branch_head(&self, repo: &Repo, branch: &str) -> Option<String> {
@@ -241,11 +257,15 @@ impl Workspaces {
             {
                 return self.remove_worktree(repo, path).await;
             }
-            if let Some(branch) = branch
-                && !self.merged_already(repo, path, branch, jail).await
-                && let Err(e) = self.collect(repo, path, branch, jail).await
-            {
-                tracing::warn!(path = %path.display(), error = %e, "could not keep a run's branch");
+            if let Some(branch) = branch {
+                if self.unchanged(repo, path, branch, jail).await {
+                    // Nothing to keep: no branch is left behind for it.
+                    self.forget_branch(repo, branch).await;
+                } else if !self.merged_already(repo, path, branch, jail).await
+                    && let Err(e) = self.collect(repo, path, branch, jail).await
+                {
+                    tracing::warn!(path = %path.display(), error = %e, "could not keep a run's branch");
+                }
             }
         }
         match std::fs::remove_dir_all(path) {

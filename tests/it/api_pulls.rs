@@ -9,6 +9,18 @@ async fn a_builtin_pull_request_is_at_its_url(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r1").await;
     let run = s.working_run("r1").await;
+    // A branch with nothing of its own is no pull request.
+    let empty = s
+        .post(
+            &format!("/api/v1/runs/{}/pull", id(&run)),
+            json!({"title": "Nothing", "body": ""}),
+        )
+        .await
+        .expect(409);
+    let msg = empty["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("no commit that main lacks"), "{msg}");
+    assert_eq!(s.get("/api/v1/repos/r1/pulls").await.ok(), json!([]));
+    crate::support::git::commit_in_run(&run);
     let pr = s
         .post(
             &format!("/api/v1/runs/{}/pull", id(&run)),

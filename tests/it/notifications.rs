@@ -257,6 +257,7 @@ async fn pull_requests_and_failures_are_sent_once_across_a_restart(b: Backend) {
     let run = s.start_run("r", "FAKE_ASK_MS=60000").await;
     let run_id = id(&run);
     rx.wait_for("hook", 1).await;
+    crate::support::git::commit_in_run(&run);
     let pr = s
         .post(
             &format!("/api/v1/runs/{run_id}/pull"),

@@ -130,6 +130,7 @@ async fn pull_requests_asked_at_once_open_one(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
     let run = s.working_run("r").await;
+    crate::support::git::commit_in_run(&run);
     let path = format!("/api/v1/runs/{}/pull", id(&run));
     let ask = |n: usize| {
         s.send(
@@ -166,6 +167,7 @@ async fn a_manual_run_opens_one_pull_request(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
     let run = s.working_run("r").await;
+    crate::support::git::commit_in_run(&run);
     let path = format!("/api/v1/runs/{}/pull", id(&run));
     let pr = s
         .post(&path, json!({"title": "One", "body": "the first"}))

@@ -115,6 +115,25 @@ async fn a_fast_forward_moves_the_checked_out_main(b: Backend) {
 
 on_both!(a_fast_forward_moves_the_checked_out_main);
 
+/// A pull request whose commits main already has (a person merged them
+/// outside lab) is refused: merging it would make an empty merge commit.
+async fn a_merge_with_nothing_to_merge_is_refused(b: Backend) {
+    let s = TestServer::start(b).await;
+    let (_run, repo, head) = pull_with(&s, &[("new.txt", "new\n")]).await;
+    git(&repo, &["merge", "--ff-only", "-q", &head]);
+    let before = snapshot(&repo);
+    let e = s
+        .post("/api/v1/repos/r/pulls/1/merge", json!(null))
+        .await
+        .expect(409);
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("nothing to merge"), "{msg}");
+    assert_eq!(snapshot(&repo), before, "nothing changed");
+    s.stop().await;
+}
+
+on_both!(a_merge_with_nothing_to_merge_is_refused);
+
 async fn a_merge_commit_when_main_moved_on(b: Backend) {
     let s = TestServer::start(b).await;
     let (run, repo, head) = pull_with(&s, &[("new.txt", "new\n")]).await;

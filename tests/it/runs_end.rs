@@ -100,18 +100,29 @@ async fn remove_deletes_an_ended_run_and_its_workspace(b: Backend) {
         !String::from_utf8_lossy(&wt.stdout).contains(&ws),
         "git forgot the worktree"
     );
-    // The branch stays: it may hold the agent's work.
-    let br = std::process::Command::new("git")
-        .args([
-            "-C",
-            repo["path"].as_str().unwrap(),
-            "branch",
-            "--list",
-            live["branch"].as_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(!br.stdout.is_empty());
+    let branch_of = |run: &serde_json::Value| {
+        crate::support::git::git(
+            std::path::Path::new(repo["path"].as_str().unwrap()),
+            &["branch", "--list", run["branch"].as_str().unwrap()],
+        )
+    };
+    // The run changed nothing: no branch is left for it.
+    assert_eq!(branch_of(&live), "", "an unchanged run's branch is deleted");
+    // A run that committed keeps its branch: it holds the agent's work.
+    let worked = s.start_run("r", "stay").await;
+    let ws = std::path::Path::new(worked["workspace"].as_str().unwrap());
+    std::fs::write(ws.join("work.txt"), "work\n").unwrap();
+    crate::support::git::commit_all(ws, "the agent's work");
+    s.post(&format!("/api/v1/runs/{}/stop", id(&worked)), json!(null))
+        .await
+        .ok();
+    assert_eq!(
+        s.delete(&format!("/api/v1/runs/{}", id(&worked)))
+            .await
+            .status,
+        204
+    );
+    assert!(!branch_of(&worked).is_empty(), "its branch stays");
     s.stop().await;
 }
 

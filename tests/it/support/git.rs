@@ -40,3 +40,11 @@ pub fn init_repo(dir: &Path, name: &str) -> PathBuf {
     git(&path, &["commit", "-q", "-m", "first"]);
     path
 }
+
+/// Commits a change in a run's workspace, as its agent would (a pull
+/// request needs a commit of its own).
+pub fn commit_in_run(run: &serde_json::Value) {
+    let ws = Path::new(run["workspace"].as_str().expect("the run has a workspace"));
+    std::fs::write(ws.join("agent-work.txt"), "the agent's work\n").unwrap();
+    commit_all(ws, "the agent's work");
+}
