@@ -274,7 +274,38 @@ sleep 300
     s.stop().await;
 }
 
+/// The agent commits, has its branch brought into the repo (its pull
+/// request), then moves its clone's `main` onto its branch so that the run
+/// looks as if it changed nothing: removing the run keeps the branch in the
+/// repo, since lab deletes only a branch with no commit of its own there.
+async fn a_run_posing_as_unchanged_keeps_its_work(b: Backend) {
+    let s = TestServer::start(b).await;
+    let repo = s.add_repo("r").await;
+    let run = s.working_run("r").await;
+    crate::support::git::commit_in_run(&run);
+    s.post(
+        &format!("/api/v1/runs/{}/pull", crate::support::id(&run)),
+        serde_json::json!({"title": "Work", "body": ""}),
+    )
+    .await
+    .expect(201);
+    let ws = std::path::Path::new(run["workspace"].as_str().unwrap());
+    crate::support::git::git(ws, &["branch", "-f", "main", "HEAD"]);
+    let rid = crate::support::id(&run);
+    s.post(&format!("/api/v1/runs/{rid}/stop"), serde_json::Value::Null)
+        .await
+        .ok();
+    assert_eq!(s.delete(&format!("/api/v1/runs/{rid}")).await.status, 204);
+    let kept = crate::support::git::git(
+        std::path::Path::new(repo["path"].as_str().unwrap()),
+        &["branch", "--list", run["branch"].as_str().unwrap()],
+    );
+    assert!(!kept.is_empty(), "the agent's work was deleted");
+    s.stop().await;
+}
+
 on_both!(
+    a_run_posing_as_unchanged_keeps_its_work,
     a_printed_limit_stops_only_its_own_run,
     alternates_linked_to_the_token_leak_nothing,
     a_partial_clone_s_command_never_runs_on_the_host,
