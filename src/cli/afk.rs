@@ -18,19 +18,28 @@ use crate::domain::{compact_cost, compact_tokens};
 pub enum AfkCommand {
     /// Start an AFK run now for REPO's next ready issue.
     Start {
+        /// The repo (name or id) whose next ready issue to take.
         repo: String,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// The scheduler: paused or not, limits, repos, recent AFK runs.
     Status {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Pause the scheduler (or one repo's AFK runs). Live runs go on.
-    Pause { repo: Option<String> },
+    Pause {
+        /// Only this repo (name or id); default: the whole scheduler.
+        repo: Option<String>,
+    },
     /// Resume the scheduler (or one repo's AFK runs).
-    Resume { repo: Option<String> },
+    Resume {
+        /// Only this repo (name or id); default: the whole scheduler.
+        repo: Option<String>,
+    },
     /// Check a provider's CLI now (it starts, it is signed in): one that
     /// works lets its held AFK runs go on.
     Check {
@@ -46,13 +55,16 @@ pub enum AfkCommand {
 pub enum PrCommand {
     /// Open the pull request of this run's branch (inside an AFK run).
     Create {
+        /// The pull request's title.
         #[arg(long)]
         title: String,
+        /// Its description (Markdown).
         #[arg(long, default_value = "")]
         body: String,
         /// The run (default: LAB_RUN_ID).
         #[arg(long, env = "LAB_RUN_ID")]
         run: Option<i64>,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -60,32 +72,40 @@ pub enum PrCommand {
     List {
         #[command(flatten)]
         repo: RepoArg,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Show a pull request and its diff (--stat: files only).
     View {
+        /// The pull request's number.
         number: i64,
         #[command(flatten)]
         repo: RepoArg,
+        /// Files and their +/- counts only.
         #[arg(long)]
         stat: bool,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Merge a built-in pull request into the repo's default branch.
     Merge {
+        /// The pull request's number.
         number: i64,
         #[command(flatten)]
         repo: RepoArg,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Close a built-in pull request without merging (its branch stays).
     Close {
+        /// The pull request's number.
         number: i64,
         #[command(flatten)]
         repo: RepoArg,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -131,6 +151,9 @@ pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
                 .map_err(|e| CliError::failure(format!("the server's answer: {e}")))?;
             if json {
                 output::json(&v);
+                if !body.works {
+                    return Err(CliError::quiet(super::Exit::Failure));
+                }
             } else if body.works {
                 println!("{}: its CLI works here; its AFK runs go on", body.provider);
             } else {

@@ -34,6 +34,21 @@ pub enum Exit {
     Unreachable = 7,
 }
 
+impl Exit {
+    /// Its name in a JSON error.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exit::Failure => "failure",
+            Exit::Usage => "usage",
+            Exit::NotFound => "not_found",
+            Exit::Conflict => "conflict",
+            Exit::Invalid => "invalid",
+            Exit::Auth => "auth",
+            Exit::Unreachable => "unreachable",
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> Self {
         ExitCode::from(e as u8)
@@ -45,6 +60,14 @@ impl CliError {
         CliError {
             code,
             message: message.into(),
+        }
+    }
+
+    /// An exit code with nothing more to say (what was printed said it).
+    pub fn quiet(code: Exit) -> Self {
+        CliError {
+            code,
+            message: String::new(),
         }
     }
 
@@ -81,14 +104,18 @@ fn data_dir() -> PathBuf {
         .unwrap_or_else(crate::server::default_data_dir)
 }
 
+/// The admin token of a lab on this machine (its data dir's `token`).
+pub fn local_token() -> Option<String> {
+    std::fs::read_to_string(data_dir().join("token"))
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+}
+
 impl Client {
     pub fn new(url: &str, token: Option<String>, timeout: Option<Duration>) -> CliResult<Client> {
         crate::init_tls();
-        let token = token.filter(|t| !t.is_empty()).or_else(|| {
-            std::fs::read_to_string(data_dir().join("token"))
-                .ok()
-                .map(|t| t.trim().to_owned())
-        });
+        let token = token.filter(|t| !t.is_empty()).or_else(local_token);
         let http = reqwest::Client::builder()
             .user_agent(concat!("labctl/", env!("CARGO_PKG_VERSION")))
             .build()

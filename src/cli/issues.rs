@@ -2,19 +2,11 @@
 //! its forge), from outside a run or inside one (its run token reaches its
 //! repo's issues).
 
-use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit, seg};
 use super::output::{self, s, table};
-use crate::domain::IssueState;
-
-/// `open` or `closed`, offered and checked by clap.
-fn issue_state() -> impl TypedValueParser<Value = IssueState> {
-    PossibleValuesParser::new(IssueState::ALL.iter().map(|s| s.as_str()))
-        .map(|s| s.parse::<IssueState>().expect("one of the possible values"))
-}
 
 #[derive(Subcommand)]
 pub enum IssueCommand {
@@ -22,18 +14,23 @@ pub enum IssueCommand {
     List {
         #[command(flatten)]
         repo: RepoArg,
+        /// Only issues with this label.
         #[arg(long)]
         label: Option<String>,
-        #[arg(long, value_parser = issue_state())]
-        state: Option<IssueState>,
+        /// Which issues: open (the default), closed or all.
+        #[arg(long, value_parser = ["open", "closed", "all"], default_value = "open")]
+        state: String,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Show an issue and its comments.
     View {
+        /// The issue's number.
         number: i64,
         #[command(flatten)]
         repo: RepoArg,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -41,24 +38,29 @@ pub enum IssueCommand {
     Create {
         #[command(flatten)]
         repo: RepoArg,
+        /// The issue's title.
         #[arg(long)]
         title: String,
+        /// Its description (Markdown).
         #[arg(long, default_value = "")]
         body: String,
         /// Repeatable.
         #[arg(long = "label")]
         labels: Vec<String>,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Close an issue.
     Close {
+        /// The issue's number.
         number: i64,
         #[command(flatten)]
         repo: RepoArg,
     },
     /// Reopen a closed issue.
     Reopen {
+        /// The issue's number.
         number: i64,
         #[command(flatten)]
         repo: RepoArg,
@@ -66,6 +68,7 @@ pub enum IssueCommand {
     /// Put labels on an issue and take others off (the repo's ready label
     /// gives it to the AFK scheduler).
     Label {
+        /// The issue's number.
         number: i64,
         #[command(flatten)]
         repo: RepoArg,
@@ -75,6 +78,7 @@ pub enum IssueCommand {
         /// A label to take off (repeatable).
         #[arg(long)]
         remove: Vec<String>,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -111,7 +115,7 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
             json,
         } => {
             let repo = repo_of(client, &repo).await?;
-            let mut q = vec![format!("state={}", state.unwrap_or(IssueState::Open))];
+            let mut q = vec![format!("state={state}")];
             if let Some(l) = label {
                 q.push(format!("label={}", seg(&l)));
             }

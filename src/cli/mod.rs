@@ -2,6 +2,7 @@
 
 mod afk;
 mod client;
+mod config;
 mod hook;
 mod issues;
 mod notify;
@@ -33,17 +34,25 @@ Exit codes:
 #[derive(Parser)]
 #[command(name = "labctl", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
-    /// Where lab serves.
+    /// Where lab serves [default: the URL `labctl login` saved, else
+    /// http://127.0.0.1:7878].
     #[arg(
         long = "lab-url",
         env = "LAB_URL",
-        default_value = "http://127.0.0.1:7878",
-        global = true
+        global = true,
+        value_name = "URL",
+        help_heading = "Global options"
     )]
-    lab_url: String,
-    /// The token to send. Default: the token file in LAB_DATA_DIR (or the
-    /// default data dir).
-    #[arg(long, env = "LAB_TOKEN", hide_env_values = true, global = true)]
+    lab_url: Option<String>,
+    /// The token to send [default: the one `labctl login` saved for this
+    /// URL, else the token file in LAB_DATA_DIR (or the default data dir)].
+    #[arg(
+        long,
+        env = "LAB_TOKEN",
+        hide_env_values = true,
+        global = true,
+        help_heading = "Global options"
+    )]
     token: Option<String>,
     /// Seconds to wait for lab's answer; 0 waits without limit. Starting a
     /// run waits at least 6 minutes (a first start clones the repo), and
@@ -53,7 +62,8 @@ pub struct Cli {
         env = "LAB_TIMEOUT",
         default_value_t = 30,
         global = true,
-        value_name = "SECONDS"
+        value_name = "SECONDS",
+        help_heading = "Global options"
     )]
     timeout: u64,
     #[command(subcommand)]
@@ -64,6 +74,7 @@ pub struct Cli {
 enum Command {
     /// List the providers with their models, efforts and options.
     Providers {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -83,6 +94,7 @@ enum Command {
     Show {
         /// Run id.
         run: String,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -95,6 +107,7 @@ enum Command {
     Stop {
         /// Run id.
         run: String,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -103,6 +116,7 @@ enum Command {
     Resume {
         /// Run id.
         run: String,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -134,11 +148,13 @@ enum Command {
     Notify(notify::NotifyCommand),
     /// AFK outcomes by repo and by model/effort.
     Ledger {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Ask the server whether its machine can run agents (`lab doctor`).
     Doctor {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -152,8 +168,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
+    /// Save where lab serves and a token for it, so later calls need no
+    /// LAB_URL or LAB_TOKEN (the token: --token or LAB_TOKEN, else the
+    /// token file of a lab on this machine, else read from stdin).
+    Login {
+        /// lab's URL, e.g. http://lab.example:7878.
+        url: String,
+    },
+    /// Forget what `labctl login` saved.
+    Logout,
     /// Print a shell completion script.
     Completions {
+        /// The shell to complete for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -161,6 +187,14 @@ enum Command {
 
 /// Entry point of the `labctl` binary.
 pub fn main() -> ExitCode {
+    // A closed pipe (`labctl ps | head -1`) ends labctl quietly, as it does
+    // any other command line tool, instead of a panic in `println!`.
+    // SAFETY: called first, before any thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let json = std::env::args().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // A hook never fails its agent, even when called wrongly.
@@ -172,6 +206,18 @@ pub fn main() -> ExitCode {
                 ) =>
         {
             return ExitCode::SUCCESS;
+        }
+        Err(e)
+            if json
+                && !matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) =>
+        {
+            let message = e.render().to_string();
+            let message = message.trim().trim_start_matches("error: ");
+            output::error_json(Exit::Usage, message);
+            return Exit::Usage.into();
         }
         Err(e) => e.exit(),
     };
@@ -188,6 +234,11 @@ pub fn main() -> ExitCode {
     };
     match rt.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.message.is_empty() => e.code.into(),
+        Err(e) if json => {
+            output::error_json(e.code, &e.message);
+            e.code.into()
+        }
         Err(e) => {
             eprintln!("labctl: {}", e.message);
             e.code.into()
@@ -197,7 +248,15 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> CliResult<()> {
     if let Command::Hook { provider, args } = &cli.command {
-        hook::hook(&cli.lab_url, cli.token.clone(), provider, args).await;
+        let url = cli.lab_url.as_deref().unwrap_or(config::DEFAULT_URL);
+        hook::hook(url, cli.token.clone(), provider, args).await;
+        return Ok(());
+    }
+    if let Command::Logout = cli.command {
+        match config::remove()? {
+            Some(p) => println!("forgot what labctl login saved ({})", p.display()),
+            None => println!("nothing to forget: labctl login saved nothing"),
+        }
         return Ok(());
     }
     if let Command::Completions { shell } = cli.command {
@@ -205,7 +264,11 @@ async fn run(cli: Cli) -> CliResult<()> {
         return Ok(());
     }
     let timeout = (cli.timeout > 0).then(|| std::time::Duration::from_secs(cli.timeout));
-    let client = Client::new(&cli.lab_url, cli.token, timeout)?;
+    if let Command::Login { url } = &cli.command {
+        return login(url, cli.token, timeout).await;
+    }
+    let (url, token) = config::resolve(cli.lab_url, cli.token, &config::load()?);
+    let client = Client::new(&url, token, timeout)?;
     match cli.command {
         Command::Providers { json } => {
             let v = client.get("/api/v1/providers").await?;
@@ -235,7 +298,12 @@ async fn run(cli: Cli) -> CliResult<()> {
                 crate::doctor::print(&findings);
             }
             if v["worst"] == "error" {
-                return Err(CliError::failure("something above is broken"));
+                // Under --json the answer says it; only the exit code adds to it.
+                return Err(if json {
+                    CliError::quiet(Exit::Failure)
+                } else {
+                    CliError::failure("something above is broken")
+                });
             }
             Ok(())
         }
@@ -245,8 +313,73 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Ledger { json } => afk::ledger(&client, json).await,
         Command::Notify(cmd) => notify::run(&client, cmd).await,
         Command::Diff(args) => pulls::diff(&client, args).await,
-        Command::Completions { .. } | Command::Hook { .. } => unreachable!("handled above"),
+        Command::Completions { .. }
+        | Command::Hook { .. }
+        | Command::Login { .. }
+        | Command::Logout => unreachable!("handled above"),
     }
+}
+
+/// `labctl login URL`: checks the token against lab, then saves both.
+async fn login(
+    url: &str,
+    token: Option<String>,
+    timeout: Option<std::time::Duration>,
+) -> CliResult<()> {
+    let url = url.trim_end_matches('/').to_owned();
+    let parsed = reqwest::Url::parse(&url)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    let Some(parsed) = parsed else {
+        return Err(CliError::invalid(format!(
+            "'{url}' is not a URL labctl can reach; give http(s)://host[:port], e.g. \
+             http://127.0.0.1:7878"
+        )));
+    };
+    // This machine's token file goes only to a lab on this machine.
+    let host = parsed.host_str().unwrap_or("").trim_matches(['[', ']']);
+    let local = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    let token = match token.filter(|t| !t.is_empty()) {
+        Some(t) => t,
+        None => match client::local_token().filter(|_| local) {
+            Some(t) => t,
+            None => read_token()?,
+        },
+    };
+    let client = Client::new(&url, Some(token.clone()), timeout)?;
+    client.get("/api/v1/settings").await?;
+    let path = config::save(&config::Saved {
+        url: Some(url.clone()),
+        token: Some(token),
+    })?;
+    println!(
+        "logged in to {url}: labctl uses it from now on (saved in {}, mode 0600)",
+        path.display()
+    );
+    Ok(())
+}
+
+/// A token typed (or piped) on stdin.
+fn read_token() -> CliResult<String> {
+    use std::io::{BufRead, IsTerminal};
+    if std::io::stdin().is_terminal() {
+        eprint!("lab's admin token (the file `token` in lab's data dir): ");
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| CliError::failure(format!("reading the token: {e}")))?;
+    let t = line.trim().to_owned();
+    if t.is_empty() {
+        return Err(CliError::invalid(
+            "no token: give --token, set LAB_TOKEN, or type it on stdin",
+        ));
+    }
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -256,5 +389,35 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// Every command and every option says what it is for.
+    #[test]
+    fn every_command_and_option_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if matches!(id, "help" | "version") || a.is_hide_set() {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} --{id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let p = format!("{path} {}", sub.get_name());
+                if sub.get_name() != "help" && sub.get_about().is_none() {
+                    missing.push(p.clone());
+                }
+                walk(sub, &p, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "labctl", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "without help text:\n{}",
+            missing.join("\n")
+        );
     }
 }

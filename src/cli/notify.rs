@@ -16,11 +16,13 @@ pub enum NotifyCommand {
     /// Send a test notification to every endpoint and print what each
     /// answered (exit 1 when one did not take it).
     Test {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// List the endpoints (URLs redacted; tokens never shown).
     List {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -40,12 +42,15 @@ pub enum NotifyCommand {
         /// back. (`--token` is labctl's own token to lab.)
         #[arg(long = "endpoint-token", value_name = "TOKEN")]
         endpoint_token: Option<String>,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// Remove the endpoint numbered N in `labctl settings notify list`.
     Remove {
+        /// Its number in `labctl notify list`.
         n: usize,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -171,6 +176,9 @@ async fn test(client: &Client, json: bool) -> CliResult<()> {
         output::table(&["#", "URL", "STATUS", "RESULT"], &rows);
     }
     let failed = sent.iter().filter(|t| t.error.is_some()).count();
+    if failed > 0 && json {
+        return Err(CliError::quiet(super::Exit::Failure));
+    }
     if failed > 0 {
         return Err(CliError::failure(format!(
             "{failed} of {} endpoint(s) did not take the test",

@@ -12,6 +12,14 @@ pub fn json(v: &Value) {
     );
 }
 
+/// An error under `--json`: `{"error": {"code", "exit", "message"}}` on
+/// stdout, where a script reads the answer.
+pub fn error_json(code: super::Exit, message: &str) {
+    json(&serde_json::json!({
+        "error": {"code": code.name(), "exit": code as u8, "message": message}
+    }));
+}
+
 /// A string field, or `-` when absent or null.
 pub fn s(v: &Value) -> String {
     match v {

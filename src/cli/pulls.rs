@@ -20,6 +20,7 @@ pub struct DiffArgs {
     /// Files and their +/- counts only.
     #[arg(long)]
     pub stat: bool,
+    /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
     #[arg(long)]
     pub json: bool,
 }

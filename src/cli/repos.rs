@@ -20,11 +20,13 @@ pub enum RepoCommand {
         url: Option<String>,
         #[command(flatten)]
         fields: RepoFields,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
     /// List repos.
     List {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -32,6 +34,7 @@ pub enum RepoCommand {
     Show {
         /// Repo name or id.
         repo: String,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -50,6 +53,7 @@ pub enum RepoCommand {
         url: Option<String>,
         #[command(flatten)]
         fields: RepoFields,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -336,6 +340,7 @@ pub struct ResolveArgs {
     /// Manual only: the effort you would ask for.
     #[arg(long)]
     effort: Option<String>,
+    /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
     #[arg(long)]
     json: bool,
 }

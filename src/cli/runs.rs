@@ -31,6 +31,7 @@ pub struct StartArgs {
     /// Attach to the run's tmux session once it runs.
     #[arg(long)]
     attach: bool,
+    /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
     #[arg(long)]
     json: bool,
 }
@@ -49,6 +50,7 @@ pub struct PsArgs {
     /// Only this kind of run (manual, afk).
     #[arg(long)]
     kind: Option<String>,
+    /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
     #[arg(long)]
     json: bool,
 }
@@ -221,8 +223,9 @@ fn attach_to(run: &Value) -> CliResult<()> {
         ));
     }
     if !std::io::stdin().is_terminal() {
-        return Err(CliError::invalid(
-            "attach needs a terminal; run it from one",
+        return Err(CliError::new(
+            Exit::Usage,
+            "attach needs a terminal; run it from one (labctl logs and labctl send work without)",
         ));
     }
     let socket = s(&run["tmux_socket"]);
@@ -234,13 +237,31 @@ fn attach_to(run: &Value) -> CliResult<()> {
     Err(CliError::failure(format!("cannot run tmux: {err}")))
 }
 
+/// `labctl stop`: stopping a run that already ended is no error (the run
+/// is where it was asked to be); it says so.
 pub async fn stop(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
     let path = format!("{}/stop", run_path(run)?);
-    let r = with_spinner(
+    let r = match with_spinner(
         format!("stopping run {run}…"),
         client.post(&path, &Value::Null),
     )
-    .await?;
+    .await
+    {
+        Ok(r) => r,
+        Err(e) if e.code == Exit::Conflict => {
+            let r = client.get(&run_path(run)?).await?;
+            if is_live(r["state"].as_str().unwrap_or("")) {
+                return Err(e);
+            }
+            if as_json {
+                output::json(&r);
+            } else {
+                println!("run {} already ended ({})", s(&r["id"]), s(&r["state"]));
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     if as_json {
         output::json(&r);
     } else {
@@ -251,7 +272,9 @@ pub async fn stop(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
 
 pub async fn rm(client: &Client, run: &str) -> CliResult<()> {
     client.delete(&run_path(run)?).await?;
-    println!("removed run {run} and its workspace (its branch stays)");
+    println!(
+        "removed run {run} and its workspace (its branch stays in the repo when it has commits)"
+    );
     Ok(())
 }
 

@@ -11,6 +11,7 @@ use super::repos::option_pairs;
 pub enum SettingsCommand {
     /// Show the global settings.
     Show {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
     },
@@ -87,6 +88,7 @@ pub struct SetArgs {
     /// Carry no key of your CLI config into runs (the default).
     #[arg(long, conflicts_with = "carry_cli_keys")]
     carry_no_cli_keys: bool,
+    /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
     #[arg(long)]
     json: bool,
 }

@@ -108,7 +108,7 @@ pub struct IssueQuery {
     /// Only issues with this label.
     #[param(value_type = String, required = false)]
     pub label: Option<String>,
-    /// `open` (the default) or `closed`.
+    /// `open` (the default), `closed` or `all`.
     #[param(required = false, schema_with = schema::issue_state)]
     pub state: Option<String>,
 }
@@ -122,11 +122,14 @@ async fn list_issues(
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<IssueQuery>,
 ) -> ApiResult<Json<Vec<Issue>>> {
-    let state = q
-        .state
-        .as_deref()
-        .map(|s| validate::choice::<IssueState>("state", s))
-        .transpose()?;
+    let state = match q.state.as_deref() {
+        None => Some(IssueState::Open),
+        Some("all") => None,
+        Some(s) => Some(validate::choice::<IssueState>("state", s).map_err(|_| {
+            validate::FieldError::new("state", "must be open, closed or all")
+                .with_value(validate::shown(s))
+        })?),
+    };
     let (_, source) = repo_source(&app, &id).await?;
     let issues = source
         .list(q.label.as_deref(), state)

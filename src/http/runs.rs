@@ -432,7 +432,7 @@ async fn run_output(
         log::read(path, q.offset.unwrap_or(0), OUTPUT_CHUNK).map_err(ApiError::internal)?;
     let body = match format {
         OutputFormat::Raw => bytes,
-        OutputFormat::Text => strip_ansi_escapes::strip(&bytes),
+        OutputFormat::Text => crate::run::log_text::text(&bytes),
     };
     let mut resp = (
         [(

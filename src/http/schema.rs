@@ -346,7 +346,7 @@ pub fn output_format() -> ObjectBuilder {
 }
 
 pub fn issue_state() -> ObjectBuilder {
-    one_of_strings(&["open", "closed"], false, false)
+    one_of_strings(&["open", "closed", "all"], false, false)
 }
 
 /// The body of `POST /repos`: a repo change with a name and exactly one of

@@ -165,6 +165,8 @@ pub trait IssueSource: Send + Sync {
     fn kind(&self) -> SourceKind;
     /// Issues, optionally only open/closed ones with a label. A forge is
     /// asked once, and again only while there are more pages.
+    /// Issues with `label` (any, when none) in `state` (every issue, when
+    /// none).
     async fn list(&self, label: Option<&str>, state: Option<IssueState>) -> Result<Vec<Issue>>;
     /// One issue with its comments.
     async fn issue(&self, number: i64) -> Result<Issue>;

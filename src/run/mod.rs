@@ -21,6 +21,7 @@ pub mod git;
 mod launch;
 mod launch_file;
 pub mod log;
+pub mod log_text;
 mod log_watch;
 pub mod merge;
 mod on_path;

@@ -30,6 +30,7 @@ mod issue_pages;
 mod labctl;
 mod labctl_limits;
 mod labctl_pulls;
+mod labctl_ux;
 mod layers;
 mod lost;
 mod notifications;

@@ -182,7 +182,9 @@ impl IssueSource for Forge {
             SourceKind::Github => format!("{}/issues?per_page={PAGE}", self.repo_api),
             _ => format!("{}/issues?type=issues&limit={PAGE}", self.repo_api),
         };
-        url.push_str(&format!("&state={}", state.unwrap_or(IssueState::Open)));
+        // No state: every issue (both forges take `all`).
+        let state = state.map_or("all", IssueState::as_str);
+        url.push_str(&format!("&state={state}"));
         if let Some(l) = label {
             url.push_str(&format!("&labels={}", enc(l)));
         }

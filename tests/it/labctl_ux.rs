@@ -1,0 +1,170 @@
+//! labctl as people expect a command line tool to behave (issue 25): a
+//! closed pipe ends it quietly, `labctl login` saves where lab is, errors
+//! come as JSON under `--json`, exit codes follow the documented table.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+
+use crate::labctl::{json, labctl, ok};
+use crate::on_both;
+use crate::support::{Backend, TestServer};
+
+/// labctl with nothing set: no LAB_URL, no token, an empty data dir; only
+/// the config file `config`.
+fn bare(s: &TestServer, config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let empty = s.tmp().join("empty-data");
+    std::fs::create_dir_all(&empty).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args(args)
+        .env_remove("LAB_URL")
+        .env_remove("LAB_TOKEN")
+        .env("LAB_DATA_DIR", &empty)
+        .env("LABCTL_CONFIG", config)
+        .stdin(Stdio::null())
+        .output()
+        .expect("labctl runs")
+}
+
+/// `labctl ps -a | head -1`: the reader is gone before labctl writes; labctl
+/// ends by SIGPIPE, as other tools do, with no panic on stderr.
+async fn a_closed_pipe_ends_labctl_quietly(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args(["repo", "list"])
+        .env("LAB_URL", &s.url)
+        .env_remove("LAB_TOKEN")
+        .env("LAB_DATA_DIR", s.data_dir())
+        .env("LABCTL_CONFIG", s.tmp().join("labctl.toml"))
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {err}",
+        out.status
+    );
+    s.stop().await;
+}
+
+/// `labctl login URL` checks the token, saves both (mode 0600), and later
+/// calls need nothing set; a wrong token saves nothing; another server
+/// never gets the saved token; `labctl logout` forgets it.
+async fn login_saves_where_lab_is(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let config = s.tmp().join("conf/labctl.toml");
+    // Nothing saved: the default URL, where nothing listens in tests.
+    let out = bare(&s, &config, &["--timeout", "5", "repo", "list"]);
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+
+    let wrong = bare(&s, &config, &["login", &s.url, "--token", "nope"]);
+    assert_eq!(wrong.status.code(), Some(6), "{wrong:?}");
+    assert!(!config.exists(), "a refused login saves nothing");
+
+    let said = ok(&bare(&s, &config, &["login", &s.url, "--token", &s.token]));
+    assert!(said.contains("logged in"), "{said}");
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let repos = json(&bare(&s, &config, &["repo", "list", "--json"]));
+    assert_eq!(repos[0]["name"], "r", "{repos}");
+
+    // Another URL on the command line: the saved token is not sent there.
+    let other = Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args([
+            "--lab-url",
+            &s.url.replace("127.0.0.1", "localhost"),
+            "repo",
+            "list",
+        ])
+        .env_remove("LAB_URL")
+        .env_remove("LAB_TOKEN")
+        .env("LAB_DATA_DIR", s.tmp().join("empty-data"))
+        .env("LABCTL_CONFIG", &config)
+        .output()
+        .unwrap();
+    assert_eq!(other.status.code(), Some(6), "{other:?}");
+
+    ok(&bare(&s, &config, &["logout"]));
+    assert!(!config.exists());
+    let bad = bare(&s, &config, &["login", "not a url"]);
+    assert_eq!(bad.status.code(), Some(5), "{bad:?}");
+    s.stop().await;
+}
+
+/// Under `--json` an error is JSON on stdout with the exit code's name;
+/// `--state all` lists closed issues too; attach without a terminal is a
+/// usage error (2).
+async fn errors_are_json_and_exit_codes_follow_the_table(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let out = labctl(&s, &["show", "999", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON error");
+    assert_eq!(e["error"]["code"], "not_found", "{e}");
+    assert_eq!(e["error"]["exit"], 3, "{e}");
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("999"),
+        "{e}"
+    );
+    let usage = labctl(&s, &["show", "--json"]);
+    assert_eq!(usage.status.code(), Some(2));
+    let e: serde_json::Value = serde_json::from_slice(&usage.stdout).expect("a JSON error");
+    assert_eq!(e["error"]["code"], "usage", "{e}");
+
+    for (title, close) in [("open one", false), ("closed one", true)] {
+        let i = s
+            .post("/api/v1/repos/r/issues", json!({"title": title}))
+            .await
+            .ok();
+        if close {
+            s.post(
+                &format!("/api/v1/repos/r/issues/{}/close", i["number"]),
+                json!(null),
+            )
+            .await
+            .ok();
+        }
+    }
+    let titles = |state: &str| -> Vec<String> {
+        json(&labctl(
+            &s,
+            &["issue", "list", "--repo", "r", "--state", state, "--json"],
+        ))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap().to_owned())
+        .collect()
+    };
+    assert_eq!(titles("open"), ["open one"]);
+    assert_eq!(titles("closed"), ["closed one"]);
+    let mut all = titles("all");
+    all.sort();
+    assert_eq!(all, ["closed one", "open one"]);
+    let bad = s
+        .get("/api/v1/repos/r/issues?state=every")
+        .await
+        .expect(400);
+    assert!(bad.to_string().contains("open, closed or all"), "{bad}");
+
+    let run = s.start_run("r", "stay").await;
+    let id = run["id"].to_string();
+    let attach = labctl(&s, &["attach", &id]);
+    assert_eq!(attach.status.code(), Some(2), "{attach:?}");
+    s.stop().await;
+}
+
+on_both!(
+    a_closed_pipe_ends_labctl_quietly,
+    login_saves_where_lab_is,
+    errors_are_json_and_exit_codes_follow_the_table,
+);
