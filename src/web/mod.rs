@@ -158,6 +158,8 @@ struct LoginPage {
     chrome: Chrome,
     next: String,
     error: Option<String>,
+    /// This server's token file.
+    token_file: String,
 }
 
 #[derive(Deserialize)]
@@ -174,7 +176,16 @@ fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-async fn login_form(session: Option<BrowserSession>, Query(q): Query<NextQuery>) -> Response {
+/// Where this server keeps its admin token.
+fn token_file(app: &AppState) -> String {
+    app.runner.cfg.data_dir.join("token").display().to_string()
+}
+
+async fn login_form(
+    State(app): State<AppState>,
+    session: Option<BrowserSession>,
+    Query(q): Query<NextQuery>,
+) -> Response {
     let next = safe_next(q.next.as_deref());
     if session.is_some() {
         return Redirect::to(&next).into_response();
@@ -183,6 +194,7 @@ async fn login_form(session: Option<BrowserSession>, Query(q): Query<NextQuery>)
         chrome: Chrome::anonymous("Log in"),
         next,
         error: None,
+        token_file: token_file(&app),
     })
 }
 
@@ -199,6 +211,7 @@ async fn login(State(app): State<AppState>, form: Form) -> Response {
                     "That is not the admin token. It is in the token file of lab's data dir."
                         .into(),
                 ),
+                token_file: token_file(&app),
             },
         );
     }

@@ -16,6 +16,7 @@ mod api_settings;
 mod browser;
 mod browser_issues;
 mod browser_lost;
+mod browser_phone;
 mod browser_pulls;
 mod browser_screen;
 mod contract;

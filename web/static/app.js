@@ -15,6 +15,8 @@ document.addEventListener("DOMContentLoaded", () => {
   const screen = document.querySelector("pre#screen[data-live]");
   if (screen) {
     const term = document.getElementById("term");
+    const fit = document.getElementById("fit");
+    if (fit) fitScreen(term, fit);
     term.scrollTop = term.scrollHeight;
     if (!screen.hasAttribute("data-ended")) liveScreen(screen, term);
   }
@@ -155,4 +157,35 @@ function replyBox(form) {
       status.textContent = "not sent: " + err;
     }
   });
+}
+
+// Fit to width: the screen's font shrinks so the CLI's full width shows
+// without scrolling sideways. On by default where the page is wide enough
+// for it to stay readable (a phone scrolls inside the box instead); the
+// viewer's choice is remembered.
+function fitScreen(term, button) {
+  const wide = () => window.innerWidth >= 832;
+  const apply = () => {
+    const chosen = localStorage.getItem("lab.fit");
+    const on = chosen === null ? wide() : chosen === "1";
+    term.style.fontSize = "";
+    if (on) {
+      const need = Math.max(...Array.from(term.querySelectorAll("pre"), (p) => p.scrollWidth));
+      const have = term.clientWidth - parseFloat(getComputedStyle(term).paddingLeft)
+        - parseFloat(getComputedStyle(term).paddingRight);
+      if (need > have) {
+        const size = parseFloat(getComputedStyle(term).fontSize);
+        term.style.fontSize = Math.max(4, Math.floor(size * have / need * 100) / 100) + "px";
+      }
+    }
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    button.textContent = on ? "Actual size" : "Fit to width";
+  };
+  button.hidden = false;
+  button.addEventListener("click", () => {
+    localStorage.setItem("lab.fit", button.getAttribute("aria-pressed") === "true" ? "0" : "1");
+    apply();
+  });
+  window.addEventListener("resize", apply);
+  apply();
 }
