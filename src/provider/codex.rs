@@ -201,7 +201,7 @@ impl Provider for Codex {
     /// expired…".
     fn unusable(&self, screen: &str) -> Option<&'static str> {
         let has = |s: &str| screen.contains(s);
-        if has("Sign in with ChatGPT") || has("Sign in with Device Code") {
+        if signing_in(screen).is_some() {
             Some("not logged in")
         } else if has("access token could not be refreshed") || has("credential expired") {
             Some("its sign-in was refused or has expired")
@@ -229,10 +229,8 @@ impl Provider for Codex {
 
     fn attention(&self, screen: &str) -> Option<&'static str> {
         let has = |s: &str| screen.contains(s);
-        if has("Sign in with ChatGPT") || has("Sign in with Device Code") {
-            Some(
-                "not logged in: choose a sign-in method with the keys below (Device Code works from a browser)",
-            )
+        if let Some(why) = signing_in(screen) {
+            Some(why)
         } else if self.unusable(screen).is_some() {
             Some("its sign-in was refused: sign in again with the keys below")
         } else if has("Trust this folder?") || has("Trust and continue") {
@@ -246,6 +244,29 @@ impl Provider for Codex {
         } else {
             None
         }
+    }
+}
+
+/// Which of Codex's sign-in screens `screen` is, as what to do there (its
+/// first menu and each step after it, as Codex 0.171.0 draws them:
+/// `tests/fixtures/screens/codex-0.171.0-*.txt`).
+fn signing_in(screen: &str) -> Option<&'static str> {
+    let has = |s: &str| screen.contains(s);
+    if has("Paste or type your API key") {
+        Some("not logged in: paste an OpenAI API key into the reply box below and press Send")
+    } else if has("Finish signing in via your browser") {
+        Some(
+            "not logged in: finish signing in with the link on the screen (it returns to this \
+             machine; elsewhere press Esc and choose Device Code)",
+        )
+    } else if has("Sign in another way") && has("Use an OpenAI API key") {
+        Some("not logged in: choose how to sign in with the keys below")
+    } else if has("Sign in with ChatGPT") || has("Sign in with Device Code") {
+        Some(
+            "not logged in: choose a sign-in method with the keys below (Device Code works from a browser)",
+        )
+    } else {
+        None
     }
 }
 
@@ -282,4 +303,41 @@ fn line(spec: &SpawnSpec, mut args: Vec<String>, positional: &[String]) -> Vec<S
         args.push(spec.initial_prompt.clone());
     }
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every step of Codex 0.171.0's sign-in, recorded from the real CLI
+    /// signed out: each one waits for a person, none is `working`.
+    #[test]
+    fn every_sign_in_screen_waits_for_a_person() {
+        let screens = [
+            (
+                include_str!("../../tests/fixtures/screens/codex-0.171.0-sign-in.txt"),
+                "choose a sign-in method",
+            ),
+            (
+                include_str!("../../tests/fixtures/screens/codex-0.171.0-sign-in-another-way.txt"),
+                "choose how to sign in",
+            ),
+            (
+                include_str!("../../tests/fixtures/screens/codex-0.171.0-api-key.txt"),
+                "paste an OpenAI API key",
+            ),
+            (
+                include_str!("../../tests/fixtures/screens/codex-0.171.0-browser-sign-in.txt"),
+                "finish signing in with the link",
+            ),
+        ];
+        for (screen, said) in screens {
+            let why = Codex.attention(screen).expect("a sign-in screen waits");
+            assert!(
+                why.starts_with("not logged in: ") && why.contains(said),
+                "{why}"
+            );
+            assert_eq!(Codex.unusable(screen), Some("not logged in"));
+        }
+    }
 }

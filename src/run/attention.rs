@@ -19,6 +19,34 @@ use crate::store::StoreError;
 /// keeps drawing is working.
 const BUSY_SCREENS_EVERY: u32 = 15;
 
+/// For this long after a run starts, and after each input, a changed screen
+/// is read at every pass: that is when a CLI asks (its sign-in, a menu, a
+/// sub-menu), and a TUI that animates (Codex's sign-in logo) never pauses
+/// its output, so waiting for a pause would show `working` for seconds.
+const EAGER: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// When a run's screen was read, and what made the next read due.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seen {
+    /// The log's size at the read (`u64::MAX`: never read since an input).
+    size: u64,
+    at: Instant,
+    /// Until then, a changed screen is read at every pass.
+    eager_until: Option<Instant>,
+}
+
+impl Seen {
+    /// After an input: the next pass reads the screen, and the ones after
+    /// it too while the screen changes, for [`EAGER`].
+    pub(crate) fn eager() -> Seen {
+        Seen {
+            size: u64::MAX,
+            at: Instant::now(),
+            eager_until: Some(Instant::now() + EAGER),
+        }
+    }
+}
+
 impl Runner {
     /// Needs attention: reads the screens of live runs whose output grew
     /// since lab last looked (in one tmux call, however many there are), and
@@ -72,9 +100,15 @@ impl Runner {
                     over_cap.push(p);
                 }
                 let paused = last.insert(run.id, size) == Some(size);
+                let young = run
+                    .started_at
+                    .is_some_and(|t| crate::store::now_ms() - t < EAGER.as_millis() as i64);
                 let due = match seen.get(&run.id) {
                     None => true,
-                    Some((at, when)) => *at != size && (paused || when.elapsed() >= busy_every),
+                    Some(s) => {
+                        let eager = young || s.eager_until.is_some_and(|u| Instant::now() < u);
+                        s.size != size && (paused || eager || s.at.elapsed() >= busy_every)
+                    }
                 };
                 if due {
                     changed.push((run, pane, size));
@@ -103,10 +137,18 @@ impl Runner {
             let Some((run, _, size)) = changed.iter().find(|(r, _, _)| r.session == session) else {
                 continue;
             };
-            self.log_seen
-                .lock()
-                .expect("poisoned")
-                .insert(run.id, (*size, Instant::now()));
+            {
+                let mut seen = self.log_seen.lock().expect("poisoned");
+                let eager_until = seen.get(&run.id).and_then(|s| s.eager_until);
+                seen.insert(
+                    run.id,
+                    Seen {
+                        size: *size,
+                        at: Instant::now(),
+                        eager_until,
+                    },
+                );
+            }
             let Some(p) = crate::provider::get(&run.provider) else {
                 continue;
             };

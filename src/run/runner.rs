@@ -99,7 +99,9 @@ pub struct Runner {
     pub(super) last_pass: Mutex<Option<super::PassReport>>,
     /// The log size of each live run when lab last read its screen, and
     /// when that was.
-    pub(super) log_seen: Mutex<HashMap<i64, (u64, std::time::Instant)>>,
+    /// Per live run: the log size its screen was last read at, when, and
+    /// until when a changed screen is read at every pass (`attention.rs`).
+    pub(super) log_seen: Mutex<HashMap<i64, super::attention::Seen>>,
     /// The log size of each live run at the last pass.
     pub(super) log_last: Mutex<HashMap<i64, u64>>,
     /// Live runs whose usage did not change at the last read: when to read
@@ -132,7 +134,10 @@ impl Runner {
     /// (a login screen drawn before the hook came) must be seen again; and
     /// the next usage pass read its transcript.
     pub fn look_again(&self, run: i64) {
-        self.log_seen.lock().expect("poisoned").remove(&run);
+        self.log_seen
+            .lock()
+            .expect("poisoned")
+            .insert(run, super::attention::Seen::eager());
         self.usage_rest.lock().expect("poisoned").remove(&run);
     }
 

@@ -147,8 +147,13 @@ pub async fn input(
             runner.look_again(run.id);
             // Text sent with Enter is a prompt: the agent works on it. (Codex
             // reports only the end of a turn; Claude Code's own hook says
-            // the same a moment later.)
-            let prompt = !text.trim().is_empty() && keys.contains(&Key::Enter);
+            // the same a moment later.) A slash command (`/help`, `/login`)
+            // is the CLI's own: it starts no turn, so the state stays what
+            // the CLI last said (a command that does start one is reported
+            // by the CLI's hooks).
+            let prompt = !text.trim().is_empty()
+                && !text.trim_start().starts_with('/')
+                && keys.contains(&Key::Enter);
             let working = run
                 .agent
                 .as_ref()

@@ -4,7 +4,7 @@
 
 use super::forms::Form;
 use crate::domain::Change;
-use crate::provider::{OptionType, Provider};
+use crate::provider::Provider;
 use crate::validate::{Errors as ValueErrors, FieldError};
 
 /// A select or text value: empty clears (inherit).
@@ -46,40 +46,21 @@ pub fn dollars(form: &Form, name: &str, errs: &mut ValueErrors) -> Change<i64> {
     }
 }
 
-/// The options of one provider from a posted form: checkboxes (when the
-/// page showed them) and selects.
+/// The options of one provider from a posted form's selects (an empty one
+/// clears the stored value).
 pub fn options_patch(
     p: &dyn Provider,
     prefix: &str,
     form: &Form,
-    checkboxes: bool,
 ) -> std::collections::BTreeMap<String, Change<String>> {
     p.spawn_options()
         .iter()
         .filter_map(|o| {
             let name = format!("{prefix}afk_options.{}", o.key);
-            let c = if o.ty == OptionType::Bool && checkboxes {
-                if !form.has(&format!("{name}.shown")) {
-                    return None;
-                }
-                let v = if form.get(&name) == Some("true") {
-                    "true"
-                } else {
-                    "false"
-                };
-                // Only a departure from the provider's default is stored.
-                if v == o.default {
-                    Change::Clear
-                } else {
-                    Change::Set(v.to_owned())
-                }
-            } else {
-                if !form.has(&name) {
-                    return None;
-                }
-                change(form, &name)
-            };
-            Some((o.key.to_owned(), c))
+            if !form.has(&name) {
+                return None;
+            }
+            Some((o.key.to_owned(), change(form, &name)))
         })
         .collect()
 }

@@ -117,9 +117,9 @@ pub(super) fn sections(
                     "false" => "off",
                     other => other,
                 };
-                format!("inherit: {value} ({})", s.layer.describe())
+                format!("same as default: {value} ({})", s.layer.describe())
             }
-            None => "inherit".to_owned(),
+            None => "same as default".to_owned(),
         }
     };
     let enabled = match form {
@@ -170,7 +170,7 @@ pub(super) fn sections(
             errors,
         ),
     ];
-    afk.extend(option_fields(p, "", d, v, Some(&inherit_option), errors));
+    afk.extend(option_fields(p, "", d, v, &inherit_option, errors));
     vec![
         Section {
             title: "Repository".into(),
@@ -408,7 +408,7 @@ pub(super) fn patch_from(
             effort_default: change(form, "effort_default"),
             afk_model_default: change(form, "afk_model_default"),
             afk_effort_default: change(form, "afk_effort_default"),
-            afk_options: options_patch(p, "", form, false),
+            afk_options: options_patch(p, "", form),
         };
         if form.has("afk_enabled.shown") {
             patch.afk_enabled = Change::Set(form.get("afk_enabled") == Some("true"));

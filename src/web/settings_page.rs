@@ -70,15 +70,16 @@ fn afk_inherit(p: &dyn Provider, d: &Defaults, model: bool) -> String {
     format!("same as default: {} ({})", v.value, v.layer.describe())
 }
 
-/// The fields of one provider's spawn options, from its schema. `inherit`
-/// names the value a select's empty entry stands for; `None` renders bools as
-/// checkboxes (the global page).
+/// The fields of one provider's spawn options, from its schema: a select
+/// each, whose empty entry is `inherit(key)` (what the value is without
+/// one), then the values (a bool's as on and off). The same on the settings
+/// page and a repo's.
 pub fn option_fields(
     p: &dyn Provider,
     prefix: &str,
     current: &Defaults,
     values: impl Fn(&str, Option<&str>) -> String,
-    inherit: Option<&dyn Fn(&str) -> String>,
+    inherit: &dyn Fn(&str) -> String,
     errors: &mut FormErrors,
 ) -> Vec<FormField> {
     p.spawn_options()
@@ -86,14 +87,13 @@ pub fn option_fields(
         .map(|o| {
             let name = format!("{prefix}afk_options.{}", o.key);
             let stored = current.afk_options.get(o.key).map(String::as_str);
-            let kind = match (o.ty, inherit) {
-                (OptionType::Bool, None) => {
-                    let v = values(&name, Some(stored.unwrap_or(o.default)));
-                    Kind::Checkbox(v == "true")
-                }
-                (OptionType::Bool, Some(inh)) => {
-                    let mut k =
-                        select(Some(inh(o.key)), &["true", "false"], &values(&name, stored));
+            let kind = match o.ty {
+                OptionType::Bool => {
+                    let mut k = select(
+                        Some(inherit(o.key)),
+                        &["true", "false"],
+                        &values(&name, stored),
+                    );
                     if let Kind::Select(choices) = &mut k {
                         for c in choices.iter_mut().skip(1) {
                             c.label = if c.value == "true" {
@@ -105,13 +105,7 @@ pub fn option_fields(
                     }
                     k
                 }
-                (OptionType::Enum, _) => {
-                    let label = match inherit {
-                        Some(inh) => inh(o.key),
-                        None => format!("same as default: {}", o.default),
-                    };
-                    select(Some(label), o.values, &values(&name, stored))
-                }
+                OptionType::Enum => select(Some(inherit(o.key)), o.values, &values(&name, stored)),
             };
             FormField::new(&name, o.label, kind)
                 .help(o.description)
@@ -181,12 +175,30 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
             )
             .error_from(errors),
         ];
-        let checkbox_value = |name: &str, stored: Option<&str>| match form {
-            // A checkbox posts its value only when checked.
-            Some(f) => f.get(name).unwrap_or("false").to_owned(),
-            None => stored.unwrap_or("").to_owned(),
+        // The same choice as on a repo's page: the provider's default, on
+        // or off.
+        let provider_default = |key: &str| {
+            let d = p
+                .spawn_options()
+                .iter()
+                .find(|o| o.key == key)
+                .map_or("", |o| o.default);
+            let shown = match d {
+                "true" => "on",
+                "false" => "off",
+                other => other,
+            };
+            format!("same as default: {shown} (the provider's default)")
         };
-        afk.extend(option_fields(*p, &pre, &d, checkbox_value, None, errors));
+        let value = |name: &str, stored: Option<&str>| v.get(name, stored);
+        afk.extend(option_fields(
+            *p,
+            &pre,
+            &d,
+            value,
+            &provider_default,
+            errors,
+        ));
         out.push(Section {
             title: format!("{}: AFK defaults", p.name()),
             intro: "What AFK runs use, literally. An empty choice inherits the value it names."
@@ -406,7 +418,7 @@ fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
                 effort_default: change(form, &format!("{pre}effort_default")),
                 afk_model_default: change(form, &format!("{pre}afk_model_default")),
                 afk_effort_default: change(form, &format!("{pre}afk_effort_default")),
-                afk_options: options_patch(*p, &pre, form, true),
+                afk_options: options_patch(*p, &pre, form),
             },
         );
     }

@@ -119,6 +119,26 @@ async fn a_permission_request_waits_and_background_work_is_no_idle(b: Backend) {
     s.stop().await;
 }
 
+/// A slash command typed into a waiting run (`/help`) is the CLI's own: it
+/// starts no turn, so the run stays waiting; a prompt makes it working.
+async fn a_slash_command_is_no_prompt(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let run = s.start_run("r", "FAKE_HOOKS").await;
+    let n = id(&run);
+    s.record(n, "hooked-working").await;
+    step(&s, n, "go-ask", "hooked-waiting").await;
+    let path = format!("/api/v1/runs/{n}/input");
+    let input = |text: &'static str| s.post(&path, json!({"text": text, "keys": ["Enter"]}));
+    input("/help").await.ok();
+    let after = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&after)["state"], "waiting", "{after}");
+    input("yes, go on").await.ok();
+    let after = s.get(&format!("/api/v1/runs/{n}")).await.ok();
+    assert_eq!(agent(&after)["state"], "working", "{after}");
+    s.stop().await;
+}
+
 /// Codex's `notify` program: the turn's end makes a working run idle.
 async fn codex_notify_makes_the_agent_idle(b: Backend) {
     let s = TestServer::start(b).await;
@@ -302,6 +322,7 @@ async fn hooks_are_the_run_s_own_and_checked(b: Backend) {
 }
 
 on_both!(
+    a_slash_command_is_no_prompt,
     claude_hooks_drive_the_agent_state,
     a_permission_request_waits_and_background_work_is_no_idle,
     codex_notify_makes_the_agent_idle,

@@ -69,13 +69,20 @@ async fn global_afk_settings_reach_the_api(b: Backend) {
     );
     br.select("providers.claude-code.afk_model_default", "opus")
         .await;
-    let ultra = br
+    // Ultracode is the same choice as on a repo's page.
+    let default = br
         .driver
-        .find(By::Name("providers.claude-code.afk_options.ultracode"))
+        .find(By::Css(
+            "select[name='providers.claude-code.afk_options.ultracode'] option[value='']",
+        ))
         .await
         .unwrap();
-    assert!(!ultra.is_selected().await.unwrap());
-    ultra.click().await.unwrap();
+    assert_eq!(
+        default.text().await.unwrap(),
+        "same as default: off (the provider's default)"
+    );
+    br.select("providers.claude-code.afk_options.ultracode", "true")
+        .await;
     br.submit("Save settings").await;
     br.wait_text("saved", |t| t.contains("Saved.")).await;
     br.shot("saved").await;
@@ -90,23 +97,14 @@ async fn global_afk_settings_reach_the_api(b: Backend) {
         br.selected("providers.claude-code.afk_model_default").await,
         "opus"
     );
-    assert!(
-        br.driver
-            .find(By::Name("providers.claude-code.afk_options.ultracode"))
-            .await
-            .unwrap()
-            .is_selected()
-            .await
-            .unwrap()
+    assert_eq!(
+        br.selected("providers.claude-code.afk_options.ultracode")
+            .await,
+        "true"
     );
-    // Unticking stores nothing (the provider's default again).
-    br.driver
-        .find(By::Name("providers.claude-code.afk_options.ultracode"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    // The default again stores nothing.
+    br.select("providers.claude-code.afk_options.ultracode", "")
+        .await;
     br.submit("Save settings").await;
     br.wait_text("saved", |t| t.contains("Saved.")).await;
     let v = s.get("/api/v1/settings").await.ok();
@@ -158,7 +156,7 @@ async fn a_repo_inherits_then_overrides(b: Backend) {
         .unwrap();
     assert_eq!(
         inherit.text().await.unwrap(),
-        "inherit: on (the global AFK defaults)"
+        "same as default: on (the global AFK defaults)"
     );
     br.shot("inheriting").await;
 

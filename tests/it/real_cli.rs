@@ -123,13 +123,33 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
         "{}",
         rendered.join("\n")
     );
-    let waiting = s.wait_run(run.id, 15, |r| r["state"] == "waiting").await;
+    // Within seconds of its login screen, although the screen animates
+    // (a changed screen is read at every pass while a run is young).
+    let waiting = s.wait_run(run.id, 6, |r| r["state"] == "waiting").await;
     assert!(
         waiting["state_reason"]
             .as_str()
             .unwrap()
             .contains("not logged in"),
         "{waiting}"
+    );
+    // The page offers the answer: a button that types /login (Claude
+    // Code); Codex's menu is answered with the reply box's keys.
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(
+        &s,
+        &cookie,
+        reqwest::Method::GET,
+        &format!("/runs/{}", run.id),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert_eq!(
+        page.contains("Sign in (types /login)"),
+        provider == "claude-code",
+        "{page}"
     );
     // labctl ps shows it too.
     let out = crate::labctl::ok(&crate::labctl::labctl(&s, &["ps"]));
