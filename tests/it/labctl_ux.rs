@@ -156,6 +156,15 @@ async fn errors_are_json_and_exit_codes_follow_the_table(b: Backend) {
         .expect(400);
     assert!(bad.to_string().contains("open, closed or all"), "{bad}");
 
+    // A mistyped command gets the one meant.
+    let typo = labctl(&s, &["sart", "r"]);
+    assert_eq!(typo.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        said.contains("similar subcommand exists: 'start'"),
+        "{said}"
+    );
+
     let run = s.start_run("r", "stay").await;
     let id = run["id"].to_string();
     let attach = labctl(&s, &["attach", &id]);
