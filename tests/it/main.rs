@@ -22,6 +22,7 @@ mod browser_screen;
 mod contract;
 mod crash_launch;
 mod diffs;
+mod docs;
 mod doctor;
 mod forges;
 mod hostile;
