@@ -12,6 +12,7 @@
 mod admission;
 pub mod cli_hold;
 mod follow;
+mod forge_feedback;
 mod forge_follow;
 pub mod limits;
 mod lost;

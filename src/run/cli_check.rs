@@ -73,27 +73,37 @@ pub async fn check(
         .env("TERM", "xterm-256color")
         .env("DISABLE_TELEMETRY", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .envs(cl.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .envs(cl.env.iter().map(|(k, v)| (k, v)));
+    match answer(cmd, bin, "").await {
+        Ok(o) => p.check_verdict(&o),
+        Err(why) => Verdict::Unknown(why),
+    }
+}
+
+/// Runs a check's command within [`TIMEOUT`]: what it answered, or why it
+/// did not (`asked` names what was asked, after the binary).
+async fn answer(
+    mut cmd: tokio::process::Command,
+    bin: &Path,
+    asked: &str,
+) -> Result<CheckOutcome, String> {
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let out = match tokio::time::timeout(TIMEOUT, cmd.output()).await {
-        Err(_) => {
-            return Verdict::Unknown(format!(
-                "{} did not answer within {} s",
-                bin.display(),
-                TIMEOUT.as_secs()
-            ));
-        }
-        Ok(Err(e)) => return Verdict::Unknown(format!("cannot run {}: {e}", bin.display())),
-        Ok(Ok(o)) => o,
-    };
-    p.check_verdict(&CheckOutcome {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
+    match tokio::time::timeout(TIMEOUT, cmd.output()).await {
+        Err(_) => Err(format!(
+            "{} did not answer{asked} within {} s",
+            bin.display(),
+            TIMEOUT.as_secs()
+        )),
+        Ok(Err(e)) => Err(format!("cannot run {}: {e}", bin.display())),
+        Ok(Ok(out)) => Ok(CheckOutcome {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }),
+    }
 }
 
 impl super::Runner {
@@ -144,31 +154,11 @@ impl super::Runner {
         };
         env.insert("HOME".into(), home.to_string_lossy().into_owned());
         let mut cmd = tokio::process::Command::new(&bin);
-        cmd.args(args)
-            .current_dir(&home)
-            .env_clear()
-            .envs(&env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let out = match tokio::time::timeout(TIMEOUT, cmd.output()).await {
-            Err(_) => {
-                return Auth::Unknown(format!(
-                    "{} did not answer `{}` within {} s",
-                    bin.display(),
-                    args.join(" "),
-                    TIMEOUT.as_secs()
-                ));
-            }
-            Ok(Err(e)) => return Auth::Unknown(format!("cannot run {}: {e}", bin.display())),
-            Ok(Ok(o)) => o,
-        };
-        p.auth_verdict(&CheckOutcome {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        })
+        cmd.args(args).current_dir(&home).env_clear().envs(&env);
+        match answer(cmd, &bin, &format!(" `{}`", args.join(" "))).await {
+            Ok(o) => p.auth_verdict(&o),
+            Err(why) => Auth::Unknown(why),
+        }
     }
 }
 

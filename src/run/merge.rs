@@ -90,35 +90,31 @@ async fn local_changes(tree: &Path) -> Result<bool, WorkspaceError> {
 }
 
 impl Workspaces {
-    /// Whether a workspace's `branch` has commits of its own, all already in
-    /// the repo's default branch, and is gone from the repo (its pull request
-    /// was merged and the branch deleted): then removing the workspace does
-    /// not bring the branch back.
-    /// Whether a run changed nothing: its branch is still where its
-    /// workspace started (the default branch of its clone). Read in the
-    /// run's jail; the agent's word decides only whether lab keeps this
-    /// run's own branch, and [`forget_branch`](Self::forget_branch) deletes
-    /// nothing that has a commit of its own.
-    pub(super) async fn unchanged(
+    /// What a run's clone says of its `branch`: its commit, and whether it
+    /// is still where the workspace started (the clone's default branch).
+    /// Read in the run's jail, with lab's config only (ADR 24); `None` when
+    /// the branch is not there. The agent's word decides only what happens
+    /// to this run's own branch.
+    pub(super) async fn agent_branch(
         &self,
         repo: &Repo,
         ws: &Path,
         branch: &str,
         jail: Option<&Jail>,
-    ) -> bool {
+    ) -> Option<(String, bool)> {
         let ws_git = ws.join(".git");
         let agent = Git::agents(&ws_git, jail);
-        let Some(sha) = agent.commit(&format!("refs/heads/{branch}")).await else {
-            return false;
-        };
+        let sha = agent.commit(&format!("refs/heads/{branch}")).await?;
         let start = format!("refs/heads/{}", repo.default_branch);
-        agent.commit(&start).await.as_deref() == Some(sha.as_str())
+        let unchanged = agent.commit(&start).await.as_deref() == Some(sha.as_str());
+        Some((sha, unchanged))
     }
 
     /// Deletes a run's branch from the registered repo when it has no
     /// commit the default branch lacks (a run that changed nothing, whose
     /// branch an earlier diff or pull request attempt brought in). Host
-    /// side, lab's own repo.
+    /// side, lab's own repo: whatever the run's clone said, a branch with
+    /// a commit of its own is never deleted here.
     pub(super) async fn forget_branch(&self, repo: &Repo, branch: &str) {
         if matches!(repo.source, RepoSource::Url(_)) {
             return;
@@ -140,30 +136,17 @@ impl Workspaces {
         }
     }
 
-    pub(super) async fn merged_already(
-        &self,
-        repo: &Repo,
-        ws: &Path,
-        branch: &str,
-        jail: Option<&Jail>,
-    ) -> bool {
-        let ws_git = ws.join(".git");
-        // The agent's clone: read in its jail, with lab's config only.
-        let agent = Git::agents(&ws_git, jail);
-        let Some(sha) = agent.commit(&format!("refs/heads/{branch}")).await else {
-            return false;
-        };
-        let target = format!("refs/heads/{}", repo.default_branch);
-        // A branch without commits of its own (still where the workspace
-        // started) is kept as before.
-        if agent.commit(&target).await.as_deref() == Some(sha.as_str()) {
-            return false;
-        }
+    /// Whether a run's branch, at `sha` with commits of its own, is all in
+    /// the repo's default branch already and gone from the repo (its pull
+    /// request was merged and the branch deleted): then removing the
+    /// workspace does not bring the branch back. Host side, lab's own repo.
+    pub(super) async fn merged_already(&self, repo: &Repo, branch: &str, sha: &str) -> bool {
         let dir = git_folder(&self.git_dir(repo));
+        let target = format!("refs/heads/{}", repo.default_branch);
         commit(&dir, &format!("refs/heads/{branch}"))
             .await
             .is_none()
-            && git(&dir, &["merge-base", "--is-ancestor", &sha, &target])
+            && git(&dir, &["merge-base", "--is-ancestor", sha, &target])
                 .await
                 .is_ok()
     }

@@ -36,6 +36,7 @@ pub mod sandbox;
 pub mod screen;
 pub mod tmux;
 mod transcript;
+mod transcript_read;
 mod usage;
 pub mod workspace;
 

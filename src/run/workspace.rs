@@ -258,12 +258,16 @@ impl Workspaces {
                 return self.remove_worktree(repo, path).await;
             }
             if let Some(branch) = branch {
-                if self.unchanged(repo, path, branch, jail).await {
+                let keep = match self.agent_branch(repo, path, branch, jail).await {
                     // Nothing to keep: no branch is left behind for it.
-                    self.forget_branch(repo, branch).await;
-                } else if !self.merged_already(repo, path, branch, jail).await
-                    && let Err(e) = self.collect(repo, path, branch, jail).await
-                {
+                    Some((_, true)) => {
+                        self.forget_branch(repo, branch).await;
+                        false
+                    }
+                    Some((sha, false)) => !self.merged_already(repo, branch, &sha).await,
+                    None => true,
+                };
+                if keep && let Err(e) = self.collect(repo, path, branch, jail).await {
                     tracing::warn!(path = %path.display(), error = %e, "could not keep a run's branch");
                 }
             }
