@@ -8,6 +8,9 @@
 
 use vte::{Params, Parser, Perform};
 
+/// The most spaces one cursor move becomes.
+const MAX_GAP: usize = 8;
+
 /// Text of terminal output.
 pub fn text(bytes: &[u8]) -> Vec<u8> {
     let mut t = Text::default();
@@ -34,9 +37,12 @@ impl Text {
         }
     }
 
+    /// A gap: at most [`MAX_GAP`] spaces, so the text is never much larger
+    /// than the bytes the agent wrote (a wider jump is layout, not words).
     fn space(&mut self, n: usize) {
         if !self.at_line_start() && !self.out.ends_with(' ') {
-            self.out.extend(std::iter::repeat_n(' ', n.clamp(1, 200)));
+            self.out
+                .extend(std::iter::repeat_n(' ', n.clamp(1, MAX_GAP)));
         }
     }
 
@@ -112,6 +118,9 @@ mod tests {
             "Hello world\nnext   line"
         );
         assert_eq!(t(b"a\r\nb\rc\n"), "a\nb\nc\n");
+        // A hostile jump does not blow the text up.
+        let jumps = b"x\x1b[9999C".repeat(1000);
+        assert!(text(&jumps).len() <= jumps.len() * 2);
         assert_eq!(t(b"\x1b]0;title\x07plain \x1b[31mred\x1b[0m"), "plain red");
     }
 }
