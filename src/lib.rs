@@ -2,6 +2,9 @@
 //!
 //! See ARCHITECTURE.md for the map of this crate.
 
+// `unsafe` lives in `sys` only (its own allow).
+#![deny(unsafe_code)]
+
 pub mod afk;
 pub mod app;
 pub mod auth;
@@ -23,6 +26,7 @@ pub mod service;
 pub mod settings;
 pub mod state;
 pub mod store;
+pub mod sys;
 pub mod usage;
 pub mod validate;
 pub mod web;

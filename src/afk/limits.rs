@@ -132,16 +132,9 @@ fn limited_now(run: &Run) -> bool {
 /// The machine's offset from UTC now, in seconds (a time of day in a CLI's
 /// message is local).
 fn utc_offset_secs() -> i64 {
-    let now = now_ms() / 1000;
-    // SAFETY: localtime_r writes only into `tm`, which outlives the call.
-    unsafe {
-        let t: libc::time_t = now as libc::time_t;
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return 0;
-        }
-        tm.tm_gmtoff
-    }
+    // The machine's zone (`TZ`, else /etc/localtime); UTC when unknown.
+    let tz = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
+    i64::from(tz.to_offset(jiff::Timestamp::now()).seconds())
 }
 
 /// The limit's line on a screen, as [`limits::usage_limit`] finds it.

@@ -189,11 +189,7 @@ enum Command {
 pub fn main() -> ExitCode {
     // A closed pipe (`labctl ps | head -1`) ends labctl quietly, as it does
     // any other command line tool, instead of a panic in `println!`.
-    // SAFETY: called first, before any thread exists; SIG_DFL is a valid
-    // disposition for SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    crate::sys::default_disposition(crate::sys::Signal::Pipe);
     let json = std::env::args().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

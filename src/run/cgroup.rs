@@ -233,25 +233,7 @@ pub fn open_procs(join: &[PathBuf]) -> std::io::Result<Vec<OwnedFd>> {
 /// so the agent and everything it starts are in them from the first
 /// instruction, and the shim that waits for it is not.
 pub fn join_in_child(cmd: &mut std::process::Command, procs: Vec<OwnedFd>) {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
-    let fds: Vec<i32> = procs.iter().map(AsRawFd::as_raw_fd).collect();
-    // The descriptors live as long as the command (moved into the closure).
-    let keep = procs;
-    // SAFETY: between fork and exec the closure only calls write(2) on
-    // descriptors opened before the fork, which is async-signal-safe, and
-    // allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            let _ = &keep;
-            for fd in &fds {
-                if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
+    crate::sys::write_zero_in_child(cmd, procs);
 }
 
 /// In the exec shim, on a thread of its own (cgroup v1): waits for the

@@ -181,7 +181,7 @@ pub fn exec_main(launch_file: &Path) -> i32 {
     // into the log by tmux (`pipe-pane`) and the agent gets the pane's.
     let relay = open_log(&launch.log.file)
         .ok()
-        .and_then(|log| Some((log, super::pty::Pty::open(0).ok()?)));
+        .and_then(|log| Some((log, super::pty::Pty::open(rustix::stdio::stdin()).ok()?)));
     let mut log = relay.as_ref().and_then(|(l, _)| l.try_clone().ok());
     let mut fail = |msg: String, code: i64| {
         eprintln!("{msg}");
@@ -255,7 +255,12 @@ pub fn exec_main(launch_file: &Path) -> i32 {
             .spawn(move || super::cgroup::watch_oom(&dir, pid, &flag));
     }
     let waited = match relay {
-        Some((log, pty)) => pty.relay(0, &mut child, log, launch.relay.as_deref()),
+        Some((log, pty)) => pty.relay(
+            rustix::stdio::stdin(),
+            &mut child,
+            log,
+            launch.relay.as_deref(),
+        ),
         None => loop {
             match child.wait() {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -295,18 +300,15 @@ pub fn exec_main(launch_file: &Path) -> i32 {
 /// goes (the session or the tmux server is killed), the shim ends and the
 /// kernel hangs up the agent with it.
 pub(super) fn ignore_job_control() {
+    use crate::sys::{Signal, ignore};
     for sig in [
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGTSTP,
-        libc::SIGTTIN,
-        libc::SIGTTOU,
+        Signal::Int,
+        Signal::Quit,
+        Signal::Tstp,
+        Signal::Ttin,
+        Signal::Ttou,
     ] {
-        // SAFETY: setting a signal's disposition to SIG_IGN has no
-        // preconditions; no handler code runs.
-        unsafe {
-            libc::signal(sig, libc::SIG_IGN);
-        }
+        ignore(sig);
     }
 }
 

@@ -12,10 +12,17 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
+
+use rustix::pty::{OpenptFlags, grantpt, ioctl_tiocgptpeer, openpt, unlockpt};
+use rustix::termios::{
+    OptionalActions, Termios, Winsize, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize,
+};
+
+use crate::sys::{self, Signal};
 
 /// A pty pair made for one agent.
 pub struct Pty {
@@ -23,48 +30,21 @@ pub struct Pty {
     slave: OwnedFd,
 }
 
-fn last_error<T>() -> std::io::Result<T> {
-    Err(std::io::Error::last_os_error())
-}
-
-fn size_of(fd: RawFd) -> Option<libc::winsize> {
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: TIOCGWINSZ writes a winsize into the pointer given.
-    (unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } == 0).then_some(ws)
-}
-
-fn set_size(fd: RawFd, ws: &libc::winsize) {
-    // SAFETY: TIOCSWINSZ reads a winsize from the pointer given.
-    unsafe { libc::ioctl(fd, libc::TIOCSWINSZ, ws) };
+fn size_of(fd: BorrowedFd<'_>) -> Option<Winsize> {
+    tcgetwinsize(fd).ok()
 }
 
 impl Pty {
-    /// A new pair, the size of the terminal `outer`.
-    pub fn open(outer: RawFd) -> std::io::Result<Pty> {
-        let (mut m, mut s) = (-1, -1);
-        let ws = size_of(outer);
-        let wsp = ws
-            .as_ref()
-            .map_or(std::ptr::null(), |w| w as *const libc::winsize);
-        // SAFETY: openpty writes two descriptors; the name and termios
-        // pointers may be null, the size is read when given.
-        let r = unsafe {
-            libc::openpty(
-                &mut m,
-                &mut s,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                wsp as *mut libc::winsize,
-            )
-        };
-        if r != 0 {
-            return last_error();
-        }
-        // SAFETY: both descriptors were just opened and are owned here.
-        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
-        for fd in [&master, &slave] {
-            // SAFETY: setting FD_CLOEXEC on an open descriptor.
-            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    /// A new pair, the size of the terminal `outer`; both ends
+    /// close-on-exec (the child gets its end as its standard streams).
+    pub fn open(outer: BorrowedFd<'_>) -> std::io::Result<Pty> {
+        let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+        let master = openpt(flags)?;
+        grantpt(&master)?;
+        unlockpt(&master)?;
+        let slave = ioctl_tiocgptpeer(&master, flags)?;
+        if let Some(ws) = size_of(outer) {
+            tcsetwinsize(&slave, ws)?;
         }
         Ok(Pty { master, slave })
     }
@@ -72,21 +52,9 @@ impl Pty {
     /// Starts `cmd` with the pair's other end as its terminal: its standard
     /// streams, and its controlling terminal in a session of its own.
     pub fn spawn(&self, cmd: &mut Command) -> std::io::Result<Child> {
-        let slave = self.slave.as_raw_fd();
         let io = || -> std::io::Result<Stdio> { Ok(Stdio::from(self.slave.try_clone()?)) };
         cmd.stdin(io()?).stdout(io()?).stderr(io()?);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setsid() < 0 {
-                    return last_error();
-                }
-                if libc::ioctl(slave, libc::TIOCSCTTY, 0) < 0 {
-                    return last_error();
-                }
-                Ok(())
-            });
-        }
+        sys::start_session_on(cmd, &self.slave);
         cmd.spawn()
     }
 
@@ -105,7 +73,7 @@ impl Pty {
     /// for the agent. A run doing nothing costs no wakeup at all.
     pub fn relay(
         self,
-        outer: RawFd,
+        outer: BorrowedFd<'static>,
         child: &mut Child,
         log: File,
         relay: Option<&std::path::Path>,
@@ -115,30 +83,33 @@ impl Pty {
         // ends the output.
         drop(slave);
         let raw = Raw::set(outer);
-        let m = master.as_raw_fd();
         if let Some(ws) = size_of(outer) {
-            set_size(m, &ws);
+            let _ = tcsetwinsize(&master, ws);
         }
         // Blocked here, and in the threads started below (they inherit the
         // mask), so that only the size thread takes it. The agent was
         // started before and keeps its own mask.
-        let winch = block(libc::SIGWINCH);
+        let winch = sys::block_in_thread(Signal::Winch);
         let handed = relay.and_then(|socket| {
-            use std::os::fd::AsFd;
             crate::run::relay::handoff::hand_over(socket, master.as_fd(), log.as_fd())
         });
+        // The threads share the agent's terminal; it stays open until the
+        // last of them ends (the output thread may read on after this
+        // returns, until the process exits).
+        let master = Arc::new(master);
+        let (m_out, m_in) = (master.clone(), master.clone());
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let small = || std::thread::Builder::new().stack_size(STACK);
         small().spawn(move || {
             if let Some(conn) = handed {
                 crate::run::relay::handoff::wait_released(conn);
             }
-            copy_out(m, log);
+            copy_out(&m_out, log);
             let _ = done_tx.send(());
         })?;
-        small().spawn(move || copy_in(outer, m))?;
+        small().spawn(move || copy_in(outer, &m_in))?;
         if winch {
-            small().spawn(move || follow_size(outer, m))?;
+            small().spawn(move || follow_size(outer, &master))?;
         }
         let status = loop {
             match child.wait() {
@@ -150,9 +121,6 @@ impl Pty {
         // a child of the agent that keeps it open does not hold the run.
         let _ = done_rx.recv_timeout(DRAIN);
         drop(raw);
-        // `master` stays open until the process exits: the output thread
-        // may still be reading it.
-        std::mem::forget(master);
         Ok(status)
     }
 }
@@ -166,13 +134,13 @@ const DRAIN: Duration = Duration::from_millis(500);
 /// The agent's output to the pane and the log, one write each, unbuffered:
 /// both see the bytes at once. Ends when every holder of the agent's
 /// terminal closed it (EIO).
-fn copy_out(m: RawFd, mut log: File) {
+fn copy_out(m: &OwnedFd, mut log: File) {
     let mut buf = vec![0u8; 64 * 1024];
-    while let Some(bytes) = read(m, &mut buf) {
+    while let Some(bytes) = read(m.as_fd(), &mut buf) {
         if bytes.is_empty() {
             break;
         }
-        write_all(libc::STDOUT_FILENO, bytes);
+        write_all(rustix::stdio::stdout(), bytes);
         let _ = log.write_all(bytes);
     }
 }
@@ -180,13 +148,13 @@ fn copy_out(m: RawFd, mut log: File) {
 /// What is typed in the pane, to the agent's terminal. Ends when the pane's
 /// terminal is gone (the agent's goes with it when this process ends: the
 /// kernel hangs it up).
-fn copy_in(outer: RawFd, m: RawFd) {
+fn copy_in(outer: BorrowedFd<'_>, m: &OwnedFd) {
     let mut buf = vec![0u8; 4096];
     while let Some(bytes) = read(outer, &mut buf) {
         if bytes.is_empty() {
             break;
         }
-        write_all(m, bytes);
+        write_all(m.as_fd(), bytes);
     }
 }
 
@@ -194,91 +162,58 @@ fn copy_in(outer: RawFd, m: RawFd) {
 /// a helper thread of the shim must never take the pane's resize from the
 /// thread that waits for it.
 pub(super) fn block_winch() {
-    block(libc::SIGWINCH);
-}
-
-/// Blocks `sig` in this thread (and the threads it starts); whether it is.
-fn block(sig: libc::c_int) -> bool {
-    // SAFETY: a zeroed sigset_t is initialised by sigemptyset before use.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) == 0
-    }
+    sys::block_in_thread(Signal::Winch);
 }
 
 /// Gives the agent's terminal the pane's size each time the pane's changes
 /// (tmux's resize sends `SIGWINCH` to the pane's foreground process group,
 /// this shim).
-fn follow_size(outer: RawFd, m: RawFd) {
-    // SAFETY: as in `block`; sigwait only reads the set.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGWINCH);
-    }
+fn follow_size(outer: BorrowedFd<'_>, m: &OwnedFd) {
     let mut last = size_of(outer);
-    loop {
-        let mut sig = 0;
-        // SAFETY: a valid set and an int to write the signal into.
-        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
-            return;
-        }
+    while sys::wait_for(Signal::Winch) {
         let now = size_of(outer);
         if let Some(ws) =
             now.filter(|w| last.is_none_or(|s| s.ws_row != w.ws_row || s.ws_col != w.ws_col))
         {
-            set_size(m, &ws);
+            let _ = tcsetwinsize(m, ws);
             last = now;
         }
     }
 }
 
 /// Reads once; `None` on an error (EIO at a closed terminal).
-fn read(fd: RawFd, buf: &mut [u8]) -> Option<&[u8]> {
+fn read<'b>(fd: BorrowedFd<'_>, buf: &'b mut [u8]) -> Option<&'b [u8]> {
     loop {
-        // SAFETY: reading into a buffer of the given length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Some(&buf[..n as usize]);
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return None;
+        match rustix::io::read(fd, &mut *buf) {
+            Ok(n) => return Some(&buf[..n]),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
         }
     }
 }
 
-fn write_all(fd: RawFd, mut bytes: &[u8]) {
+fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) {
     while !bytes.is_empty() {
-        // SAFETY: writing from a buffer of the given length.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return;
+        match rustix::io::write(fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
         }
-        bytes = &bytes[n as usize..];
     }
 }
 
 /// The pane's terminal in raw mode while the agent runs; restored after.
 struct Raw {
-    fd: RawFd,
-    saved: Option<libc::termios>,
+    fd: BorrowedFd<'static>,
+    saved: Option<Termios>,
 }
 
 impl Raw {
-    fn set(fd: RawFd) -> Raw {
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: tcgetattr fills the termios given; cfmakeraw edits it.
-        let saved = (unsafe { libc::tcgetattr(fd, &mut t) } == 0).then_some(t);
-        if let Some(mut raw) = saved {
-            unsafe {
-                libc::cfmakeraw(&mut raw);
-                libc::tcsetattr(fd, libc::TCSANOW, &raw);
-            }
+    fn set(fd: BorrowedFd<'static>) -> Raw {
+        let saved = tcgetattr(fd).ok();
+        if let Some(mut raw) = saved.clone() {
+            raw.make_raw();
+            let _ = tcsetattr(fd, OptionalActions::Now, &raw);
         }
         Raw { fd, saved }
     }
@@ -287,8 +222,7 @@ impl Raw {
 impl Drop for Raw {
     fn drop(&mut self) {
         if let Some(t) = &self.saved {
-            // SAFETY: restoring attributes read from the same descriptor.
-            unsafe { libc::tcsetattr(self.fd, libc::TCSANOW, t) };
+            let _ = tcsetattr(self.fd, OptionalActions::Now, t);
         }
     }
 }

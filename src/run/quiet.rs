@@ -20,7 +20,7 @@
 //! readable.
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -103,14 +103,11 @@ impl Watches {
         if pids.iter().any(|p| !self.0.contains_key(p)) {
             return false;
         }
-        let mut fds: Vec<libc::pollfd> = Vec::new();
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut fds: Vec<PollFd<'_>> = Vec::new();
         for (pid, w) in &self.0 {
             match w {
-                Watch::Fd(fd) => fds.push(libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                }),
+                Watch::Fd(fd) => fds.push(PollFd::new(fd, PollFlags::IN)),
                 Watch::Start(s) => {
                     if proctree::start_time(*pid) != Some(*s) {
                         return false;
@@ -121,21 +118,21 @@ impl Watches {
         if fds.is_empty() {
             return true;
         }
-        // SAFETY: `fds` holds `fds.len()` valid entries; no wait.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-        n == 0
+        // No wait: a pidfd turns readable when its process ended.
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        poll(&mut fds, Some(&now)).is_ok_and(|n| n == 0)
     }
 }
 
 /// A pidfd for `pid`, close-on-exec.
 fn pidfd(pid: i64) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
-    // or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
-    // SAFETY: a descriptor just opened, owned here (pidfds are opened
-    // close-on-exec).
-    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let pid = Pid::from_raw(i32::try_from(pid).ok()?)?;
+    // pidfds are opened close-on-exec.
+    pidfd_open(pid, PidfdFlags::empty()).ok()
 }
 
 impl Runner {

@@ -199,8 +199,14 @@ mod tests {
         assert!(open(&home, &home.join("projects/q/secret")).is_none());
         // A FIFO opens without blocking, and is refused.
         let fifo = home.join("projects/p/f.jsonl");
-        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         assert!(open(&home, &fifo).is_none());
         // The CLI's folder itself a link (the run may make it one): refused.
         let alias = dir.path().join("alias");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// Lowest first. Modules of one layer may not name each other either.
 const LAYERS: &[&[&str]] = &[
     // Leaves below everything.
-    &["clock"],
+    &["clock", "sys"],
     // Crate-root helpers (lib.rs) and leaves.
     &[
         "provider",

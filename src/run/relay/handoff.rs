@@ -228,9 +228,7 @@ pub fn receive(conn: &UnixStream) -> Result<Greeting, Refused> {
 }
 
 fn is_terminal(fd: &OwnedFd) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: isatty only reads the descriptor's kind.
-    unsafe { libc::isatty(fd.as_raw_fd()) == 1 }
+    rustix::termios::isatty(fd)
 }
 
 #[cfg(test)]

@@ -90,13 +90,11 @@ pub fn main(socket: &Path, lock: &Path) -> i32 {
 fn keep_to_itself() {
     // The same signals the exec shim ignores while its agent runs.
     super::exec::ignore_job_control();
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: tcgetattr fills the termios given; cfmakeraw edits it.
-    unsafe {
-        if libc::tcgetattr(0, &mut t) == 0 {
-            libc::cfmakeraw(&mut t);
-            libc::tcsetattr(0, libc::TCSANOW, &t);
-        }
+    use rustix::termios::{OptionalActions, tcgetattr, tcsetattr};
+    let stdin = rustix::stdio::stdin();
+    if let Ok(mut t) = tcgetattr(stdin) {
+        t.make_raw();
+        let _ = tcsetattr(stdin, OptionalActions::Now, &t);
     }
 }
 

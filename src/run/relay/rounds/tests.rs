@@ -2,7 +2,7 @@
 //! relay copies, a "pane" pty it copies to, a log file.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
@@ -13,27 +13,16 @@ use crate::run::relay::handoff;
 
 /// A pty pair in raw mode (bytes pass as they are): (master, slave).
 fn pty() -> (OwnedFd, OwnedFd) {
-    let (mut m, mut s) = (-1, -1);
-    // SAFETY: openpty writes two descriptors; the other pointers may be null.
-    let r = unsafe {
-        libc::openpty(
-            &mut m,
-            &mut s,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(r, 0, "openpty");
-    // SAFETY: both were just opened and are owned here.
-    let (m, s) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: reads then writes the slave's attributes.
-    unsafe {
-        libc::tcgetattr(s.as_raw_fd(), &mut t);
-        libc::cfmakeraw(&mut t);
-        libc::tcsetattr(s.as_raw_fd(), libc::TCSANOW, &t);
-    }
+    use rustix::pty::{OpenptFlags, grantpt, ioctl_tiocgptpeer, openpt, unlockpt};
+    use rustix::termios::{OptionalActions, tcgetattr, tcsetattr};
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+    let m = openpt(flags).expect("openpt");
+    grantpt(&m).unwrap();
+    unlockpt(&m).unwrap();
+    let s = ioctl_tiocgptpeer(&m, flags).expect("the pty's other end");
+    let mut t = tcgetattr(&s).unwrap();
+    t.make_raw();
+    tcsetattr(&s, OptionalActions::Now, &t).unwrap();
     (m, s)
 }
 
