@@ -128,8 +128,8 @@ fn forge_finding(
     let area = format!("forge {}", repo.name);
     let on = repo.issues.forge_repo.as_deref().unwrap_or("?");
     let fix_token = format!(
-        "give lab a token for {on} with the permissions the README's \"Forge tokens\" table lists, \
-         then: labctl repo set {} --forge-token-env <VAR> (or the repo page)",
+        "give lab a token for {on} with the permissions the \"Forge tokens\" table of docs/afk.md \
+         lists, then: labctl repo set {} --forge-token - (reads it from standard input), or the repo page",
         repo.name
     );
     let (identity, needs) = match (identity, access) {

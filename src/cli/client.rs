@@ -15,7 +15,7 @@ pub struct CliError {
     pub message: String,
 }
 
-/// labctl's exit codes (documented in the README and `labctl --help`).
+/// labctl's exit codes (documented in docs/labctl.md and `labctl --help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Something else failed (a server error, a local IO error).

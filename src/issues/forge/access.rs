@@ -1,6 +1,6 @@
 //! What lab's token may do on the forge, as `lab doctor` lists it: read
 //! calls only (lab writes nothing to find out), each permission by the
-//! forge's own name. The table in the README says the same.
+//! forge's own name. The "Forge tokens" table of docs/afk.md says the same.
 //!
 //! - GitHub, a classic token: `GET /user` answers `X-OAuth-Scopes`, the
 //!   token's scopes ("Scopes for OAuth apps" in GitHub's docs). A

@@ -338,10 +338,10 @@ async fn the_doctor_lists_the_token_s_permissions(b: Backend) {
     assert_eq!(granted(&finding, "Checks: read"), false);
     assert_eq!(granted(&finding, "Actions: read"), true);
     assert_eq!(granted(&finding, "Issues: read and write"), Value::Null);
-    assert!(
-        finding["fix"].as_str().unwrap().contains("Forge tokens"),
-        "{finding}"
-    );
+    let fix = finding["fix"].as_str().unwrap();
+    assert!(fix.contains("Forge tokens"), "{finding}");
+    // The command it names is one labctl has.
+    assert!(fix.contains("--forge-token -"), "{finding}");
 
     // A classic token with `repo` and without `workflow`, whose account
     // may not push: that is an error, and the missing scope a warning.
