@@ -165,7 +165,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
     assert_eq!(live.len(), 2 * REPOS);
     for c in &live {
         let url = format!("http://forge.invalid/pulls/{}", c.id);
-        assert!(running.store.set_claim_pr(c.id, &url).await.unwrap());
+        assert!(running.store.set_claim_pr(c.id, &url, c.id).await.unwrap());
     }
     let (w50, w90, wmax) = time_ticks(s, ticks).await;
     println!(

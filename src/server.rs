@@ -161,11 +161,7 @@ fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
 /// Files lab creates get mode 0600, folders 0700 (git and SQLite follow the
 /// umask too).
 fn set_private_umask() {
-    // SAFETY: umask only sets the process's file mode creation mask; it
-    // cannot fail and touches no memory.
-    unsafe {
-        libc::umask(0o077);
-    }
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
 }
 
 /// Takes group and other permissions off what is in `dir`, `depth` levels
@@ -319,6 +315,46 @@ async fn open_store(cfg: &ServeConfig, data_dir: &Path) -> anyhow::Result<Store>
         None => Store::open_sqlite_file(&data_dir.join("lab.db")).await,
     }
     .context("cannot open the database")
+}
+
+/// The application in this process, without a listener, a tmux server or
+/// the loops: what a handler does with a request, for the in-process test
+/// tier (`Router` + `tower::ServiceExt::oneshot`). The data dir is prepared
+/// and the database migrated as `start` does; the state's token is the
+/// admin token. Nothing is re-adopted and no run can start (no tmux server
+/// is configured).
+pub async fn in_process(cfg: &ServeConfig) -> anyhow::Result<(axum::Router, AppState)> {
+    let data_dir = cfg.data_dir();
+    prepare_data_dir(&data_dir)?;
+    let (token, _) = auth::load_or_create_token(&data_dir.join("token"))
+        .context("cannot read or create the admin token")?;
+    let store = open_store(cfg, &data_dir).await?;
+    store
+        .migrate()
+        .await
+        .context("cannot apply the database migrations")?;
+    let addr: SocketAddr = ([127, 0, 0, 1], 9).into();
+    let runner = Arc::new(Runner::new(
+        store.clone(),
+        runner_config(cfg, &data_dir, addr).await?,
+    )?);
+    let scheduler = Arc::new(crate::afk::Scheduler::new(runner.clone()));
+    let notifier = Arc::new(crate::notifications::Notifier::new(
+        store.clone(),
+        scheduler.sources.http(),
+        &runner.cfg.lab_url,
+        std::time::Duration::from_millis(cfg.notify_retry_ms),
+    ));
+    let state = AppState {
+        store,
+        auth: Arc::new(Auth::new(&token)),
+        runner,
+        sessions: Arc::new(crate::auth::browser::SessionCache::default()),
+        scheduler,
+        notifier,
+        public_origin: None,
+    };
+    Ok((app::router(state.clone()), state))
 }
 
 /// `lab doctor`: the checks, without serving (and without migrating).

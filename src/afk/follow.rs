@@ -84,10 +84,7 @@ impl Scheduler {
         claim.pr_url.as_ref()?;
         let repo = repo?;
         if repo.issues.source != SourceKind::Builtin
-            && let Some(number) = claim
-                .pr_url
-                .as_deref()
-                .and_then(super::forge_follow::pull_number)
+            && let Some(number) = claim.pr_number
         {
             return self.follow_forge(claim, run, repo, settings, number).await;
         }
@@ -197,8 +194,7 @@ impl Scheduler {
                 if !result.passed() && on_its_own && claim.rounds < max_rounds {
                     self.put(claim, Slot::Seen { round });
                     let head = head.unwrap_or_default();
-                    let prompt =
-                        round_prompt(command, &head, &result, claim.rounds + 1, max_rounds);
+                    let prompt = check_round(command, &head, &result, claim.rounds + 1, max_rounds);
                     match self
                         .runner
                         .store
@@ -341,7 +337,7 @@ impl Scheduler {
                 return None;
             }
         }
-        let text = round_prompt(command, &head, &result, claim.rounds + 1, max_rounds);
+        let text = check_round(command, &head, &result, claim.rounds + 1, max_rounds);
         self.tell(claim, run, &text, "the check failed").await
     }
 
@@ -456,15 +452,15 @@ fn over_time_or_budget(run: &Run, b: &Budget) -> Verdict {
 }
 
 /// What the agent is told when its pull request's check failed.
-fn round_prompt(command: &str, head: &str, r: &CheckResult, round: i64, max: i64) -> String {
-    let short: String = head.chars().take(12).collect();
-    let output = r.output.trim_end();
-    format!(
-        "lab: the check of your pull request failed on {short} ({}). This is round {round} of {max}. \
-         The check command is: {command}\n\nIts output (the end):\n\n{output}\n\nFix the cause, commit \
-         on this branch, and end your turn; lab runs the check again.",
-        r.summary()
-    )
+fn check_round(command: &str, head: &str, result: &CheckResult, round: i64, max: i64) -> String {
+    super::prompt::round(&super::prompt::Round {
+        head,
+        round,
+        max,
+        red: Some(super::prompt::Red::Command { command, result }),
+        feedback: Vec::new(),
+        then: super::prompt::Then::Check,
+    })
 }
 
 #[cfg(test)]
@@ -477,8 +473,20 @@ mod tests {
             status: Some(1),
             output: "test x ... FAILED\n".into(),
         };
-        let p = round_prompt("cargo test", "0123456789abcdef", &r, 2, 3);
-        assert!(p.starts_with("lab: the check of your pull request failed on 0123456789ab (failed with exit status 1). This is round 2 of 3."), "{p}");
-        assert!(p.contains("test x ... FAILED\n\nFix the cause"), "{p}");
+        let p = check_round("cargo test", "0123456789abcdef", &r, 2, 3);
+        assert!(
+            p.starts_with(
+                "lab: your pull request needs another round (round 2 of 3). Its check failed on \
+                 0123456789ab (failed with exit status 1). The check command is: cargo test"
+            ),
+            "{p}"
+        );
+        assert!(
+            p.ends_with(
+                "test x ... FAILED\n\nFix the cause, commit on this branch, and end your turn; \
+                 lab runs the check again."
+            ),
+            "{p}"
+        );
     }
 }

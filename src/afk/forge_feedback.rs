@@ -81,26 +81,18 @@ pub(super) fn round_prompt(
     round: i64,
     max: i64,
 ) -> String {
-    let short: String = head.chars().take(12).collect();
-    let mut out = format!("lab: your pull request needs another round (round {round} of {max}).");
-    if let Some(fails) = red {
-        out.push_str(&format!("\n\nIts checks failed on {short}:"));
-        for f in fails {
-            out.push_str(&format!("\n- {}: {}", f.name, f.text));
-        }
-    }
-    for f in new {
-        out.push_str(&format!(
-            "\n\nReview by {}:\n{}",
-            f.author,
-            f.text.trim_end()
-        ));
-    }
-    out.push_str(
-        "\n\nFix what they ask, commit on this branch, and end your turn; lab pushes it and \
-         reads the checks again.",
-    );
-    out
+    use super::prompt::{Red, Round, Then};
+    super::prompt::round(&Round {
+        head,
+        round,
+        max,
+        red: red.map(Red::Forge),
+        feedback: new
+            .iter()
+            .map(|f| (f.author.as_str(), f.text.as_str()))
+            .collect(),
+        then: Then::Push,
+    })
 }
 
 #[cfg(test)]

@@ -79,12 +79,6 @@ impl Follows {
     }
 }
 
-/// The pull request's number, the last segment of its URL (GitHub's
-/// `/pull/N`, Gitea's `/pulls/N`).
-pub fn pull_number(url: &str) -> Option<i64> {
-    url.trim_end_matches('/').rsplit('/').next()?.parse().ok()
-}
-
 impl Scheduler {
     /// What to do with a live AFK run whose pull request is on a forge.
     pub(super) async fn follow_forge(
@@ -484,17 +478,5 @@ impl Scheduler {
             "a reviewer asked for changes"
         };
         self.tell(claim, run, &text, why).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_number_is_the_urls_last_segment() {
-        assert_eq!(pull_number("https://github.com/o/r/pull/42"), Some(42));
-        assert_eq!(pull_number("https://gitea.example/o/r/pulls/7/"), Some(7));
-        assert_eq!(pull_number("https://gitea.example/o/r"), None);
     }
 }

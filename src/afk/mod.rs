@@ -74,9 +74,11 @@ pub struct Scheduler {
     /// period to finish talking before lab ends it).
     pr_seen: Mutex<HashMap<i64, Instant>>,
     /// The last problem per repo, for `afk status`.
-    pub problems: Mutex<BTreeMap<String, String>>,
+    problems: Mutex<BTreeMap<String, String>>,
     /// One tick at a time on this node.
     ticking: tokio::sync::Mutex<()>,
+    /// Ticks finished.
+    ticks: std::sync::atomic::AtomicU64,
     /// Ended claims whose issue could not be told, and when to try again
     /// (settling runs every second; a failing forge is not asked that often).
     tell_retry: Mutex<HashMap<i64, Instant>>,
@@ -89,7 +91,7 @@ pub struct Scheduler {
     /// Providers whose CLI cannot work, as its own check says.
     cli: cli_hold::CliHolds,
     /// Why the last tick started nothing for want of memory, if it did.
-    pub admission: Mutex<Option<String>>,
+    admission: Mutex<Option<String>>,
     /// When a settle last found no claim to follow or tell, at which
     /// `Store::claims_generation`: settles skip their reads while no claim
     /// was written since, up to [`QUIET_SETTLE`].
@@ -123,7 +125,19 @@ impl Scheduler {
             cli: cli_hold::CliHolds::default(),
             problems: Mutex::new(BTreeMap::new()),
             ticking: tokio::sync::Mutex::new(()),
+            ticks: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The last problem that kept the scheduler from each repo's issues,
+    /// by repo name.
+    pub fn problems(&self) -> BTreeMap<String, String> {
+        self.problems.lock().expect("poisoned").clone()
+    }
+
+    /// Why the last tick started nothing for want of memory, if it did.
+    pub fn admission(&self) -> Option<String> {
+        self.admission.lock().expect("poisoned").clone()
     }
 
     fn note(&self, repo: &str, problem: Option<String>) {
@@ -142,8 +156,21 @@ impl Scheduler {
     }
 
     /// One tick: record endings, end overdue runs, then start what the caps
-    /// allow.
+    /// allow. Counted once it is over ([`Scheduler::ticks`]).
     pub async fn tick(&self) -> TickReport {
+        let report = self.tick_once().await;
+        self.ticks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        report
+    }
+
+    /// Ticks this node's scheduler finished since it started: what a test
+    /// (or an operator) waits on to know the scheduler looked again.
+    pub fn ticks(&self) -> u64 {
+        self.ticks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    async fn tick_once(&self) -> TickReport {
         let _one = self.ticking.lock().await;
         let mut report = TickReport::default();
         if let Err(e) = self.settle(&mut report).await {

@@ -311,12 +311,7 @@ impl Scheduler {
         let Some(repo) = repo.filter(|r| r.issues.source != SourceKind::Builtin) else {
             return Ended::Judge(None);
         };
-        let Some(number) = claim
-            .pr_url
-            .as_deref()
-            .and_then(super::forge_follow::pull_number)
-            .filter(|_| on_its_own)
-        else {
+        let Some(number) = claim.pr_number.filter(|_| on_its_own) else {
             return Ended::Judge(None);
         };
         let budget = repo.budget.over(&settings.afk);

@@ -1,7 +1,14 @@
-//! lab's AFK prompt. Provider-agnostic: the provider applies its own options
-//! to it (ultracode adds its directive) when it builds the command line.
+//! lab's AFK prompts: the first message of a run, and the one message of
+//! each further round on its pull request. Provider-agnostic: the provider
+//! applies its own options to them (ultracode adds its directive) when it
+//! builds the command line.
+//!
+//! Host side of the trust boundary: lab writes these. What they quote
+//! (a check's output, reviewers' words) goes to the run's own agent only.
 
 use crate::issues::Issue;
+use crate::issues::pull_status::Failure;
+use crate::run::check::CheckResult;
 
 /// The first message of an AFK run. `{branch}` is filled in by the runner
 /// once the run's branch is known.
@@ -22,6 +29,82 @@ pub fn render(issue: &Issue) -> String {
         n = issue.number,
         title = issue.title.lines().next().unwrap_or(""),
     )
+}
+
+/// Why a pull request needs another round.
+pub struct Round<'a> {
+    /// The head the checks and reviews are about.
+    pub head: &'a str,
+    /// This round's number, and the most there may be.
+    pub round: i64,
+    pub max: i64,
+    /// What failed, if a check did.
+    pub red: Option<Red<'a>>,
+    /// People's new reviews and comments: (who, what they wrote).
+    pub feedback: Vec<(&'a str, &'a str)>,
+    /// What lab does once the agent's turn ends.
+    pub then: Then,
+}
+
+/// A failed check: the repo's own command (lab ran it), or the forge's.
+pub enum Red<'a> {
+    Command {
+        command: &'a str,
+        result: &'a CheckResult,
+    },
+    Forge(&'a [Failure]),
+}
+
+/// What lab does after the agent's turn.
+#[derive(Clone, Copy)]
+pub enum Then {
+    /// Runs the repo's check command again.
+    Check,
+    /// Pushes the branch and reads the forge's checks and reviews again.
+    Push,
+}
+
+/// The message typed into the run's session for another round: the round,
+/// what failed, each piece of new feedback, then what to do.
+pub fn round(r: &Round<'_>) -> String {
+    let short: String = r.head.chars().take(12).collect();
+    let mut out = format!(
+        "lab: your pull request needs another round (round {} of {}).",
+        r.round, r.max
+    );
+    match &r.red {
+        // On the first line: a CLI that takes one line at a time still
+        // learns what failed.
+        Some(Red::Command { command, result }) => out.push_str(&format!(
+            " Its check failed on {short} ({}). The check command is: {command}\n\n\
+             Its output (the end):\n\n{}",
+            result.summary(),
+            result.output.trim_end()
+        )),
+        Some(Red::Forge(fails)) => {
+            out.push_str(&format!("\n\nIts checks failed on {short}:"));
+            for f in *fails {
+                out.push_str(&format!("\n- {}: {}", f.name, f.text));
+            }
+        }
+        None => {}
+    }
+    for (author, text) in &r.feedback {
+        out.push_str(&format!("\n\nReview by {author}:\n{}", text.trim_end()));
+    }
+    let fix = if r.feedback.is_empty() {
+        "the cause"
+    } else {
+        "what they ask"
+    };
+    let then = match r.then {
+        Then::Check => "runs the check again",
+        Then::Push => "pushes it and reads the checks again",
+    };
+    out.push_str(&format!(
+        "\n\nFix {fix}, commit on this branch, and end your turn; lab {then}."
+    ));
+    out
 }
 
 #[cfg(test)]

@@ -207,7 +207,7 @@ async fn open_now(
         })
         .await?;
     if let Some(c) = claim
-        && !store.set_claim_pr(c.id, &pr.url).await?
+        && !store.set_claim_pr(c.id, &pr.url, pr.number).await?
     {
         return Err(PullError::Conflict(format!(
             "run {} already opened a pull request",

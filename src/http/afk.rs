@@ -105,6 +105,8 @@ pub struct ClaimBody {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub pr_url: Option<String>,
+    /// Its pull request's number on its source.
+    pub pr_number: Option<i64>,
     pub outcome: Option<Outcome>,
     pub detail: Option<String>,
     /// Which attempt at its issue (1 for the first).
@@ -129,6 +131,7 @@ impl From<Claim> for ClaimBody {
             model: c.model,
             effort: c.effort,
             pr_url: c.pr_url,
+            pr_number: c.pr_number,
             outcome: c.outcome,
             detail: c.detail,
             attempt: c.attempt,
@@ -188,54 +191,48 @@ pub struct AfkStatusBody {
     pub recent: Vec<ClaimBody>,
 }
 
+impl From<crate::afk::limits::Limited> for LimitedBody {
+    fn from(l: crate::afk::limits::Limited) -> Self {
+        LimitedBody {
+            provider: l.provider,
+            kind: match l.kind {
+                crate::afk::limits::HoldKind::UsageLimit => "usage-limit",
+                crate::afk::limits::HoldKind::Cli => "cli",
+            },
+            until: crate::domain::rfc3339(l.until_ms),
+            reason: l.reason,
+            fix: l.fix,
+        }
+    }
+}
+
 async fn status_body(app: &AppState) -> ApiResult<AfkStatusBody> {
-    let s = app.store.settings().await.map_err(ApiError::internal)?;
-    let paused = app.store.afk_paused().await.map_err(ApiError::internal)?;
-    // Live counts from every active claim, not only the recent ones listed.
-    let live = app
-        .store
-        .live_claim_counts()
+    let s = crate::service::afk::status(&app.store, &app.scheduler)
         .await
         .map_err(ApiError::internal)?;
-    let claims = app.store.claims(50).await.map_err(ApiError::internal)?;
-    let repos = app.store.repos().await.map_err(ApiError::internal)?;
-    let problems = app.scheduler.problems.lock().expect("poisoned").clone();
     Ok(AfkStatusBody {
-        paused,
-        live: live.values().sum::<i64>() as usize,
+        paused: s.paused,
+        live: s.live,
         max_concurrent: s.afk.max_concurrent,
         tick_seconds: s.afk.tick_seconds,
         run_timeout_minutes: s.afk.run_timeout_minutes,
         limits: super::settings::AfkBody::from(&s.afk),
-        admission: app.scheduler.admission.lock().expect("poisoned").clone(),
-        limited: app
-            .scheduler
-            .limited()
-            .into_iter()
-            .map(|l| LimitedBody {
-                provider: l.provider,
-                kind: match l.kind {
-                    crate::afk::limits::HoldKind::UsageLimit => "usage-limit",
-                    crate::afk::limits::HoldKind::Cli => "cli",
-                },
-                until: crate::domain::rfc3339(l.until_ms),
-                reason: l.reason,
-                fix: l.fix,
-            })
-            .collect(),
-        repos: repos
+        admission: s.admission,
+        limited: s.limited.into_iter().map(LimitedBody::from).collect(),
+        repos: s
+            .repos
             .into_iter()
             .map(|r| RepoAfkBody {
-                live: live.get(&r.id).copied().unwrap_or(0) as usize,
-                problem: problems.get(&r.name).cloned(),
-                repo: r.name,
-                enabled: r.afk_enabled,
-                paused: r.afk_paused,
-                label: r.afk_label,
-                max_concurrent: r.afk_max_concurrent,
+                repo: r.repo,
+                enabled: r.enabled,
+                paused: r.paused,
+                label: r.label,
+                live: r.live,
+                max_concurrent: r.max_concurrent,
+                problem: r.problem,
             })
             .collect(),
-        recent: claims.into_iter().map(ClaimBody::from).collect(),
+        recent: s.recent.into_iter().map(ClaimBody::from).collect(),
     })
 }
 
@@ -248,8 +245,7 @@ async fn status(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
 /// Pauses the scheduler on every node (live runs go on).
 #[utoipa::path(post, path = "/afk/pause", tag = "afk", responses((status = 200, body = AfkStatusBody)))]
 async fn pause(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
-    app.store
-        .set_afk_paused(true)
+    crate::service::afk::set_paused(&app.store, true)
         .await
         .map_err(ApiError::internal)?;
     Ok(Json(status_body(&app).await?))
@@ -257,8 +253,7 @@ async fn pause(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
 
 #[utoipa::path(post, path = "/afk/resume", tag = "afk", responses((status = 200, body = AfkStatusBody)))]
 async fn resume(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
-    app.store
-        .set_afk_paused(false)
+    crate::service::afk::set_paused(&app.store, false)
         .await
         .map_err(ApiError::internal)?;
     Ok(Json(status_body(&app).await?))

@@ -315,11 +315,7 @@ async fn patch_settings(
     ApiJson(body): ApiJson<SettingsPatchBody>,
 ) -> ApiResult<Json<SettingsBody>> {
     let patch = body.into_patch()?;
-    let s = app
-        .store
-        .update_settings(&patch)
-        .await
-        .map_err(|e| ApiError::from_store(e, || "settings".into()))?;
+    let s = crate::service::settings::update(&app.store, &patch).await?;
     shown(&app, &s).await
 }
 

@@ -21,6 +21,8 @@ pub struct StatusBody {
     pub tmux_calls: u64,
     /// Reconcile passes since lab started.
     pub reconcile_passes: usize,
+    /// AFK scheduler ticks this node finished since it started.
+    pub afk_ticks: u64,
     /// Sessions on lab's tmux socket that no run owns.
     pub stray_sessions: Vec<String>,
     pub last_pass: Option<PassBody>,
@@ -158,6 +160,7 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
         tmux_socket: r.tmux.socket().to_string_lossy().into_owned(),
         tmux_calls: r.tmux.calls(),
         reconcile_passes: r.passes(),
+        afk_ticks: app.scheduler.ticks(),
         stray_sessions: r.strays(),
         last_pass: r.last_pass().map(|p| PassBody {
             runs: p.checked,

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::launch_file::Start;
+use super::launch_file::{Start, StartError};
 use super::runner::Runner;
-use super::{branch_name, proctree, session_name};
+use super::{branch_name, session_name};
 use crate::auth::{digest, new_token};
 use crate::domain::{Defaults, RunKind};
 use crate::domain::{Run, RunIssue};
@@ -305,7 +305,7 @@ impl Runner {
                     run.id,
                     &Ending {
                         state: crate::domain::RunState::Failed,
-                        reason: Some(reason),
+                        reason: Some(reason.to_string()),
                         exit_status: None,
                         exit_signal: None,
                         from: None,
@@ -324,7 +324,7 @@ impl Runner {
         &self,
         plan: Plan<'_>,
         timings: &mut LaunchTimings,
-    ) -> Result<Option<Run>, String> {
+    ) -> Result<Option<Run>, StartError> {
         let Plan {
             req,
             run,
@@ -366,37 +366,29 @@ impl Runner {
         let ((ws, ws_took), (prepared, prepare_took), relay) =
             tokio::join!(workspace, prepare, relay);
         timings.workspace = ws_took;
-        let ws = ws.map_err(|e| format!("could not create the workspace: {e}"))?;
-        let prepared = prepared.map_err(|e| e.to_string())?;
-        let t = std::time::Instant::now();
-        let launch_file = self.write_launch(Start {
-            run,
-            provider: p,
-            repo: &req.repo,
-            program,
-            cl: p.command_line(&spec),
-            env: &req.env,
-            token,
-            workspace: &ws.path,
-            dir: &prepared.dir,
-            log: &prepared.log,
-            seeded: &prepared.seeded,
-            groups: &prepared.groups,
-            relay,
-        })?;
-        timings.prepare = prepare_took + t.elapsed();
-        let t = std::time::Instant::now();
-        let pid = self.spawn_pane(run, &ws.path, &launch_file).await?;
-        timings.tmux = t.elapsed();
-        let t = std::time::Instant::now();
-        let now = self
-            .store
-            .mark_running(run.id, pid, proctree::start_time(pid))
-            .await
-            .map_err(|e| format!("could not record the run as running: {e}"))?;
-        timings.record = t.elapsed();
-        tracing::info!(run = run.id, session = %run.session, pid, "run started");
-        Ok(now)
+        let ws = ws.map_err(|e| StartError::Workspace(e.to_string()))?;
+        let prepared = prepared?;
+        timings.prepare = prepare_took;
+        self.start_session(
+            Start {
+                run,
+                provider: p,
+                repo: &req.repo,
+                program,
+                cl: p.command_line(&spec),
+                env: &req.env,
+                token,
+                workspace: &ws.path,
+                dir: &prepared.dir,
+                log: &prepared.log,
+                seeded: &prepared.seeded,
+                groups: &prepared.groups,
+                relay,
+                fresh: true,
+            },
+            timings,
+        )
+        .await
     }
 }
 

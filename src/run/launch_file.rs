@@ -17,7 +17,7 @@ use crate::repo::Repo;
 
 /// Why a run's own files or its agent's config could not be made.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum PrepareError {
+pub enum PrepareError {
     #[error("cannot create {}: {source}", path.display())]
     Create {
         path: PathBuf,
@@ -30,6 +30,24 @@ pub(super) enum PrepareError {
         agent: &'static str,
         source: ConfigError,
     },
+}
+
+/// Why a start (a launch or a resume) failed; its text is the failed run's
+/// reason.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("could not create the workspace: {0}")]
+    Workspace(String),
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    /// The launch file could not be written, or the sandbox refused what
+    /// it would hold.
+    #[error("{0}")]
+    LaunchFile(String),
+    #[error("could not start the tmux session: {0}")]
+    Session(super::tmux::TmuxError),
+    #[error("could not record the run as running: {0}")]
+    Record(crate::store::StoreError),
 }
 
 /// A run's own files, made for a start.
@@ -61,6 +79,8 @@ pub(super) struct Start<'a> {
     pub groups: &'a super::cgroup::RunGroups,
     /// The relay's socket, when one listens (ADR 22).
     pub relay: Option<PathBuf>,
+    /// A launch (else a resume).
+    pub fresh: bool,
 }
 
 impl Runner {
@@ -132,7 +152,7 @@ impl Runner {
 
     /// The agent's environment and sandbox, written to the run's launch
     /// file. Returns the file's path; errors are the reason the start failed.
-    pub(super) fn write_launch(&self, s: Start<'_>) -> Result<PathBuf, String> {
+    fn write_launch(&self, s: Start<'_>) -> Result<PathBuf, String> {
         let Start {
             run,
             provider: p,
@@ -147,6 +167,7 @@ impl Runner {
             seeded,
             groups,
             relay,
+            fresh: _,
         } = s;
         let mut env =
             super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
@@ -205,14 +226,42 @@ impl Runner {
         Ok(launch_file)
     }
 
+    /// The start sequence a launch and a resume share, once the run's files
+    /// are made: the launch file, the one tmux call, the run recorded
+    /// running. `timings` gains the launch file's time (`prepare`), the
+    /// tmux call's and the record's. `None`: the run was stopped meanwhile.
+    pub(super) async fn start_session(
+        &self,
+        s: Start<'_>,
+        timings: &mut super::launch::LaunchTimings,
+    ) -> Result<Option<Run>, StartError> {
+        let (run, workspace, fresh) = (s.run, s.workspace, s.fresh);
+        let t = std::time::Instant::now();
+        let launch_file = self.write_launch(s).map_err(StartError::LaunchFile)?;
+        timings.prepare += t.elapsed();
+        let t = std::time::Instant::now();
+        let pid = self.spawn_pane(run, workspace, &launch_file).await?;
+        timings.tmux = t.elapsed();
+        let t = std::time::Instant::now();
+        let now = self
+            .store
+            .mark_running(run.id, pid, super::proctree::start_time(pid))
+            .await
+            .map_err(StartError::Record)?;
+        timings.record = t.elapsed();
+        let what = if fresh { "run started" } else { "run resumed" };
+        tracing::info!(run = run.id, session = %run.session, pid, "{what}");
+        Ok(now)
+    }
+
     /// The one tmux call: the run's session, its pane running the exec shim
     /// on `launch_file`. Returns the pane's pid.
-    pub(super) async fn spawn_pane(
+    async fn spawn_pane(
         &self,
         run: &Run,
         workspace: &Path,
         launch_file: &Path,
-    ) -> Result<i64, String> {
+    ) -> Result<i64, StartError> {
         let argv = vec![
             self.cfg.lab_exe.to_string_lossy().into_owned(),
             "__exec".to_owned(),
@@ -227,7 +276,7 @@ impl Runner {
             .await
             .map_err(|e| {
                 let _ = std::fs::remove_file(launch_file);
-                format!("could not start the tmux session: {e}")
+                StartError::Session(e)
             })
     }
 }

@@ -7,9 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::launch::InFlight;
-use super::launch_file::Start;
-use super::proctree;
+use super::launch::{InFlight, LaunchTimings};
+use super::launch_file::{Start, StartError};
 use super::runner::{RunError, Runner};
 use crate::auth::{digest, new_token};
 use crate::domain::{Run, RunKind, RunState};
@@ -178,7 +177,7 @@ impl Runner {
         program: PathBuf,
         (token, env): (&str, &BTreeMap<String, String>),
         prompt: String,
-    ) -> Result<Option<Run>, String> {
+    ) -> Result<Option<Run>, StartError> {
         let ws = self.workspaces.path_for(run.id);
         let spec = SpawnSpec {
             session_name: run.session.clone(),
@@ -195,33 +194,28 @@ impl Runner {
             hook_command: self.hook_command(p),
             session_id: run.cli_session_id.clone(),
         };
-        let prepared = self
-            .prepare_files(run, p, &spec, false)
-            .await
-            .map_err(|e| e.to_string())?;
-        let launch_file = self.write_launch(Start {
-            run,
-            provider: p,
-            repo,
-            program,
-            cl: p.resume_line(&spec),
-            env,
-            token,
-            workspace: &ws,
-            dir: &prepared.dir,
-            log: &prepared.log,
-            seeded: &prepared.seeded,
-            groups: &prepared.groups,
-            relay: self.relay.ensure(&self.tmux).await,
-        })?;
-        let pid = self.spawn_pane(run, &ws, &launch_file).await?;
-        let now = self
-            .store
-            .mark_running(run.id, pid, proctree::start_time(pid))
-            .await
-            .map_err(|e| format!("could not record the run as running: {e}"))?;
-        tracing::info!(run = run.id, session = %run.session, pid, "run resumed");
-        Ok(now)
+        let prepared = self.prepare_files(run, p, &spec, false).await?;
+        let relay = self.relay.ensure(&self.tmux).await;
+        self.start_session(
+            Start {
+                run,
+                provider: p,
+                repo,
+                program,
+                cl: p.resume_line(&spec),
+                env,
+                token,
+                workspace: &ws,
+                dir: &prepared.dir,
+                log: &prepared.log,
+                seeded: &prepared.seeded,
+                groups: &prepared.groups,
+                relay,
+                fresh: false,
+            },
+            &mut LaunchTimings::default(),
+        )
+        .await
     }
 }
 

@@ -1,10 +1,85 @@
-//! The AFK ledger, as the API and the AFK page both show it.
+//! The AFK scheduler's state and ledger, as the API and the AFK page both
+//! show them, and the one way either pauses or resumes it.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::afk::Scheduler;
+use crate::afk::limits::Limited;
 use crate::domain::nano_to_usd;
-use crate::store::{LedgerBy, LedgerCount, Store, StoreError};
+use crate::settings::AfkLimits;
+use crate::store::{Claim, LedgerBy, LedgerCount, Store, StoreError};
+
+/// What the scheduler is doing, read once for both front ends.
+pub struct AfkStatus {
+    pub paused: bool,
+    /// Active claims on every node.
+    pub live: usize,
+    pub afk: AfkLimits,
+    /// Why AFK launches wait for memory, when they do.
+    pub admission: Option<String>,
+    /// Providers held back: by a usage limit, or a CLI that cannot work.
+    pub limited: Vec<Limited>,
+    pub repos: Vec<RepoAfk>,
+    /// The most recent AFK runs, newest first.
+    pub recent: Vec<Claim>,
+}
+
+/// One repo as the scheduler sees it.
+pub struct RepoAfk {
+    pub repo: String,
+    pub enabled: bool,
+    pub paused: bool,
+    pub label: String,
+    /// Its active claims on every node.
+    pub live: usize,
+    pub max_concurrent: i64,
+    /// The last thing that kept the scheduler from this repo's issues.
+    pub problem: Option<String>,
+}
+
+/// How many recent AFK runs the status lists.
+const RECENT: i64 = 50;
+
+/// The scheduler's state now: settings, pause, live claims by repo, holds,
+/// admission and the most recent claims.
+pub async fn status(store: &Store, scheduler: &Scheduler) -> Result<AfkStatus, StoreError> {
+    let (s, paused, live, claims, repos) = tokio::try_join!(
+        store.settings(),
+        store.afk_paused(),
+        // Live counts from every active claim, not only the recent ones.
+        store.live_claim_counts(),
+        store.claims(RECENT),
+        store.repos(),
+    )?;
+    let problems = scheduler.problems();
+    let count = |n: i64| usize::try_from(n).unwrap_or(0);
+    Ok(AfkStatus {
+        paused,
+        live: count(live.values().sum()),
+        afk: s.afk,
+        admission: scheduler.admission(),
+        limited: scheduler.limited(),
+        repos: repos
+            .into_iter()
+            .map(|r| RepoAfk {
+                live: count(live.get(&r.id).copied().unwrap_or(0)),
+                problem: problems.get(&r.name).cloned(),
+                repo: r.name,
+                enabled: r.afk_enabled,
+                paused: r.afk_paused,
+                label: r.afk_label,
+                max_concurrent: r.afk_max_concurrent,
+            })
+            .collect(),
+        recent: claims,
+    })
+}
+
+/// Pauses (or resumes) the scheduler on every node; live runs go on.
+pub async fn set_paused(store: &Store, paused: bool) -> Result<(), StoreError> {
+    store.set_afk_paused(paused).await
+}
 
 /// Outcomes, tokens and cost of one group of AFK runs.
 #[derive(Serialize, ToSchema, Default, Clone, PartialEq, Debug)]

@@ -1,5 +1,7 @@
-//! What the API and the pages share beyond the store: register, change and
-//! remove a repo; start, stop and remove a run; the AFK ledger. Each returns a [`ServiceError`], a
+//! What the API and the pages share beyond the store: every write either
+//! makes (register, change and remove a repo; start, stop and remove a run;
+//! change the settings; pause the scheduler) and the views both show (the
+//! AFK status and ledger). Each returns a [`ServiceError`], a
 //! domain error that `http` turns into a status and `web` into a page, so
 //! neither front end depends on the other.
 
@@ -9,6 +11,7 @@ pub mod issues;
 pub mod pulls;
 pub mod repos;
 pub mod runs;
+pub mod settings;
 
 use crate::store::StoreError;
 use crate::validate::{FieldError, Invalid};

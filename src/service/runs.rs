@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use crate::domain::{AgentBy, AgentState, Key, Run, RunKind, RunState, ScreenFormat, StopCause};
 use crate::run::screen::Shot;
-use crate::run::tmux::TmuxError;
 use crate::run::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner};
 use crate::store::{RepoKey, Store};
 use crate::validate::{self, FieldError};
@@ -167,13 +166,9 @@ pub async fn input(
             }
             Ok(run)
         }
-        Err(TmuxError::Failed { message, .. })
-            if message.contains("can't find") || message.contains("no server") =>
-        {
-            Err(ServiceError::Conflict(format!(
-                "run {id}'s session has ended: it takes no more input"
-            )))
-        }
+        Err(e) if e.session_gone() => Err(ServiceError::Conflict(format!(
+            "run {id}'s session has ended: it takes no more input"
+        ))),
         Err(e) => Err(ServiceError::Internal(e.to_string())),
     }
 }

@@ -10,7 +10,7 @@ use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
 use crate::domain::Outcome;
 
 const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
-     detail, relabelled, claimed_at, started_at, ended_at, attempt, rounds, retry_at, round_key, checks";
+     detail, relabelled, claimed_at, started_at, ended_at, attempt, rounds, retry_at, round_key, checks, pr_number";
 
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct Claim {
@@ -43,6 +43,9 @@ pub struct Claim {
     pub round_key: Option<String>,
     /// What the pull request's checks said last.
     pub checks: Option<String>,
+    /// Its pull request's number, as the source answered when lab opened
+    /// it.
+    pub pr_number: Option<i64>,
 }
 
 /// What a claim attempt found.
@@ -199,12 +202,16 @@ impl Store {
         }))
     }
 
-    /// Records a run's pull request; false when it already had one.
-    pub async fn set_claim_pr(&self, claim: i64, url: &str) -> Result<bool> {
+    /// Records a run's pull request, its page and its number; false when
+    /// it already had one.
+    pub async fn set_claim_pr(&self, claim: i64, url: &str, number: i64) -> Result<bool> {
         let _counted = self.writing_claims();
         let n = on_db!(self.db(), pool => {
-            sqlx::query("UPDATE afk_claims SET pr_url = $1 WHERE id = $2 AND pr_url IS NULL")
+            sqlx::query(
+                "UPDATE afk_claims SET pr_url = $1, pr_number = $2 WHERE id = $3 AND pr_url IS NULL",
+            )
                 .bind(url)
+                .bind(number)
                 .bind(claim)
                 .execute(pool)
                 .await?

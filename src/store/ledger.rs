@@ -101,14 +101,6 @@ impl Store {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await?
         }))
     }
-
-    /// How many AFK runs are live, on every node.
-    pub async fn live_claims(&self) -> Result<i64> {
-        let (n,): (i64,) = on_db!(self.db(), pool => {
-            sqlx::query_as("SELECT COUNT(*) FROM afk_claims WHERE active").fetch_one(pool).await?
-        });
-        Ok(n)
-    }
 }
 
 #[cfg(test)]

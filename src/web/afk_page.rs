@@ -67,27 +67,21 @@ pub fn outcome(o: &Option<Outcome>) -> &'static str {
 }
 
 async fn show(State(app): State<AppState>, session: BrowserSession) -> Response {
-    let (claims, l, live, settings, paused) = match tokio::join!(
-        app.store.claims(50),
+    let (s, l) = match tokio::join!(
+        crate::service::afk::status(&app.store, &app.scheduler),
         ledger(&app.store),
-        app.store.live_claims(),
-        app.store.settings(),
-        app.store.afk_paused(),
     ) {
-        (Ok(c), Ok(l), Ok(n), Ok(s), Ok(p)) => (c, l, n, s, p),
-        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), ..) | (.., Err(e), _) | (.., Err(e)) => {
-            return super::internal(e);
-        }
+        (Ok(s), Ok(l)) => (s, l),
+        (Err(e), _) | (_, Err(e)) => return super::internal(e),
     };
     Page::ok(&AfkPage {
         chrome: Chrome::new(&session, "afk", "AFK"),
-        paused,
-        live: usize::try_from(live).unwrap_or(0),
-        max_concurrent: settings.afk.max_concurrent,
-        admission: app.scheduler.admission.lock().expect("poisoned").clone(),
-        limited: app
-            .scheduler
-            .limited()
+        paused: s.paused,
+        live: s.live,
+        max_concurrent: s.afk.max_concurrent,
+        admission: s.admission,
+        limited: s
+            .limited
             .into_iter()
             .map(|l| LimitedRow {
                 cli: l.kind == crate::afk::limits::HoldKind::Cli,
@@ -97,7 +91,7 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
                 fix: l.fix.unwrap_or_default(),
             })
             .collect(),
-        recent: claims,
+        recent: s.recent,
         by_repo: l.by_repo,
         by_model: l.by_model,
         by_outcome: l.by_outcome,
@@ -108,7 +102,7 @@ async fn toggle(app: &AppState, session: &BrowserSession, form: &Form, paused: b
     if let Some(r) = session.refuse_forged(form) {
         return r;
     }
-    match app.store.set_afk_paused(paused).await {
+    match crate::service::afk::set_paused(&app.store, paused).await {
         Ok(()) => Redirect::to("/afk").into_response(),
         Err(e) => super::internal(e),
     }

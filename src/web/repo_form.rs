@@ -380,15 +380,16 @@ pub(super) fn sections(
 
 /// The patch a repo form posts: every field it shows is set (empty clears).
 /// The create form shows only the repository's own fields.
+/// The patch a repo form posts: `editing` the repo's page, whose options
+/// are `p`'s, or (`None`) the create form, which has none.
 pub(super) fn patch_from(
     form: &Form,
-    p: &dyn Provider,
-    editing: bool,
+    editing: Option<&dyn Provider>,
 ) -> Result<RepoPatch, Invalid> {
     let mut errs = ValueErrors::default();
     let set_if = |name: &str| form.value(name).map_or(Change::Keep, Change::Set);
     let (path, url) = (set_if("path"), set_if("url"));
-    if editing && path.is_keep() && url.is_keep() {
+    if editing.is_some() && path.is_keep() && url.is_keep() {
         errs.push(FieldError::new(
             "path",
             "a repo needs a local path or a clone URL",
@@ -402,7 +403,7 @@ pub(super) fn patch_from(
         provider: change(form, "provider"),
         ..RepoPatch::default()
     };
-    if editing {
+    if let Some(p) = editing {
         patch.defaults = DefaultsPatch {
             model_default: change(form, "model_default"),
             effort_default: change(form, "effort_default"),

@@ -14,7 +14,6 @@ use super::repo_form::{create_fields, patch_from, sections};
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::{RunKind, Sourced};
-use crate::provider;
 use crate::repo::Repo;
 use crate::resolve::{Request, Resolved, resolve};
 use crate::service::{self, ServiceError};
@@ -97,7 +96,7 @@ async fn create(State(app): State<AppState>, session: BrowserSession, form: Form
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    let result = match patch_from(&form, provider::all()[0], false) {
+    let result = match patch_from(&form, None) {
         Ok(patch) => service::repos::create(&app.store, &app.scheduler.sources, &patch).await,
         Err(i) => Err(i.into()),
     };
@@ -142,7 +141,10 @@ async fn render_repo(
         }
         Err(e) => return super::internal(e),
     };
-    let p = repo.provider().unwrap_or_else(|_| provider::all()[0]);
+    let p = match repo.provider() {
+        Ok(p) => p,
+        Err(e) => return unknown_provider(&repo.name, &e),
+    };
     let manual = resolved_rows(&resolve(
         p,
         RunKind::Manual,
@@ -203,6 +205,19 @@ async fn show(
     .await
 }
 
+/// A repo whose stored provider this lab does not know (a database edited
+/// by hand, or written by a newer lab): its page names the id and the fix
+/// rather than showing another provider's options.
+fn unknown_provider(repo: &str, e: &crate::validate::FieldError) -> Response {
+    Page::error(
+        StatusCode::CONFLICT,
+        &format!(
+            "Repo '{repo}': {}. Set one with: labctl repo set {repo} --provider ID",
+            e.message
+        ),
+    )
+}
+
 async fn save(
     State(app): State<AppState>,
     session: BrowserSession,
@@ -214,13 +229,16 @@ async fn save(
     }
     let key = RepoKey::parse(&name);
     let p = match app.store.repo(&key).await {
-        Ok(r) => r.provider().unwrap_or_else(|_| provider::all()[0]),
+        Ok(r) => match r.provider() {
+            Ok(p) => p,
+            Err(e) => return unknown_provider(&r.name, &e),
+        },
         Err(crate::store::StoreError::NotFound) => {
             return Page::error(StatusCode::NOT_FOUND, &format!("There is no repo '{key}'."));
         }
         Err(e) => return super::internal(e),
     };
-    let result = match patch_from(&form, p, true) {
+    let result = match patch_from(&form, Some(p)) {
         Ok(patch) => service::repos::update(&app.store, &app.scheduler.sources, &key, &patch).await,
         Err(i) => Err(i.into()),
     };

@@ -519,11 +519,10 @@ async fn save(State(app): State<AppState>, session: BrowserSession, form: Form) 
     let result = match patch_from(&form) {
         Ok(mut patch) => {
             patch.notifications = posted.map(|(list, _)| list);
-            app.store
-                .update_settings(&patch)
+            crate::service::settings::update(&app.store, &patch)
                 .await
                 .map_err(|e| match e {
-                    crate::store::StoreError::Invalid(i) => Ok(notify_form::on_rows(i, &rows)),
+                    crate::service::ServiceError::Invalid(i) => Ok(notify_form::on_rows(i, &rows)),
                     other => Err(other),
                 })
         }

@@ -1,7 +1,5 @@
 //! AFK runs end to end on the built-in tracker, with the fake agent.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::on_both;
@@ -147,8 +145,8 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
         i["comments"][0]["body"].as_str().unwrap().contains(&pr_url),
         "{i}"
     );
-    // And it is not taken again.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // And it is not taken again, however often the scheduler looks.
+    s.after_ticks(2).await;
     let runs = s.get("/api/v1/runs?kind=afk").await.ok();
     assert_eq!(runs.as_array().unwrap().len(), 1);
     s.stop().await;
@@ -264,8 +262,8 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
             .ends_with(&format!("/repos/r/issues/{n}")),
         "{run}"
     );
-    // No third attempt.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // No third attempt, however often the scheduler looks.
+    s.after_ticks(3).await;
     assert_eq!(
         s.get("/api/v1/runs?kind=afk")
             .await

@@ -82,7 +82,8 @@ async fn a_cli_not_signed_in_ends_the_run_and_holds_the_provider(b: Backend) {
         "{said}"
     );
     assert_eq!(i["labels"], json!(["ready-for-agent"]), "{i}");
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    // Held: the scheduler looks again and starts nothing.
+    s.after_ticks(3).await;
     let st = s.get("/api/v1/afk/status").await.ok();
     assert_eq!(afk_runs(&st, n), 1, "{st}");
     let problem = st["repos"][0]["problem"].as_str().unwrap_or("");

@@ -83,8 +83,9 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
     green_in_round_2(&s, n).await;
     let told = std::fs::read_to_string(s.tmp().join("records/round2.txt")).unwrap();
     assert!(
-        told.starts_with("lab: the check of your pull request failed on ")
-            && told.contains("(failed with exit status 1). This is round 2 of 3."),
+        told.starts_with("lab: your pull request needs another round (round 2 of 3).")
+            && told.contains("Its check failed on ")
+            && told.contains("(failed with exit status 1). The check command is: test -f FIXED"),
         "{told}"
     );
     // One session throughout: one run, its round 2.
@@ -171,7 +172,7 @@ async fn a_red_check_resumes_an_ended_session(b: Backend) {
     let at = argv.iter().position(|a| a == "--resume").expect("--resume");
     assert_eq!(argv[at + 1], session);
     let prompt = argv.iter().rev().find(|a| !a.is_empty()).unwrap();
-    assert!(prompt.contains("This is round 2 of 3."), "{prompt}");
+    assert!(prompt.contains("(round 2 of 3)"), "{prompt}");
     // One run, resumed once, in its one workspace.
     assert_eq!(
         s.get("/api/v1/runs?kind=afk")

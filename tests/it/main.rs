@@ -27,6 +27,7 @@ mod doctor;
 mod forges;
 mod hostile;
 mod hostile_host;
+mod in_process;
 mod issue_api;
 mod issue_pages;
 mod labctl;

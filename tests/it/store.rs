@@ -193,3 +193,84 @@ fn migrations_are_kept_in_step() {
     assert!(sqlite.len() >= 5, "{sqlite:?}");
     assert_eq!(sqlite, postgres);
 }
+
+on_both!(claims_from_before_keep_their_pull_request_numbers);
+
+/// Migration 0016's backfill, run as it is written on a table of old
+/// claims: each keeps the number its URL ends with, and a URL without one
+/// (or none at all) gets none.
+async fn claims_from_before_keep_their_pull_request_numbers(b: Backend) {
+    use sqlx::Connection;
+    let folder = match b {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres(_) => "postgres",
+    };
+    let file = format!(
+        "{}/migrations/{folder}/0016_claim_pull_numbers.sql",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sql = std::fs::read_to_string(file).unwrap();
+    let backfill = sql[sql.find("UPDATE afk_claims").expect("the backfill")..].to_owned();
+    let rows: [(i64, Option<&str>); 5] = [
+        (1, Some("https://github.com/o/r/pull/42")),
+        (2, Some("https://gitea.example/o/r/pulls/7/")),
+        (3, Some("https://gitea.example/o/r")),
+        (4, None),
+        (5, Some("http://127.0.0.1:7878/repos/r/pulls/3")),
+    ];
+    let create = "CREATE TABLE afk_claims (id BIGINT PRIMARY KEY, pr_url TEXT, pr_number BIGINT)";
+    let numbers: Vec<(i64, Option<i64>)> = match b.fresh_url().await {
+        None => {
+            let mut c = sqlx::SqliteConnection::connect("sqlite::memory:")
+                .await
+                .unwrap();
+            sqlx::query(create).execute(&mut c).await.unwrap();
+            for (id, url) in rows {
+                sqlx::query("INSERT INTO afk_claims (id, pr_url) VALUES ($1, $2)")
+                    .bind(id)
+                    .bind(url)
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+            }
+            sqlx::query(sqlx::AssertSqlSafe(backfill))
+                .execute(&mut c)
+                .await
+                .unwrap();
+            sqlx::query_as("SELECT id, pr_number FROM afk_claims ORDER BY id")
+                .fetch_all(&mut c)
+                .await
+                .unwrap()
+        }
+        Some(url) => {
+            let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+            sqlx::query(create).execute(&mut c).await.unwrap();
+            for (id, url) in rows {
+                sqlx::query("INSERT INTO afk_claims (id, pr_url) VALUES ($1, $2)")
+                    .bind(id)
+                    .bind(url)
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+            }
+            sqlx::query(sqlx::AssertSqlSafe(backfill))
+                .execute(&mut c)
+                .await
+                .unwrap();
+            sqlx::query_as("SELECT id, pr_number FROM afk_claims ORDER BY id")
+                .fetch_all(&mut c)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        numbers,
+        vec![
+            (1, Some(42)),
+            (2, Some(7)),
+            (3, None),
+            (4, None),
+            (5, Some(3))
+        ]
+    );
+}

@@ -171,7 +171,15 @@ async fn the_database_counts_the_ledger_as_memory_did(b: Backend) {
     let b_row =
         &from_db(store.afk_ledger(LedgerBy::Repo).await.unwrap())[&("b".to_owned(), String::new())];
     assert_eq!((b_row.0, b_row.1, b_row.2, b_row.3), (5, 2, 2, 0));
-    assert_eq!(store.live_claims().await.unwrap(), 2);
+    assert_eq!(
+        store
+            .live_claim_counts()
+            .await
+            .unwrap()
+            .values()
+            .sum::<i64>(),
+        2
+    );
 }
 
 /// With no AFK run yet, the ledger is empty (not one row of zeros).
@@ -180,7 +188,15 @@ async fn an_empty_ledger_has_no_rows(b: Backend) {
     for by in [LedgerBy::Repo, LedgerBy::Model] {
         assert!(store.afk_ledger(by).await.unwrap().is_empty());
     }
-    assert_eq!(store.live_claims().await.unwrap(), 0);
+    assert_eq!(
+        store
+            .live_claim_counts()
+            .await
+            .unwrap()
+            .values()
+            .sum::<i64>(),
+        0
+    );
 }
 
 /// A listing of ready issues that began before an issue's outcome went on
@@ -236,7 +252,7 @@ async fn every_claim_write_moves_the_claims_count(b: Backend) {
     moved("claim_issue", &store);
     store.attach_run(c.id, 1, "m", "e").await.unwrap();
     moved("attach_run", &store);
-    store.set_claim_pr(c.id, "https://x/pr/1").await.unwrap();
+    store.set_claim_pr(c.id, "https://x/pr/1", 1).await.unwrap();
     moved("set_claim_pr", &store);
     store.start_round(c.id, "k").await.unwrap();
     moved("start_round", &store);

@@ -40,6 +40,15 @@ pub enum TmuxError {
     Setup(String),
 }
 
+impl TmuxError {
+    /// Whether tmux said the target session (or its whole server) is not
+    /// there: a run whose session ended. tmux's words are read here only.
+    pub fn session_gone(&self) -> bool {
+        matches!(self, TmuxError::Failed { message, .. }
+            if message.contains("can't find") || message.contains("no server") || no_server(message))
+    }
+}
+
 /// One pane of lab's server (lab makes one pane per session).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pane {

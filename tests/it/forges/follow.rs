@@ -324,7 +324,17 @@ async fn the_check_command_runs_beside_the_forges_checks(b: Backend) {
     s.patch("/api/v1/repos/r", json!({"check_command": "test -f FIXED"}))
         .await
         .ok();
-    green_in_round_2(&s, n, "lab: the check of your pull request failed on ").await;
+    let told = green_in_round_2(
+        &s,
+        n,
+        "lab: your pull request needs another round (round 2 of 3).",
+    )
+    .await;
+    // The repo's own check failed, not the forge's.
+    assert!(
+        told.contains("Its check failed on ") && told.contains("test -f FIXED"),
+        "{told}"
+    );
     s.stop().await;
 }
 

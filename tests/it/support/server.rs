@@ -69,32 +69,7 @@ impl TestServer {
         database_url: Option<String>,
         tweak: impl FnOnce(&mut lab::server::ServeConfig),
     ) -> TestServer {
-        let agent = super::agent::install(dir.path());
-        let mut cfg = lab::server::ServeConfig {
-            data_dir: Some(dir.path().join("data")),
-            listen: "127.0.0.1:0".into(),
-            database_url: database_url.clone(),
-            public_url: None,
-            reconcile_ms: 100,
-            notify_retry_ms: 50,
-            forge_poll_ms: 300,
-            no_relay: false,
-            lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
-            provider_bins: [
-                ("claude-code".to_owned(), agent.clone()),
-                ("codex".to_owned(), agent),
-            ]
-            .into(),
-            agent_home: Some(dir.path().join("home")),
-            run_env: Vec::new(),
-            bwrap: None,
-            // The fake agent, its scripts and the test's repos are in the
-            // test's temp dir (under the sandbox's private /tmp); it records
-            // what it saw in `records`.
-            sandbox_ro: vec![dir.path().to_path_buf()],
-            sandbox_rw: vec![dir.path().join("records")],
-            launch_pause_ms: 0,
-        };
+        let mut cfg = config(&dir, database_url.clone());
         tweak(&mut cfg);
         let running = lab::server::start(&cfg).await.expect("server starts");
         lab::init_tls();
@@ -161,6 +136,19 @@ impl TestServer {
 
     pub fn scheduler(&self) -> &lab::afk::Scheduler {
         &self.running.as_ref().expect("server running").scheduler
+    }
+
+    /// Waits until the AFK scheduler finished `n` more ticks: what a check
+    /// that something did *not* happen waits for, rather than a quiet
+    /// window (a stalled scheduler fails it instead of passing it).
+    pub async fn after_ticks(&self, n: u64) {
+        let from = self.scheduler().ticks();
+        super::wait::until(
+            format_args!("{n} more AFK ticks (from {from})"),
+            super::wait::secs(30).every_ms(50),
+            async || self.scheduler().ticks() >= from + n,
+        )
+        .await;
     }
 
     pub fn runner(&self) -> &lab::run::Runner {
@@ -241,5 +229,36 @@ impl TestServer {
         )
         .await
         .expect(201)
+    }
+}
+
+/// A server's configuration in `dir`: the fake agent as both providers'
+/// CLI, the test's temp dir readable in runs, quick loops.
+pub fn config(dir: &TempDir, database_url: Option<String>) -> lab::server::ServeConfig {
+    let agent = super::agent::install(dir.path());
+    lab::server::ServeConfig {
+        data_dir: Some(dir.path().join("data")),
+        listen: "127.0.0.1:0".into(),
+        database_url,
+        public_url: None,
+        reconcile_ms: 100,
+        notify_retry_ms: 50,
+        forge_poll_ms: 300,
+        no_relay: false,
+        lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
+        provider_bins: [
+            ("claude-code".to_owned(), agent.clone()),
+            ("codex".to_owned(), agent),
+        ]
+        .into(),
+        agent_home: Some(dir.path().join("home")),
+        run_env: Vec::new(),
+        bwrap: None,
+        // The fake agent, its scripts and the test's repos are in the
+        // test's temp dir (under the sandbox's private /tmp); it records
+        // what it saw in `records`.
+        sandbox_ro: vec![dir.path().to_path_buf()],
+        sandbox_rw: vec![dir.path().join("records")],
+        launch_pause_ms: 0,
     }
 }
