@@ -1,13 +1,13 @@
 //! The AFK ledger, as the API and the AFK page both show it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::nano_to_usd;
 use crate::store::{LedgerBy, LedgerCount, Store, StoreError};
 
 /// Outcomes, tokens and cost of one group of AFK runs.
-#[derive(Serialize, ToSchema, Default, Clone, PartialEq, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Default, Clone, PartialEq, Debug)]
 pub struct LedgerRow {
     pub repo: Option<String>,
     pub model: Option<String>,
@@ -49,7 +49,7 @@ impl LedgerRow {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct LedgerBody {
     pub by_repo: Vec<LedgerRow>,
     pub by_model: Vec<LedgerRow>,
