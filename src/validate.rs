@@ -12,12 +12,12 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::provider::{self, OptionType, Provider};
 
 /// One rejected field: what was wrong and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FieldError {
     /// The field, as a dotted path into the request (`afk_options.ultracode`).
     pub field: String,

@@ -8,11 +8,16 @@
 
 use super::issues::RepoArg;
 use clap::Subcommand;
-use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT, seg};
-use super::output::{self, s, table};
+use super::output::{self, opt, table};
 use crate::domain::{compact_cost, compact_tokens};
+use crate::http::afk::{AfkStatusBody, CliCheckBody};
+use crate::http::issues::PullBody;
+use crate::http::repos::RepoBody;
+use crate::http::runs::RunBody;
+use crate::issues::PullRequest;
+use crate::service::afk::{LedgerBody, LedgerRow};
 
 #[derive(Subcommand)]
 pub enum AfkCommand {
@@ -114,12 +119,9 @@ pub enum PrCommand {
 pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
     match cmd {
         AfkCommand::Start { repo, json } => {
-            let r = client
+            let r: RunBody = client
                 .patient(LAUNCH_WAIT)
-                .post(
-                    &format!("/api/v1/repos/{}/afk/start", seg(&repo)),
-                    &Value::Null,
-                )
+                .post_empty(&format!("/api/v1/repos/{}/afk/start", seg(&repo)))
                 .await?;
             if json {
                 output::json(&r);
@@ -128,29 +130,24 @@ pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
             }
         }
         AfkCommand::Status { json } => {
-            let v = client.get("/api/v1/afk/status").await?;
+            let v: AfkStatusBody = client.get("/api/v1/afk/status").await?;
             if json {
                 output::json(&v);
             } else {
                 print_status(&v);
-                let l = client.get("/api/v1/afk/ledger").await?;
+                let l: LedgerBody = client.get("/api/v1/afk/ledger").await?;
                 print_by_outcome(&l);
             }
         }
         AfkCommand::Pause { repo } => toggle(client, repo, "pause").await?,
         AfkCommand::Resume { repo } => toggle(client, repo, "resume").await?,
         AfkCommand::Check { provider, json } => {
-            let v = client
+            let body: CliCheckBody = client
                 .patient(std::time::Duration::from_secs(60))
-                .post(
-                    &format!("/api/v1/afk/providers/{}/check", seg(&provider)),
-                    &Value::Null,
-                )
+                .post_empty(&format!("/api/v1/afk/providers/{}/check", seg(&provider)))
                 .await?;
-            let body: crate::http::afk::CliCheckBody = serde_json::from_value(v.clone())
-                .map_err(|e| CliError::failure(format!("the server's answer: {e}")))?;
             if json {
-                output::json(&v);
+                output::json(&body);
                 if !body.works {
                     return Err(CliError::quiet(super::Exit::Failure));
                 }
@@ -171,11 +168,8 @@ pub async fn afk(client: &Client, cmd: AfkCommand) -> CliResult<()> {
 async fn toggle(client: &Client, repo: Option<String>, what: &str) -> CliResult<()> {
     match repo {
         Some(r) => {
-            client
-                .post(
-                    &format!("/api/v1/repos/{}/afk/{what}", seg(&r)),
-                    &Value::Null,
-                )
+            let _: RepoBody = client
+                .post_empty(&format!("/api/v1/repos/{}/afk/{what}", seg(&r)))
                 .await?;
             println!(
                 "AFK runs of {r}: {}",
@@ -183,9 +177,7 @@ async fn toggle(client: &Client, repo: Option<String>, what: &str) -> CliResult<
             );
         }
         None => {
-            client
-                .post(&format!("/api/v1/afk/{what}"), &Value::Null)
-                .await?;
+            let _: AfkStatusBody = client.post_empty(&format!("/api/v1/afk/{what}")).await?;
             println!(
                 "the AFK scheduler is {}",
                 if what == "pause" { "paused" } else { "running" }
@@ -195,56 +187,49 @@ async fn toggle(client: &Client, repo: Option<String>, what: &str) -> CliResult<
     Ok(())
 }
 
-fn print_status(v: &Value) {
+fn print_status(v: &AfkStatusBody) {
     println!(
         "scheduler: {}; {} of at most {} AFK runs live; a tick every {} s; a run may take {} min",
-        if v["paused"] == true {
-            "PAUSED"
-        } else {
-            "running"
-        },
-        s(&v["live"]),
-        s(&v["max_concurrent"]),
-        s(&v["tick_seconds"]),
-        s(&v["run_timeout_minutes"])
+        if v.paused { "PAUSED" } else { "running" },
+        v.live,
+        v.max_concurrent,
+        v.tick_seconds,
+        v.run_timeout_minutes
     );
-    if let Some(why) = v["admission"].as_str() {
+    if let Some(why) = &v.admission {
         println!("launches wait: {why}");
     }
-    for l in v["limited"].as_array().into_iter().flatten() {
-        if l["kind"] == "cli" {
+    for l in &v.limited {
+        if l.kind == "cli" {
             println!(
                 "{} cannot work here: {}; no new AFK run for it (checked again at {}). Fix: {}",
-                s(&l["provider"]),
-                s(&l["reason"]),
-                s(&l["until"]),
-                s(&l["fix"])
+                l.provider,
+                l.reason,
+                l.until,
+                opt(&l.fix)
             );
         } else {
             println!(
                 "{} is at its usage limit until {}: no new AFK run for it ({})",
-                s(&l["provider"]),
-                s(&l["until"]),
-                s(&l["reason"])
+                l.provider, l.until, l.reason
             );
         }
     }
-    let rows: Vec<Vec<String>> = v["repos"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let rows: Vec<Vec<String>> = v
+        .repos
+        .iter()
         .map(|r| {
-            let afk = match (r["enabled"].as_bool(), r["paused"].as_bool()) {
-                (Some(true), Some(true)) => "paused",
-                (Some(true), _) => "on",
-                _ => "off",
+            let afk = match (r.enabled, r.paused) {
+                (true, true) => "paused",
+                (true, false) => "on",
+                (false, _) => "off",
             };
             vec![
-                s(&r["repo"]),
+                r.repo.clone(),
                 afk.to_owned(),
-                s(&r["label"]),
-                format!("{}/{}", s(&r["live"]), s(&r["max_concurrent"])),
-                r["problem"].as_str().unwrap_or("").to_owned(),
+                r.label.clone(),
+                format!("{}/{}", r.live, r.max_concurrent),
+                r.problem.clone().unwrap_or_default(),
             ]
         })
         .collect();
@@ -252,24 +237,23 @@ fn print_status(v: &Value) {
         println!();
         table(&["REPO", "AFK", "LABEL", "LIVE", "PROBLEM"], &rows);
     }
-    let recent: Vec<Vec<String>> = v["recent"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let recent: Vec<Vec<String>> = v
+        .recent
+        .iter()
         .take(15)
         .map(|c| {
             vec![
-                s(&c["repo"]),
-                format!("#{}", s(&c["issue"])),
-                s(&c["attempt"]),
-                s(&c["rounds"]),
-                s(&c["run_id"]),
-                if c["active"] == true {
+                c.repo.clone(),
+                format!("#{}", c.issue),
+                c.attempt.to_string(),
+                c.rounds.to_string(),
+                opt(&c.run_id),
+                if c.active {
                     "live".into()
                 } else {
-                    s(&c["outcome"])
+                    opt(&c.outcome)
                 },
-                c["pr_url"].as_str().unwrap_or("").to_owned(),
+                c.pr_url.clone().unwrap_or_default(),
             ]
         })
         .collect();
@@ -307,60 +291,46 @@ pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
         ));
     };
     // Opening it may push the run's branch to a forge.
-    let v = client
+    let v: PullRequest = client
         .patient(LAUNCH_WAIT)
         .post(
             &format!("/api/v1/runs/{run}/pull"),
-            &json!({"title": title, "body": body}),
+            &PullBody { title, body },
         )
         .await?;
     if json {
         output::json(&v);
     } else {
-        println!("opened pull request #{}: {}", s(&v["number"]), s(&v["url"]));
+        println!("opened pull request #{}: {}", v.number, v.url);
     }
     Ok(())
 }
 
 pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
-    let v = client.get("/api/v1/afk/ledger").await?;
+    let v: LedgerBody = client.get("/api/v1/afk/ledger").await?;
     if json {
         output::json(&v);
         return Ok(());
     }
-    let secs = |v: &Value| {
-        v.as_f64()
-            .map(|s| format!("{:.0} s", s))
-            .unwrap_or_else(|| "-".into())
-    };
-    let row = |r: &Value, first: String| {
+    let secs = |v: Option<f64>| v.map_or_else(|| "-".into(), |s| format!("{:.0} s", s));
+    let row = |r: &LedgerRow, first: String| {
         vec![
             first,
-            s(&r["runs"]),
-            s(&r["succeeded"]),
-            s(&r["failed"]),
-            s(&r["timed_out"]),
-            secs(&r["median_seconds"]),
+            r.runs.to_string(),
+            r.succeeded.to_string(),
+            r.failed.to_string(),
+            r.timed_out.to_string(),
+            secs(r.median_seconds),
             tokens(r),
-            compact_cost(r["cost_usd"].as_f64()),
-            if r["succeeded"].as_u64() == Some(0) {
-                "-".to_owned()
-            } else {
-                compact_cost(r["cost_per_success_usd"].as_f64())
-            },
+            compact_cost(r.cost_usd),
+            r.per_success_shown(),
         ]
     };
-    let by_repo: Vec<Vec<String>> = v["by_repo"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|r| row(r, s(&r["repo"])))
-        .collect();
-    let by_model: Vec<Vec<String>> = v["by_model"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|r| row(r, format!("{} · {}", s(&r["model"]), s(&r["effort"]))))
+    let by_repo: Vec<Vec<String>> = v.by_repo.iter().map(|r| row(r, opt(&r.repo))).collect();
+    let by_model: Vec<Vec<String>> = v
+        .by_model
+        .iter()
+        .map(|r| row(r, format!("{} · {}", opt(&r.model), opt(&r.effort))))
         .collect();
     if by_repo.is_empty() {
         println!("no AFK runs yet");
@@ -384,24 +354,23 @@ pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
 }
 
 /// A ledger row's tokens, compact.
-fn tokens(r: &Value) -> String {
-    compact_tokens(r["tokens"].as_i64().unwrap_or(0))
+fn tokens(r: &LedgerRow) -> String {
+    compact_tokens(r.tokens)
 }
 
 /// What the AFK runs of each outcome used.
-fn print_by_outcome(ledger: &Value) {
-    let rows: Vec<Vec<String>> = ledger["by_outcome"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn print_by_outcome(ledger: &LedgerBody) {
+    let rows: Vec<Vec<String>> = ledger
+        .by_outcome
+        .iter()
         .map(|r| {
             vec![
-                r["outcome"].as_str().unwrap_or("live").to_owned(),
-                s(&r["runs"]),
-                s(&r["rounds"]),
-                s(&r["retries"]),
+                r.outcome.as_deref().unwrap_or("live").to_owned(),
+                r.runs.to_string(),
+                r.rounds.to_string(),
+                r.retries.to_string(),
                 tokens(r),
-                compact_cost(r["cost_usd"].as_f64()),
+                compact_cost(r.cost_usd),
             ]
         })
         .collect();

@@ -6,7 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
-use serde_json::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::http::error::ErrorBody;
 
 /// A failure labctl reports, with the exit code that says what kind.
 #[derive(Debug)]
@@ -97,6 +100,10 @@ pub struct Client {
 /// given by URL clones it (lab gives a clone 5 minutes).
 pub const LAUNCH_WAIT: Duration = Duration::from_secs(6 * 60);
 
+/// A request body with nothing in it: `{}`.
+#[derive(Serialize)]
+pub struct EmptyObject {}
+
 /// The data dir labctl reads the admin token from, when `LAB_TOKEN` is unset.
 fn data_dir() -> PathBuf {
     std::env::var_os("LAB_DATA_DIR")
@@ -185,7 +192,8 @@ impl Client {
         self.request(Method::GET, path)
     }
 
-    pub async fn get(&self, path: &str) -> CliResult<Value> {
+    /// GETs `path` and decodes lab's answer as `T`.
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> CliResult<T> {
         self.send(self.request(Method::GET, path)).await
     }
 
@@ -196,16 +204,33 @@ impl Client {
             .map_err(|e| self.reading(&e, "reading the response"))
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> CliResult<Value> {
+    /// POSTs `body` as JSON and decodes lab's answer as `T`.
+    pub async fn post<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> CliResult<T> {
         self.send(self.request(Method::POST, path).json(body)).await
     }
 
-    pub async fn patch(&self, path: &str, body: &Value) -> CliResult<Value> {
+    /// POSTs to a route that reads no body (an action such as stop or
+    /// pause); the body sent is JSON `null`, as labctl always sent.
+    pub async fn post_empty<T: DeserializeOwned>(&self, path: &str) -> CliResult<T> {
+        self.post(path, &()).await
+    }
+
+    /// PATCHes `body` as JSON and decodes lab's answer as `T`.
+    pub async fn patch<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> CliResult<T> {
         self.send(self.request(Method::PATCH, path).json(body))
             .await
     }
 
-    pub async fn delete(&self, path: &str) -> CliResult<Value> {
+    /// DELETEs `path`; lab answers 204, with nothing to read.
+    pub async fn delete(&self, path: &str) -> CliResult<()> {
         self.send(self.request(Method::DELETE, path)).await
     }
 
@@ -228,19 +253,35 @@ impl Client {
             return Ok(resp);
         }
         let status = resp.status();
-        let body: Value = resp.json().await.unwrap_or(Value::Null);
-        Err(api_error(status, &body, self.token.is_none()))
+        // Anything but lab's own error body (a proxy's page) says only its
+        // status.
+        let body: Option<ErrorBody> = resp.json().await.ok();
+        Err(api_error(status, body, self.token.is_none()))
     }
 
-    async fn send(&self, rb: reqwest::RequestBuilder) -> CliResult<Value> {
+    /// Sends, checks the status and decodes the body as `T`. An answer
+    /// without a body (204, 202) is read as JSON `null`: `()` or an
+    /// `Option` takes it, a body type does not.
+    async fn send<T: DeserializeOwned>(&self, rb: reqwest::RequestBuilder) -> CliResult<T> {
+        const UNREADABLE: &str = "lab sent a response labctl cannot read";
         let resp = self.raw(rb).await?;
-        if matches!(resp.status(), StatusCode::NO_CONTENT | StatusCode::ACCEPTED) {
-            return Ok(Value::Null);
-        }
-        resp.json()
-            .await
-            .map_err(|e| self.reading(&e, "lab sent a response labctl cannot read"))
+        let body = if matches!(resp.status(), StatusCode::NO_CONTENT | StatusCode::ACCEPTED) {
+            None
+        } else {
+            Some(
+                resp.bytes()
+                    .await
+                    .map_err(|e| self.reading(&e, UNREADABLE))?,
+            )
+        };
+        decode(body.as_deref().unwrap_or(b"null"))
+            .map_err(|e| CliError::failure(format!("{UNREADABLE}: {e}")))
     }
+}
+
+/// An answer's body as `T`.
+pub(super) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(body)
 }
 
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
@@ -251,10 +292,9 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
-fn api_error(status: StatusCode, body: &Value, no_token: bool) -> CliError {
-    let message = body["error"]["message"]
-        .as_str()
-        .map(str::to_owned)
+fn api_error(status: StatusCode, body: Option<ErrorBody>, no_token: bool) -> CliError {
+    let message = body
+        .map(|b| b.error.message)
         .unwrap_or_else(|| format!("lab answered {status}"));
     let code = match status {
         StatusCode::NOT_FOUND => Exit::NotFound,
@@ -273,4 +313,53 @@ fn api_error(status: StatusCode, body: &Value, no_token: bool) -> CliError {
 /// Percent-encodes one path segment (a repo name, a run id).
 pub fn seg(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::error::ErrorDetail;
+
+    fn body(code: &str, message: &str) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: code.into(),
+                message: message.into(),
+                field: None,
+                value: None,
+                allowed: None,
+                errors: Vec::new(),
+            },
+        }
+    }
+
+    /// lab's error body gives the message; the status gives the exit code.
+    #[test]
+    fn an_error_answer_becomes_an_exit_code_and_lab_s_message() {
+        let e = api_error(
+            StatusCode::NOT_FOUND,
+            Some(body("not_found", "repo 'x' not found")),
+            false,
+        );
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (Exit::NotFound, "repo 'x' not found")
+        );
+        let e = api_error(StatusCode::CONFLICT, Some(body("paused", "paused")), false);
+        assert_eq!(e.code, Exit::Conflict);
+        let e = api_error(StatusCode::BAD_REQUEST, Some(body("invalid", "bad")), false);
+        assert_eq!(e.code, Exit::Invalid);
+        let e = api_error(StatusCode::BAD_GATEWAY, None, false);
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (Exit::Failure, "lab answered 502 Bad Gateway")
+        );
+        let e = api_error(
+            StatusCode::UNAUTHORIZED,
+            Some(body("unauthorized", "no")),
+            true,
+        );
+        assert_eq!(e.code, Exit::Auth);
+        assert!(e.message.starts_with("no\n(no token"), "{}", e.message);
+    }
 }

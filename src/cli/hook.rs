@@ -8,9 +8,10 @@
 use std::io::Read;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::client::{Client, seg};
+use crate::http::agent::{HookAnswer, HookBody};
 
 /// The longest the hook waits for lab, reading included.
 pub const WAIT: Duration = Duration::from_secs(2);
@@ -36,12 +37,14 @@ pub async fn hook(lab_url: &str, token: Option<String>, provider: &str, args: &[
         return;
     };
     let path = format!("/api/v1/runs/{}/hook", seg(&run));
-    let _ = tokio::time::timeout(WAIT, client.post(&path, &json!({ "payload": payload }))).await;
+    let body = HookBody { payload };
+    let _ = tokio::time::timeout(WAIT, client.post::<_, HookAnswer>(&path, &body)).await;
 }
 
 /// The payload as an object, trimmed to [`MAX_POST`]; `None` when there is
-/// none or it is not a JSON object.
-fn read_payload(provider: &str, args: &[String]) -> Option<Value> {
+/// none or it is not a JSON object. The payload is the agent CLI's own JSON,
+/// which lab reads, not labctl: it stays a JSON object here.
+fn read_payload(provider: &str, args: &[String]) -> Option<Map<String, Value>> {
     let text = if provider == "codex" || !args.is_empty() {
         // Codex passes the event as its notifier's last argument; its stdin
         // is Codex's terminal, which this must never read.
@@ -62,19 +65,15 @@ fn read_payload(provider: &str, args: &[String]) -> Option<Value> {
 
 /// Cuts long strings and arrays; if that is still too big, keeps only the
 /// top-level strings, numbers and booleans (every field lab reads is one).
-fn fit(map: Map<String, Value>) -> Value {
-    let trimmed = trim(Value::Object(map));
-    if trimmed.to_string().len() <= MAX_POST {
+fn fit(map: Map<String, Value>) -> Map<String, Value> {
+    let trimmed: Map<String, Value> = map.into_iter().map(|(k, v)| (k, trim(v))).collect();
+    if serde_json::to_string(&trimmed).map_or(usize::MAX, |t| t.len()) <= MAX_POST {
         return trimmed;
     }
-    let Value::Object(map) = trimmed else {
-        return trimmed;
-    };
-    Value::Object(
-        map.into_iter()
-            .filter(|(_, v)| !v.is_object() && !v.is_array())
-            .collect(),
-    )
+    trimmed
+        .into_iter()
+        .filter(|(_, v)| !v.is_object() && !v.is_array())
+        .collect()
 }
 
 fn trim(v: Value) -> Value {
@@ -91,6 +90,7 @@ fn trim(v: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_codex_payload_comes_from_the_last_argument() {
@@ -121,7 +121,7 @@ mod tests {
             .chain([("hook_event_name".to_owned(), json!("Stop"))])
             .collect();
         let v = fit(wide);
-        assert!(v.to_string().len() <= MAX_POST);
-        assert_eq!(v, json!({"hook_event_name": "Stop"}));
+        assert!(serde_json::to_string(&v).unwrap().len() <= MAX_POST);
+        assert_eq!(Value::Object(v), json!({"hook_event_name": "Stop"}));
     }
 }

@@ -3,10 +3,12 @@
 //! repo's issues).
 
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit, seg};
-use super::output::{self, s, table};
+use super::output::{self, table};
+use crate::http::issues::{LabelsBody, NewIssueBody};
+use crate::http::runs::RunBody;
+use crate::issues::Issue;
 
 #[derive(Subcommand)]
 pub enum IssueCommand {
@@ -102,8 +104,8 @@ pub(super) async fn repo_of(client: &Client, arg: &RepoArg) -> CliResult<String>
             "--repo is required (outside a run)",
         ));
     };
-    let r = client.get(&format!("/api/v1/runs/{}", seg(&run))).await?;
-    Ok(s(&r["repo"]))
+    let r: RunBody = client.get(&format!("/api/v1/runs/{}", seg(&run))).await?;
+    Ok(r.repo)
 }
 
 pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
@@ -119,7 +121,7 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
             if let Some(l) = label {
                 q.push(format!("label={}", seg(&l)));
             }
-            let v = client
+            let v: Vec<Issue> = client
                 .get(&format!(
                     "/api/v1/repos/{}/issues?{}",
                     seg(&repo),
@@ -131,19 +133,13 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
                 return Ok(());
             }
             let rows: Vec<Vec<String>> = v
-                .as_array()
-                .into_iter()
-                .flatten()
+                .iter()
                 .map(|i| {
-                    let labels = i["labels"]
-                        .as_array()
-                        .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
-                        .unwrap_or_default();
                     vec![
-                        format!("#{}", s(&i["number"])),
-                        s(&i["state"]),
-                        s(&i["title"]),
-                        labels,
+                        format!("#{}", i.number),
+                        i.state.to_string(),
+                        i.title.clone(),
+                        i.labels.join(", "),
                     ]
                 })
                 .collect();
@@ -155,37 +151,24 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
         }
         IssueCommand::View { number, repo, json } => {
             let repo = repo_of(client, &repo).await?;
-            let v = client
+            let v: Issue = client
                 .get(&format!("/api/v1/repos/{}/issues/{number}", seg(&repo)))
                 .await?;
             if json {
                 output::json(&v);
                 return Ok(());
             }
-            println!(
-                "#{} {} [{}]",
-                s(&v["number"]),
-                s(&v["title"]),
-                s(&v["state"])
-            );
-            let labels = v["labels"]
-                .as_array()
-                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
-                .unwrap_or_default();
+            println!("#{} {} [{}]", v.number, v.title, v.state);
+            let labels = v.labels.join(", ");
             if !labels.is_empty() {
                 println!("labels: {labels}");
             }
-            if let Some(u) = v["url"].as_str() {
+            if let Some(u) = &v.url {
                 println!("{u}");
             }
-            println!("\n{}", v["body"].as_str().unwrap_or(""));
-            for c in v["comments"].as_array().into_iter().flatten() {
-                println!(
-                    "\n--- {} at {}\n{}",
-                    s(&c["author"]),
-                    s(&c["created_at"]),
-                    c["body"].as_str().unwrap_or("")
-                );
+            println!("\n{}", v.body);
+            for c in &v.comments {
+                println!("\n--- {} at {}\n{}", c.author, c.created_at, c.body);
             }
         }
         IssueCommand::Create {
@@ -196,35 +179,39 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
             json,
         } => {
             let repo = repo_of(client, &repo).await?;
-            let v = client
+            let v: Issue = client
                 .post(
                     &format!("/api/v1/repos/{}/issues", seg(&repo)),
-                    &json!({"title": title, "body": body, "labels": labels}),
+                    &NewIssueBody {
+                        title,
+                        body,
+                        labels,
+                    },
                 )
                 .await?;
             if json {
                 output::json(&v);
                 return Ok(());
             }
-            println!("opened issue #{} in {repo}", s(&v["number"]));
+            println!("opened issue #{} in {repo}", v.number);
         }
         IssueCommand::Close { number, repo } => {
             let repo = repo_of(client, &repo).await?;
-            client
-                .post(
-                    &format!("/api/v1/repos/{}/issues/{number}/close", seg(&repo)),
-                    &Value::Null,
-                )
+            let _: Issue = client
+                .post_empty(&format!(
+                    "/api/v1/repos/{}/issues/{number}/close",
+                    seg(&repo)
+                ))
                 .await?;
             println!("closed issue #{number} of {repo}");
         }
         IssueCommand::Reopen { number, repo } => {
             let repo = repo_of(client, &repo).await?;
-            client
-                .post(
-                    &format!("/api/v1/repos/{}/issues/{number}/reopen", seg(&repo)),
-                    &Value::Null,
-                )
+            let _: Issue = client
+                .post_empty(&format!(
+                    "/api/v1/repos/{}/issues/{number}/reopen",
+                    seg(&repo)
+                ))
                 .await?;
             println!("reopened issue #{number} of {repo}");
         }
@@ -236,23 +223,17 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
             json,
         } => {
             let repo = repo_of(client, &repo).await?;
-            let v = client
+            let v: Issue = client
                 .post(
                     &format!("/api/v1/repos/{}/issues/{number}/labels", seg(&repo)),
-                    &json!({"add": add, "remove": remove}),
+                    &LabelsBody { add, remove },
                 )
                 .await?;
             if json {
                 output::json(&v);
                 return Ok(());
             }
-            let labels: Vec<String> = v["labels"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(s)
-                .collect();
-            println!("issue #{number} of {repo}: {}", labels.join(", "));
+            println!("issue #{number} of {repo}: {}", v.labels.join(", "));
         }
     }
     Ok(())

@@ -10,6 +10,8 @@ mod output;
 mod pulls;
 mod repos;
 mod resume;
+#[cfg(test)]
+mod round_trip;
 mod runs;
 mod settings;
 
@@ -267,7 +269,8 @@ async fn run(cli: Cli) -> CliResult<()> {
     let client = Client::new(&url, token, timeout)?;
     match cli.command {
         Command::Providers { json } => {
-            let v = client.get("/api/v1/providers").await?;
+            let v: Vec<crate::http::providers::ProviderBody> =
+                client.get("/api/v1/providers").await?;
             output::providers(&v, json);
             Ok(())
         }
@@ -284,16 +287,13 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Send(args) => runs::send(&client, args).await,
         Command::Rm { run } => runs::rm(&client, &run).await,
         Command::Doctor { json } => {
-            let v = client.get("/api/v1/doctor").await?;
+            let body: crate::http::status::DoctorBody = client.get("/api/v1/doctor").await?;
             if json {
-                output::json(&v);
+                output::json(&body);
             } else {
-                let body: crate::http::status::DoctorBody = serde_json::from_value(v.clone())
-                    .map_err(|e| CliError::failure(format!("the server's doctor answer: {e}")))?;
-                let findings = body.findings;
-                crate::doctor::print(&findings);
+                crate::doctor::print(&body.findings);
             }
-            if v["worst"] == "error" {
+            if body.worst == crate::doctor::Level::Error {
                 // Under --json the answer says it; only the exit code adds to it.
                 return Err(if json {
                     CliError::quiet(Exit::Failure)
@@ -346,7 +346,7 @@ async fn login(
         },
     };
     let client = Client::new(&url, Some(token.clone()), timeout)?;
-    client.get("/api/v1/settings").await?;
+    let _: crate::http::settings::SettingsBody = client.get("/api/v1/settings").await?;
     let path = config::save(&config::Saved {
         url: Some(url.clone()),
         token: Some(token),

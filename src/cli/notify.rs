@@ -6,10 +6,12 @@
 //! one endpoint more or less.
 
 use clap::Subcommand;
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::client::{CliError, CliResult, Client};
+use super::client::{CliError, CliResult, Client, EmptyObject};
 use super::output;
+use crate::http::settings::{NotificationBody, SettingsBody};
+use crate::notifications::TestSent;
 
 #[derive(Subcommand)]
 pub enum NotifyCommand {
@@ -58,19 +60,45 @@ pub enum NotifyCommand {
 
 const ALL: [&str; 4] = ["waiting", "ended", "failed", "pr_opened"];
 
+/// One endpoint of the list labctl sends back (lab's
+/// `NotificationPatchBody`): an endpoint as lab showed it, or a new one.
+#[derive(Serialize)]
+struct Endpoint {
+    kind: String,
+    /// A new endpoint's URL, or the redacted one lab showed (which keeps
+    /// the stored URL and token).
+    url: String,
+    events: Vec<String>,
+    /// A new endpoint's token; absent keeps the stored one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
+}
+
+impl From<&NotificationBody> for Endpoint {
+    fn from(e: &NotificationBody) -> Self {
+        Endpoint {
+            kind: e.kind.to_string(),
+            url: e.url.clone(),
+            events: e.events.iter().map(ToString::to_string).collect(),
+            token: None,
+        }
+    }
+}
+
+/// The settings change `add` and `remove` send: the whole list.
+#[derive(Serialize)]
+struct NotificationsChange {
+    notifications: Vec<Endpoint>,
+}
+
 pub async fn run(client: &Client, cmd: NotifyCommand) -> CliResult<()> {
     if let NotifyCommand::Test { json } = cmd {
         return test(client, json).await;
     }
-    let shown = client.get("/api/v1/settings").await?;
+    let shown: SettingsBody = client.get("/api/v1/settings").await?;
     // As lab showed them: the redacted URL stands for the stored one, and
     // an absent token keeps the stored token.
-    let mut list: Vec<Value> = shown["notifications"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| json!({"kind": e["kind"], "url": e["url"], "events": e["events"]}))
-        .collect();
+    let mut list: Vec<Endpoint> = shown.notifications.iter().map(Endpoint::from).collect();
     let as_json = match cmd {
         NotifyCommand::Test { .. } => unreachable!("handled above"),
         NotifyCommand::List { json } => {
@@ -89,11 +117,12 @@ pub async fn run(client: &Client, cmd: NotifyCommand) -> CliResult<()> {
             } else {
                 events
             };
-            let mut e = json!({"kind": kind, "url": url, "events": events});
-            if let Some(t) = endpoint_token {
-                e["token"] = Value::from(t);
-            }
-            list.push(e);
+            list.push(Endpoint {
+                kind,
+                url,
+                events,
+                token: endpoint_token,
+            });
             json
         }
         NotifyCommand::Remove { n, json } => {
@@ -107,36 +136,34 @@ pub async fn run(client: &Client, cmd: NotifyCommand) -> CliResult<()> {
             json
         }
     };
-    let v = client
-        .patch("/api/v1/settings", &json!({ "notifications": list }))
+    let v: SettingsBody = client
+        .patch(
+            "/api/v1/settings",
+            &NotificationsChange {
+                notifications: list,
+            },
+        )
         .await?;
     show(&v, as_json);
     Ok(())
 }
 
-fn show(settings: &Value, as_json: bool) {
-    let list = &settings["notifications"];
+fn show(settings: &SettingsBody, as_json: bool) {
+    let list = &settings.notifications;
     if as_json {
         return output::json(list);
     }
     let rows: Vec<Vec<String>> = list
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .enumerate()
         .map(|(i, e)| {
-            let events: Vec<&str> = e["events"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let events: Vec<&str> = e.events.iter().map(|e| e.as_str()).collect();
             vec![
                 (i + 1).to_string(),
-                e["kind"].as_str().unwrap_or("?").to_owned(),
+                e.kind.to_string(),
                 events.join(","),
-                e["url"].as_str().unwrap_or("?").to_owned(),
-                if e["token_set"] == true { "set" } else { "-" }.to_owned(),
+                e.url.clone(),
+                if e.token_set { "set" } else { "-" }.to_owned(),
             ]
         })
         .collect();
@@ -149,13 +176,11 @@ fn show(settings: &Value, as_json: bool) {
 
 /// `labctl notify test`: what each endpoint said to a test notification.
 async fn test(client: &Client, json: bool) -> CliResult<()> {
-    let v = client
-        .post("/api/v1/notifications/test", &json!({}))
+    let sent: Vec<TestSent> = client
+        .post("/api/v1/notifications/test", &EmptyObject {})
         .await?;
-    let sent: Vec<crate::notifications::TestSent> = serde_json::from_value(v.clone())
-        .map_err(|e| CliError::failure(format!("the server's answer: {e}")))?;
     if json {
-        output::json(&v);
+        output::json(&sent);
     } else if sent.is_empty() {
         println!("no notification endpoints (add one with `labctl notify add`)");
     } else {

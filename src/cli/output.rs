@@ -1,32 +1,60 @@
-//! How labctl prints: JSON as lab sent it (`--json`), or text for people.
+//! How labctl prints: lab's answer as JSON (`--json`), or text for people.
+//! Both read the server's own body types: `--json` prints the body as it
+//! was decoded, which is the JSON lab sent (the types round-trip it).
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Display;
 
-use crate::domain::{compact_cost, compact_tokens};
+use serde::Serialize;
+
+use crate::domain::{RunState, compact_cost, compact_tokens};
+use crate::http::providers::ProviderBody;
+use crate::http::repos::{RepoBody, ResolvedBody};
+use crate::http::runs::{RunBody, UsageBody};
+use crate::http::settings::SettingsBody;
 
 /// Prints `v` as pretty JSON.
-pub fn json(v: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-    );
+pub fn json<T: Serialize + ?Sized>(v: &T) {
+    match serde_json::to_string_pretty(v) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("labctl: cannot print the answer as JSON: {e}"),
+    }
 }
 
 /// An error under `--json`: `{"error": {"code", "exit", "message"}}` on
 /// stdout, where a script reads the answer.
 pub fn error_json(code: super::Exit, message: &str) {
-    json(&serde_json::json!({
-        "error": {"code": code.name(), "exit": code as u8, "message": message}
-    }));
+    /// The error, as labctl prints it under `--json`.
+    #[derive(Serialize)]
+    struct JsonError<'a> {
+        error: JsonErrorDetail<'a>,
+    }
+    /// What failed: the exit code's name and number, and why.
+    #[derive(Serialize)]
+    struct JsonErrorDetail<'a> {
+        code: &'a str,
+        exit: u8,
+        message: &'a str,
+    }
+    json(&JsonError {
+        error: JsonErrorDetail {
+            code: code.name(),
+            exit: code as u8,
+            message,
+        },
+    });
 }
 
-/// A string field, or `-` when absent or null.
-pub fn s(v: &Value) -> String {
-    match v {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// A value lab may leave out (`null`): itself, or `-`.
+pub fn opt<T: Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "-".to_owned(), ToString::to_string)
+}
+
+/// A number of dollars or the like as JSON spells it (`5.0`, `0.25`), the
+/// way labctl always printed lab's numbers; `-` for one JSON cannot hold.
+pub fn number(v: f64) -> String {
+    serde_json::Number::from_f64(v).map_or_else(|| "-".to_owned(), |n| n.to_string())
 }
 
 /// Prints rows as aligned columns under a header.
@@ -54,66 +82,55 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-pub fn providers(v: &Value, as_json: bool) {
+pub fn providers(v: &[ProviderBody], as_json: bool) {
     if as_json {
         return json(v);
     }
-    for p in v.as_array().into_iter().flatten() {
-        println!("{} ({})", s(&p["id"]), s(&p["name"]));
-        let list = |k: &str| {
-            p[k].as_array()
-                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
-                .unwrap_or_default()
-        };
+    for p in v {
+        println!("{} ({})", p.id, p.name);
         println!(
             "  models:  {} (default {})",
-            list("models"),
-            s(&p["default_model"])
+            p.models.join(", "),
+            p.default_model
         );
         println!(
             "  efforts: {} (default {})",
-            list("efforts"),
-            s(&p["default_effort"])
+            p.efforts.join(", "),
+            p.default_effort
         );
-        for o in p["options"].as_array().into_iter().flatten() {
-            let values = o["values"]
-                .as_array()
-                .map(|a| a.iter().map(s).collect::<Vec<_>>().join("|"))
-                .unwrap_or_default();
+        for o in &p.options {
             println!(
-                "  option {} ({}: {values}, default {}): {}",
-                s(&o["key"]),
-                s(&o["type"]),
-                s(&o["default"]),
-                s(&o["description"])
+                "  option {} ({}: {}, default {}): {}",
+                o.key,
+                o.ty,
+                o.values.join("|"),
+                o.default,
+                o.description
             );
         }
     }
 }
 
-pub fn repos(v: &Value, as_json: bool) {
+/// `on` or `off`.
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+pub fn repos(v: &[RepoBody], as_json: bool) {
     if as_json {
         return json(v);
     }
     let rows: Vec<Vec<String>> = v
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .map(|r| {
             vec![
-                s(&r["id"]),
-                s(&r["name"]),
-                s(&r["provider"]),
-                if r["afk_enabled"].as_bool() == Some(true) {
-                    "on"
-                } else {
-                    "off"
-                }
-                .to_owned(),
-                if r["path"].is_null() {
-                    s(&r["url"])
-                } else {
-                    s(&r["path"])
+                r.id.to_string(),
+                r.name.clone(),
+                r.provider.clone(),
+                on_off(r.afk_enabled).to_owned(),
+                match &r.path {
+                    None => opt(&r.url),
+                    Some(p) => p.clone(),
                 },
             ]
         })
@@ -125,80 +142,73 @@ pub fn repos(v: &Value, as_json: bool) {
     table(&["ID", "NAME", "PROVIDER", "AFK", "SOURCE"], &rows);
 }
 
-fn options(v: &Value) -> String {
-    let Some(m) = v.as_object().filter(|m| !m.is_empty()) else {
+fn options(m: &BTreeMap<String, String>) -> String {
+    if m.is_empty() {
         return "-".to_owned();
-    };
+    }
     m.iter()
-        .map(|(k, v)| format!("{k}={}", s(v)))
+        .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-pub fn repo(r: &Value, as_json: bool) {
+pub fn repo(r: &RepoBody, as_json: bool) {
     if as_json {
         return json(r);
     }
-    let source = if r["path"].is_null() {
-        format!("url {}", s(&r["url"]))
-    } else {
-        format!("path {}", s(&r["path"]))
+    let source = match &r.path {
+        None => format!("url {}", opt(&r.url)),
+        Some(p) => format!("path {p}"),
     };
-    println!("repo {} (id {})", s(&r["name"]), s(&r["id"]));
+    println!("repo {} (id {})", r.name, r.id);
     println!("  source:          {source}");
-    println!("  default branch:  {}", s(&r["default_branch"]));
-    println!("  provider:        {}", s(&r["provider"]));
+    println!("  default branch:  {}", r.default_branch);
+    println!("  provider:        {}", r.provider);
     println!(
         "  model, effort:   {}, {}",
-        s(&r["model_default"]),
-        s(&r["effort_default"])
+        opt(&r.model_default),
+        opt(&r.effort_default)
     );
     println!(
         "  AFK model, effort: {}, {}",
-        s(&r["afk_model_default"]),
-        s(&r["afk_effort_default"])
+        opt(&r.afk_model_default),
+        opt(&r.afk_effort_default)
     );
-    println!("  AFK options:     {}", options(&r["afk_options"]));
+    println!("  AFK options:     {}", options(&r.afk_options));
     println!(
         "  AFK:             {} (label '{}', at most {} at once)",
-        if r["afk_enabled"].as_bool() == Some(true) {
-            "on"
-        } else {
-            "off"
-        },
-        s(&r["afk_label"]),
-        s(&r["afk_max_concurrent"])
+        on_off(r.afk_enabled),
+        r.afk_label,
+        r.afk_max_concurrent
     );
-    match r["issue_source"].as_str() {
-        Some("builtin") | None => println!("  issues:          lab's built-in tracker"),
-        Some(kind) => println!(
+    match r.issue_source.as_str() {
+        "builtin" => println!("  issues:          lab's built-in tracker"),
+        kind => println!(
             "  issues:          {kind}, {} at {} (token: {})",
-            s(&r["forge_repo"]),
-            s(&r["forge_url"]),
-            r["forge_token"]
-                .as_str()
-                .unwrap_or("from lab's environment")
+            opt(&r.forge_repo),
+            opt(&r.forge_url),
+            r.forge_token.as_deref().unwrap_or("from lab's environment")
         ),
     }
     println!(
         "  ('-' inherits; `labctl resolve {}` shows what runs get)",
-        s(&r["name"])
+        r.name
     );
 }
 
-pub fn settings(v: &Value, as_json: bool) {
+pub fn settings(v: &SettingsBody, as_json: bool) {
     if as_json {
         return json(v);
     }
     let mut rows = Vec::new();
-    for (id, d) in v["providers"].as_object().into_iter().flatten() {
+    for (id, d) in &v.providers {
         rows.push(vec![
             id.clone(),
-            s(&d["model_default"]),
-            s(&d["effort_default"]),
-            s(&d["afk_model_default"]),
-            s(&d["afk_effort_default"]),
-            options(&d["afk_options"]),
+            opt(&d.model_default),
+            opt(&d.effort_default),
+            opt(&d.afk_model_default),
+            opt(&d.afk_effort_default),
+            options(&d.afk_options),
         ]);
     }
     table(
@@ -212,81 +222,66 @@ pub fn settings(v: &Value, as_json: bool) {
         ],
         &rows,
     );
-    let a = &v["afk"];
+    let a = &v.afk;
     println!();
     println!(
         "AFK: at most {} runs at once, a tick every {} s, a run may take {} min",
-        s(&a["max_concurrent"]),
-        s(&a["tick_seconds"]),
-        s(&a["run_timeout_minutes"])
+        a.max_concurrent, a.tick_seconds, a.run_timeout_minutes
     );
-    let cap = |v: &Value| {
-        if v.is_null() {
-            "no cap".to_owned()
-        } else {
-            s(v)
-        }
-    };
+    let cap = |v: Option<i64>| v.map_or_else(|| "no cap".to_owned(), |n| n.to_string());
     println!(
         "     {} round(s) on a pull request, {} attempt(s) per issue, token budget {}, cost budget {}, {} MiB per run",
-        s(&a["max_rounds"]),
-        s(&a["max_attempts"]),
-        cap(&a["max_tokens"]),
-        if a["max_cost_usd"].is_null() {
-            "no cap".to_owned()
-        } else {
-            format!("${}", s(&a["max_cost_usd"]))
-        },
-        s(&a["memory_per_run_mb"])
+        a.max_rounds,
+        a.max_attempts,
+        cap(a.max_tokens),
+        a.max_cost_usd
+            .map_or_else(|| "no cap".to_owned(), |usd| format!("${}", number(usd))),
+        a.memory_per_run_mb
     );
-    let r = &v["runs"];
-    let mib = |v: &Value| {
-        if v.is_null() {
-            "no cap".to_owned()
-        } else {
-            format!("{} MiB", s(v))
-        }
-    };
-    let keys = r["carry_cli_keys"]
-        .as_array()
-        .map(|k| k.iter().map(s).collect::<Vec<_>>().join(", "))
+    let r = &v.runs;
+    let mib = |v: Option<i64>| v.map_or_else(|| "no cap".to_owned(), |n| format!("{n} MiB"));
+    let keys = Some(r.carry_cli_keys.join(", "))
         .filter(|k| !k.is_empty())
         .unwrap_or_else(|| "none".to_owned());
     println!(
         "Runs: memory {}, processes {}, log kept {}, CLI keys carried: {keys}",
-        mib(&r["memory_max_mb"]),
-        cap(&r["pids_max"]),
-        mib(&r["log_max_mb"])
+        mib(r.memory_max_mb),
+        cap(r.pids_max),
+        mib(Some(r.log_max_mb))
     );
     println!("('-' inherits)");
 }
 
-pub fn resolved(repo: &str, v: &Value, as_json: bool) {
+pub fn resolved(repo: &str, v: &ResolvedBody, as_json: bool) {
     if as_json {
         return json(v);
     }
-    println!("{} run of {repo} ({}):", s(&v["kind"]), s(&v["provider"]));
+    println!("{} run of {repo} ({}):", v.kind, v.provider);
     let mut rows = vec![
         vec![
             "model".to_owned(),
-            s(&v["model"]["value"]),
-            s(&v["model"]["source"]),
+            v.model.value.clone(),
+            v.model.layer.to_string(),
         ],
         vec![
             "effort".to_owned(),
-            s(&v["effort"]["value"]),
-            s(&v["effort"]["source"]),
+            v.effort.value.clone(),
+            v.effort.layer.to_string(),
         ],
     ];
-    for (k, o) in v["options"].as_object().into_iter().flatten() {
-        rows.push(vec![format!("option {k}"), s(&o["value"]), s(&o["source"])]);
+    for (k, o) in &v.options {
+        rows.push(vec![
+            format!("option {k}"),
+            o.value.clone(),
+            o.layer.to_string(),
+        ]);
     }
     table(&["WHAT", "VALUE", "FROM"], &rows);
 }
 
 /// How long ago an RFC 3339 time was, roughly ("3m", "2h").
-fn age(v: &Value) -> String {
-    let Some(t) = v.as_str().and_then(|t| humantime::parse_rfc3339(t).ok()) else {
+fn age(t: &str) -> String {
+    let Ok(t) = humantime::parse_rfc3339(t) else {
         return "-".to_owned();
     };
     let secs = std::time::SystemTime::now()
@@ -301,59 +296,50 @@ fn age(v: &Value) -> String {
     }
 }
 
-fn state(r: &Value) -> String {
-    let st = s(&r["state"]);
-    let st = match (
-        st.as_str(),
-        r["exit_status"].as_i64(),
-        r["exit_signal"].as_i64(),
-    ) {
-        ("exited", Some(code), _) => format!("exited ({code})"),
-        ("exited", None, Some(sig)) => format!("exited (signal {sig})"),
-        _ => st,
+fn state(r: &RunBody) -> String {
+    let st = match (r.state, r.exit_status, r.exit_signal) {
+        (RunState::Exited, Some(code), _) => format!("exited ({code})"),
+        (RunState::Exited, None, Some(sig)) => format!("exited (signal {sig})"),
+        (st, _, _) => st.to_string(),
     };
     // A run outside lab's sandbox says so wherever its state is shown.
-    if r["sandboxed"] == false {
-        format!("{st} UNSANDBOXED")
-    } else {
+    if r.sandboxed {
         st
+    } else {
+        format!("{st} UNSANDBOXED")
     }
 }
 
 /// What a live run's agent is doing and for how long (`waiting 2m`), from
 /// its CLI's hooks; `-` when unknown or ended.
-fn agent(r: &Value) -> String {
-    let a = &r["agent_state"];
-    if a.is_null() || !r["ended_at"].is_null() {
-        return "-".to_owned();
+fn agent(r: &RunBody) -> String {
+    match &r.agent_state {
+        Some(a) if r.ended_at.is_none() => format!("{} {}", a.state, age(&a.since)),
+        _ => "-".to_owned(),
     }
-    format!("{} {}", s(&a["state"]), age(&a["since"]))
 }
 
-pub fn runs(v: &Value, as_json: bool, all: bool) {
+pub fn runs(v: &[RunBody], as_json: bool, all: bool) {
     if as_json {
         return json(v);
     }
     let rows: Vec<Vec<String>> = v
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .map(|r| {
             vec![
-                s(&r["id"]),
-                s(&r["repo"]),
-                s(&r["kind"]),
+                r.id.to_string(),
+                r.repo.clone(),
+                r.kind.to_string(),
                 issue_cell(r),
                 state(r),
                 agent(r),
-                s(&r["model"]["value"]),
-                s(&r["effort"]["value"]),
-                age(&r["created_at"]),
-                usage_cell(&r["usage"]),
-                if r["state_reason"].is_null() || r["state"] == "running" {
-                    s(&r["session"])
-                } else {
-                    s(&r["state_reason"])
+                r.model.value.clone(),
+                r.effort.value.clone(),
+                age(&r.created_at),
+                usage_cell(r.usage.as_ref()),
+                match &r.state_reason {
+                    Some(why) if r.state != RunState::Running => why.clone(),
+                    _ => r.session.clone(),
                 },
             ]
         })
@@ -389,105 +375,94 @@ pub fn runs(v: &Value, as_json: bool, all: bool) {
 
 /// A run's issue, attempt, round and outcome in one cell: `#12 a2 r3
 /// pr-green`; `-` for a run without an issue.
-fn issue_cell(r: &Value) -> String {
-    let i = &r["issue"];
-    if i.is_null() {
+fn issue_cell(r: &RunBody) -> String {
+    let Some(i) = &r.issue else {
         return "-".to_owned();
+    };
+    let mut cell = format!("#{}", i.number);
+    if r.attempt > 1 {
+        cell.push_str(&format!(" a{}", r.attempt));
     }
-    let mut cell = format!("#{}", s(&i["number"]));
-    if r["attempt"].as_i64().is_some_and(|a| a > 1) {
-        cell.push_str(&format!(" a{}", s(&r["attempt"])));
+    if r.round > 1 {
+        cell.push_str(&format!(" r{}", r.round));
     }
-    if r["round"].as_i64().is_some_and(|a| a > 1) {
-        cell.push_str(&format!(" r{}", s(&r["round"])));
-    }
-    if !r["outcome"].is_null() {
-        cell.push_str(&format!(" {}", s(&r["outcome"])));
+    if let Some(o) = r.outcome {
+        cell.push_str(&format!(" {o}"));
     }
     cell
 }
 
 /// A run's usage in one cell: every token, and the cost (`?` when a model
 /// has no price); `-` until known.
-fn usage_cell(u: &Value) -> String {
-    if u.is_null() {
+fn usage_cell(u: Option<&UsageBody>) -> String {
+    let Some(u) = u else {
         return "-".to_owned();
-    }
-    let n = |k: &str| u[k].as_i64().unwrap_or(0);
-    let tokens = n("input_tokens")
-        .saturating_add(n("output_tokens"))
-        .saturating_add(n("cache_read_tokens"))
-        .saturating_add(n("cache_creation_tokens"));
-    format!(
-        "{}/{}",
-        compact_tokens(tokens),
-        compact_cost(u["cost_usd"].as_f64())
-    )
+    };
+    let tokens = u
+        .input_tokens
+        .saturating_add(u.output_tokens)
+        .saturating_add(u.cache_read_tokens)
+        .saturating_add(u.cache_creation_tokens);
+    format!("{}/{}", compact_tokens(tokens), compact_cost(u.cost_usd))
 }
 
 /// One run, field by field (`labctl show`).
-pub fn run_detail(r: &Value, as_json: bool) {
+pub fn run_detail(r: &RunBody, as_json: bool) {
     if as_json {
         return json(r);
     }
-    let u = &r["usage"];
     let mut rows = vec![
-        ("run", s(&r["id"])),
-        ("repo", s(&r["repo"])),
-        ("kind", s(&r["kind"])),
+        ("run", r.id.to_string()),
+        ("repo", r.repo.clone()),
+        ("kind", r.kind.to_string()),
         ("state", state(r)),
-        ("reason", s(&r["state_reason"])),
-        ("provider", s(&r["provider"])),
-        ("model", s(&r["model"]["value"])),
-        ("effort", s(&r["effort"]["value"])),
-        ("branch", s(&r["branch"])),
-        ("workspace", s(&r["workspace"])),
-        ("session", s(&r["session"])),
-        ("cli session", s(&r["cli_session_id"])),
+        ("reason", opt(&r.state_reason)),
+        ("provider", r.provider.clone()),
+        ("model", r.model.value.clone()),
+        ("effort", r.effort.value.clone()),
+        ("branch", opt(&r.branch)),
+        ("workspace", opt(&r.workspace)),
+        ("session", r.session.clone()),
+        ("cli session", opt(&r.cli_session_id)),
         (
             "issue",
-            match &r["issue"] {
-                Value::Null => "-".to_owned(),
-                i => format!(
-                    "{}#{} {} ({})",
-                    s(&i["repo"]),
-                    s(&i["number"]),
-                    s(&i["title"]),
-                    s(&i["url"])
-                ),
+            match &r.issue {
+                None => "-".to_owned(),
+                Some(i) => format!("{}#{} {} ({})", i.repo, i.number, i.title, opt(&i.url)),
             },
         ),
-        ("attempt", s(&r["attempt"])),
-        ("round", s(&r["round"])),
-        ("outcome", s(&r["outcome"])),
-        ("created", s(&r["created_at"])),
-        ("ended", s(&r["ended_at"])),
+        ("attempt", r.attempt.to_string()),
+        ("round", r.round.to_string()),
+        ("outcome", opt(&r.outcome)),
+        ("created", r.created_at.clone()),
+        ("ended", opt(&r.ended_at)),
     ];
-    if u.is_null() {
-        rows.push(("usage", "not known yet".to_owned()));
-    } else {
-        rows.extend([
-            ("input tokens", s(&u["input_tokens"])),
-            ("output tokens", s(&u["output_tokens"])),
-            ("cache read", s(&u["cache_read_tokens"])),
-            ("cache written", s(&u["cache_creation_tokens"])),
-            ("turns", s(&u["turns"])),
-            (
-                "cost",
-                match u["cost_usd"].as_f64() {
-                    Some(c) => format!("${c:.4}"),
-                    None => "unknown (a model without a price)".to_owned(),
-                },
-            ),
-        ]);
-        if u["unpriced_tokens"].as_i64().unwrap_or(0) > 0 {
-            rows.push((
-                "unpriced",
-                format!(
-                    "{} tokens of models lab has no price for (not in the cost)",
-                    s(&u["unpriced_tokens"])
+    match &r.usage {
+        None => rows.push(("usage", "not known yet".to_owned())),
+        Some(u) => {
+            rows.extend([
+                ("input tokens", u.input_tokens.to_string()),
+                ("output tokens", u.output_tokens.to_string()),
+                ("cache read", u.cache_read_tokens.to_string()),
+                ("cache written", u.cache_creation_tokens.to_string()),
+                ("turns", u.turns.to_string()),
+                (
+                    "cost",
+                    match u.cost_usd {
+                        Some(c) => format!("${c:.4}"),
+                        None => "unknown (a model without a price)".to_owned(),
+                    },
                 ),
-            ));
+            ]);
+            if u.unpriced_tokens > 0 {
+                rows.push((
+                    "unpriced",
+                    format!(
+                        "{} tokens of models lab has no price for (not in the cost)",
+                        u.unpriced_tokens
+                    ),
+                ));
+            }
         }
     }
     for (k, v) in rows {
@@ -495,22 +470,21 @@ pub fn run_detail(r: &Value, as_json: bool) {
     }
 }
 
-pub fn run_started(r: &Value) {
+pub fn run_started(r: &RunBody) {
     println!(
         "run {} of {}: {} ({} {}, {})",
-        s(&r["id"]),
-        s(&r["repo"]),
+        r.id,
+        r.repo,
         state(r),
-        s(&r["model"]["value"]),
-        s(&r["effort"]["value"]),
-        s(&r["branch"])
+        r.model.value,
+        r.effort.value,
+        opt(&r.branch)
     );
-    if r["state"] == "running" {
+    if r.state == RunState::Running {
         println!(
             "  attach: labctl attach {}   (or {})",
-            s(&r["id"]),
-            s(&r["attach_command"])
+            r.id, r.attach_command
         );
-        println!("  output: labctl logs -f {}", s(&r["id"]));
+        println!("  output: labctl logs -f {}", r.id);
     }
 }

@@ -6,12 +6,14 @@
 use std::io::IsTerminal;
 
 use clap::Args;
-use serde_json::Value;
 
 use super::afk::PrCommand;
 use super::client::{CliResult, Client, LAUNCH_WAIT, seg};
 use super::issues::repo_of;
-use super::output::{self, s, table};
+use super::output::{self, opt, table};
+use crate::diff::{Diff, FileDiff};
+use crate::issues::PullRequest;
+use crate::service::pulls::{MergeDone, PullView};
 
 #[derive(Args)]
 pub struct DiffArgs {
@@ -54,35 +56,28 @@ impl Paint {
     }
 }
 
-fn files(d: &Value) -> impl Iterator<Item = &Value> {
-    d["files"].as_array().into_iter().flatten()
-}
-
-fn name(f: &Value) -> String {
-    match f["old_path"].as_str() {
-        Some(old) => format!("{} → {}", clean(old), clean(&s(&f["path"]))),
-        None => clean(&s(&f["path"])),
+fn name(f: &FileDiff) -> String {
+    match &f.old_path {
+        Some(old) => format!("{} → {}", clean(old), clean(&f.path)),
+        None => clean(&f.path),
     }
 }
 
 /// `path | +A -R (status)` per file, then the totals.
-fn print_stat(d: &Value, p: &Paint) {
+fn print_stat(d: &Diff, p: &Paint) {
     let (mut add, mut del, mut n) = (0, 0, 0);
-    for f in files(d) {
-        let (a, r) = (
-            f["added"].as_u64().unwrap_or(0),
-            f["removed"].as_u64().unwrap_or(0),
-        );
+    for f in &d.files {
+        let (a, r) = (f.added, f.removed);
         add += a;
         del += r;
         n += 1;
-        let bin = if f["binary"] == true { " binary" } else { "" };
+        let bin = if f.binary { " binary" } else { "" };
         println!(
             " {} | {} {} ({}{bin})",
             name(f),
             p.on("32", &format!("+{a}")),
             p.on("31", &format!("-{r}")),
-            s(&f["status"])
+            f.status.as_str()
         );
     }
     println!(
@@ -90,7 +85,7 @@ fn print_stat(d: &Value, p: &Paint) {
         if n == 1 { "" } else { "s" },
         p.on("32", &format!("+{add}")),
         p.on("31", &format!("-{del}")),
-        if d["work_tree"] == true {
+        if d.work_tree {
             " (uncommitted and untracked files included)"
         } else {
             ""
@@ -99,16 +94,16 @@ fn print_stat(d: &Value, p: &Paint) {
 }
 
 /// The whole diff, git-like.
-fn print_diff(d: &Value, p: &Paint) {
-    for f in files(d) {
-        let path = clean(&s(&f["path"]));
-        let old = f["old_path"].as_str().map_or(path.clone(), clean);
+fn print_diff(d: &Diff, p: &Paint) {
+    for f in &d.files {
+        let path = clean(&f.path);
+        let old = f.old_path.as_deref().map_or(path.clone(), clean);
         println!("{}", p.on("1", &format!("--- a/{old}")));
         println!("{}", p.on("1", &format!("+++ b/{path}")));
-        if f["binary"] == true {
-            println!("Binary file ({})", s(&f["status"]));
+        if f.binary {
+            println!("Binary file ({})", f.status.as_str());
         }
-        for line in f["patch"].as_str().unwrap_or("").lines() {
+        for line in f.patch.lines() {
             let l = clean(line);
             let code = match line.as_bytes().first() {
                 Some(b'+') => "32",
@@ -118,14 +113,14 @@ fn print_diff(d: &Value, p: &Paint) {
             };
             println!("{}", if code.is_empty() { l } else { p.on(code, &l) });
         }
-        if f["truncated"] == true {
+        if f.truncated {
             println!("{}", p.on("33", "… cut short: larger than lab shows"));
         }
     }
 }
 
 pub async fn diff(client: &Client, a: DiffArgs) -> CliResult<()> {
-    let d = client
+    let d: Diff = client
         .get(&format!("/api/v1/runs/{}/diff", seg(&a.run)))
         .await?;
     if a.json {
@@ -141,14 +136,14 @@ pub async fn diff(client: &Client, a: DiffArgs) -> CliResult<()> {
     Ok(())
 }
 
-fn pull_line(v: &Value) -> String {
+fn pull_line(v: &PullRequest) -> String {
     format!(
         "#{} {} ({}): {} → {}",
-        s(&v["number"]),
-        clean(&s(&v["title"])),
-        s(&v["state"]),
-        clean(&s(&v["head"])),
-        s(&v["base"])
+        v.number,
+        clean(&v.title),
+        v.state,
+        clean(&v.head),
+        v.base
     )
 }
 
@@ -159,7 +154,7 @@ pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
         PrCommand::Create { .. } => unreachable!("handled in afk.rs"),
         PrCommand::List { repo, json } => {
             let r = repo_of(client, &repo).await?;
-            let v = client
+            let v: Vec<PullRequest> = client
                 .get(&format!("/api/v1/repos/{}/pulls", seg(&r)))
                 .await?;
             if json {
@@ -167,16 +162,14 @@ pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
                 return Ok(());
             }
             let rows: Vec<Vec<String>> = v
-                .as_array()
-                .into_iter()
-                .flatten()
+                .iter()
                 .map(|x| {
                     vec![
-                        s(&x["number"]),
-                        s(&x["state"]),
-                        clean(&s(&x["title"])),
-                        clean(&s(&x["head"])),
-                        s(&x["run_id"]),
+                        x.number.to_string(),
+                        x.state.clone(),
+                        clean(&x.title),
+                        clean(&x.head),
+                        opt(&x.run_id),
                     ]
                 })
                 .collect();
@@ -189,55 +182,52 @@ pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
             json,
         } => {
             let r = repo_of(client, &repo).await?;
-            let v = client
+            let v: PullView = client
                 .get(&format!("/api/v1/repos/{}/pulls/{number}", seg(&r)))
                 .await?;
             if json {
                 output::json(&v);
                 return Ok(());
             }
-            println!("{}", pull_line(&v));
-            println!("{}", s(&v["url"]));
-            if let Some(run) = v["run_id"].as_i64() {
+            println!("{}", pull_line(&v.pull));
+            println!("{}", v.pull.url);
+            if let Some(run) = v.pull.run_id {
                 println!("run {run}");
             }
-            if let Some(sha) = v["merged_sha"].as_str() {
+            if let Some(sha) = &v.merged_sha {
                 println!("merged as {sha}");
             }
-            let body = v["body"].as_str().unwrap_or("");
+            let body = &v.pull.body;
             if !body.is_empty() {
                 println!(
                     "\n{}\n",
                     body.lines().map(clean).collect::<Vec<_>>().join("\n")
                 );
             }
-            if let Some(e) = v["diff_error"].as_str() {
+            if let Some(e) = &v.diff_error {
                 println!("(no diff: {})", clean(e));
             }
-            if v["diff"].is_object() {
-                print_stat(&v["diff"], &p);
+            if let Some(d) = &v.diff {
+                print_stat(d, &p);
                 if !stat {
-                    print_diff(&v["diff"], &p);
+                    print_diff(d, &p);
                 }
             }
         }
         PrCommand::Merge { number, repo, json } => {
             let r = repo_of(client, &repo).await?;
-            let v = client
+            let v: MergeDone = client
                 .patient(LAUNCH_WAIT)
-                .post(
-                    &format!("/api/v1/repos/{}/pulls/{number}/merge", seg(&r)),
-                    &Value::Null,
-                )
+                .post_empty(&format!("/api/v1/repos/{}/pulls/{number}/merge", seg(&r)))
                 .await?;
             if json {
                 output::json(&v);
             } else {
                 println!(
                     "merged #{number} into {} as {}{}",
-                    s(&v["pull"]["base"]),
-                    s(&v["sha"]),
-                    if v["fast_forward"] == true {
+                    v.pull.pull.base,
+                    v.sha,
+                    if v.fast_forward {
                         " (fast-forward)"
                     } else {
                         ""
@@ -247,11 +237,8 @@ pub async fn pr(client: &Client, cmd: PrCommand) -> CliResult<()> {
         }
         PrCommand::Close { number, repo, json } => {
             let r = repo_of(client, &repo).await?;
-            let v = client
-                .post(
-                    &format!("/api/v1/repos/{}/pulls/{number}/close", seg(&r)),
-                    &Value::Null,
-                )
+            let v: PullView = client
+                .post_empty(&format!("/api/v1/repos/{}/pulls/{number}/close", seg(&r)))
                 .await?;
             if json {
                 output::json(&v);

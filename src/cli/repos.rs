@@ -1,10 +1,14 @@
 //! `labctl repo …` and `labctl resolve`.
 
+use std::collections::BTreeMap;
+
 use clap::{Args, Subcommand};
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::Number;
 
 use super::client::{CliError, CliResult, Client, seg};
 use super::output;
+use crate::http::repos::{RepoBody, ResolvedBody};
 
 #[derive(Subcommand)]
 pub enum RepoCommand {
@@ -141,14 +145,18 @@ pub struct RepoFields {
 }
 
 /// A number flag where "" means `null` (inherit); anything else must parse.
-pub fn number_or_null(flag: &str, v: Option<String>) -> CliResult<Option<Value>> {
+/// lab checks the number (a whole one where it needs one): labctl sends it
+/// as typed.
+pub fn number_or_null(flag: &str, v: Option<String>) -> CliResult<Option<Option<Number>>> {
     match v.as_deref() {
         None => Ok(None),
-        Some("") => Ok(Some(Value::Null)),
+        Some("") => Ok(Some(None)),
         Some(s) => s
             .parse::<i64>()
-            .map(Value::from)
-            .or_else(|_| s.parse::<f64>().map(Value::from))
+            .map(|n| Some(Number::from(n)))
+            // A number JSON cannot hold (inf, NaN) goes as `null`, as
+            // labctl always sent it.
+            .or_else(|_| s.parse::<f64>().map(Number::from_f64))
             .map(Some)
             .map_err(|_| {
                 CliError::invalid(format!(
@@ -158,79 +166,93 @@ pub fn number_or_null(flag: &str, v: Option<String>) -> CliResult<Option<Value>>
     }
 }
 
-/// Splits `KEY=VALUE` options into a JSON object; `KEY=` clears.
-pub fn option_pairs(pairs: &[String]) -> CliResult<Option<Value>> {
+/// AFK spawn options as a change sends them: a value, or `null` to inherit.
+pub type OptionChange = BTreeMap<String, Option<String>>;
+
+/// Splits `KEY=VALUE` options into a change; `KEY=` clears.
+pub fn option_pairs(pairs: &[String]) -> CliResult<Option<OptionChange>> {
     if pairs.is_empty() {
         return Ok(None);
     }
-    let mut m = Map::new();
+    let mut m = OptionChange::new();
     for p in pairs {
         let (k, v) = p.split_once('=').ok_or_else(|| {
             CliError::invalid(format!(
                 "--afk-option '{p}': expected KEY=VALUE (KEY= to inherit)"
             ))
         })?;
-        m.insert(
-            k.to_owned(),
-            if v.is_empty() {
-                Value::Null
-            } else {
-                Value::from(v)
-            },
-        );
+        m.insert(k.to_owned(), Some(v.to_owned()).filter(|v| !v.is_empty()));
     }
-    Ok(Some(Value::Object(m)))
+    Ok(Some(m))
+}
+
+/// The body of `POST /repos` and `PATCH /repos/{id}` as labctl sends it
+/// (lab's `RepoPatchBody`): only the fields given; an inner `None` is
+/// `null` (inherit).
+#[derive(Serialize, Default, PartialEq)]
+struct RepoChange {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default_branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_model_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_effort_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_options: Option<OptionChange>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_max_concurrent: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allow_unsandboxed: Option<Option<bool>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check_command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_max_tokens: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_max_cost_usd: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_run_timeout_minutes: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_max_mb: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pids_max: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    issue_source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forge_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forge_repo: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forge_token: Option<String>,
 }
 
 impl RepoFields {
-    fn into_json(self, body: &mut Map<String, Value>) -> CliResult<()> {
-        let mut put = |k: &str, v: Option<Value>| {
-            if let Some(v) = v {
-                body.insert(k.to_owned(), v);
-            }
-        };
-        put("default_branch", self.branch.map(Value::from));
-        put("provider", self.provider.map(Value::from));
-        put("model_default", self.model.map(Value::from));
-        put("effort_default", self.effort.map(Value::from));
-        put("afk_model_default", self.afk_model.map(Value::from));
-        put("afk_effort_default", self.afk_effort.map(Value::from));
-        put("afk_options", option_pairs(&self.afk_options)?);
-        put("afk_enabled", self.afk_enabled.map(Value::from));
-        put("afk_label", self.afk_label.map(Value::from));
-        put(
-            "afk_max_concurrent",
-            self.afk_max_concurrent.map(Value::from),
-        );
-        put(
-            "allow_unsandboxed",
-            self.allow_unsandboxed.map(|v| match v.as_str() {
-                "" => Value::Null,
-                v => Value::Bool(v == "true"),
-            }),
-        );
-        put("check_command", self.check_command.map(Value::from));
-        put(
-            "afk_max_tokens",
-            number_or_null("afk-max-tokens", self.afk_max_tokens)?,
-        );
-        put(
-            "afk_max_cost_usd",
-            number_or_null("afk-max-cost-usd", self.afk_max_cost_usd)?,
-        );
-        put(
-            "afk_run_timeout_minutes",
-            number_or_null("afk-run-timeout-minutes", self.afk_run_timeout_minutes)?,
-        );
-        put(
-            "memory_max_mb",
-            number_or_null("memory-max-mb", self.memory_max_mb)?,
-        );
-        put("pids_max", number_or_null("pids-max", self.pids_max)?);
-        put("issue_source", self.issue_source.map(Value::from));
-        put("forge_url", self.forge_url.map(Value::from));
-        put("forge_repo", self.forge_repo.map(Value::from));
-        let token = match self.forge_token.as_deref() {
+    /// The change these flags make, on top of `body` (its name and source).
+    fn into_change(self, body: RepoChange) -> CliResult<RepoChange> {
+        // Every flag is checked before a token is read from stdin.
+        let afk_options = option_pairs(&self.afk_options)?;
+        let afk_max_tokens = number_or_null("afk-max-tokens", self.afk_max_tokens)?;
+        let afk_max_cost_usd = number_or_null("afk-max-cost-usd", self.afk_max_cost_usd)?;
+        let afk_run_timeout_minutes =
+            number_or_null("afk-run-timeout-minutes", self.afk_run_timeout_minutes)?;
+        let memory_max_mb = number_or_null("memory-max-mb", self.memory_max_mb)?;
+        let pids_max = number_or_null("pids-max", self.pids_max)?;
+        let forge_token = match self.forge_token.as_deref() {
             Some("-") => {
                 let mut line = String::new();
                 std::io::stdin()
@@ -240,8 +262,33 @@ impl RepoFields {
             }
             other => other.map(str::to_owned),
         };
-        put("forge_token", token.map(Value::from));
-        Ok(())
+        Ok(RepoChange {
+            default_branch: self.branch,
+            provider: self.provider,
+            model_default: self.model,
+            effort_default: self.effort,
+            afk_model_default: self.afk_model,
+            afk_effort_default: self.afk_effort,
+            afk_options,
+            afk_enabled: self.afk_enabled,
+            afk_label: self.afk_label,
+            afk_max_concurrent: self.afk_max_concurrent,
+            // "" follows the global setting.
+            allow_unsandboxed: self
+                .allow_unsandboxed
+                .map(|v| Some(v == "true").filter(|_| !v.is_empty())),
+            check_command: self.check_command,
+            afk_max_tokens,
+            afk_max_cost_usd,
+            afk_run_timeout_minutes,
+            memory_max_mb,
+            pids_max,
+            issue_source: self.issue_source,
+            forge_url: self.forge_url,
+            forge_repo: self.forge_repo,
+            forge_token,
+            ..body
+        })
     }
 }
 
@@ -254,24 +301,21 @@ pub async fn run(client: &Client, cmd: RepoCommand) -> CliResult<()> {
             fields,
             json,
         } => {
-            let mut body = Map::new();
-            body.insert("name".into(), name.into());
-            if let Some(p) = path {
-                body.insert("path".into(), absolute(&p).into());
-            }
-            if let Some(u) = url {
-                body.insert("url".into(), u.into());
-            }
-            fields.into_json(&mut body)?;
-            let repo = client.post("/api/v1/repos", &Value::Object(body)).await?;
+            let body = fields.into_change(RepoChange {
+                name: Some(name),
+                path: path.as_deref().map(absolute),
+                url,
+                ..RepoChange::default()
+            })?;
+            let repo: RepoBody = client.post("/api/v1/repos", &body).await?;
             output::repo(&repo, json);
         }
         RepoCommand::List { json } => {
-            let repos = client.get("/api/v1/repos").await?;
+            let repos: Vec<RepoBody> = client.get("/api/v1/repos").await?;
             output::repos(&repos, json);
         }
         RepoCommand::Show { repo, json } => {
-            let repo = client.get(&format!("/api/v1/repos/{}", seg(&repo))).await?;
+            let repo: RepoBody = client.get(&format!("/api/v1/repos/{}", seg(&repo))).await?;
             output::repo(&repo, json);
         }
         RepoCommand::Set {
@@ -282,27 +326,19 @@ pub async fn run(client: &Client, cmd: RepoCommand) -> CliResult<()> {
             fields,
             json,
         } => {
-            let mut body = Map::new();
-            if let Some(n) = name {
-                body.insert("name".into(), n.into());
-            }
-            if let Some(p) = path {
-                body.insert("path".into(), absolute(&p).into());
-            }
-            if let Some(u) = url {
-                body.insert("url".into(), u.into());
-            }
-            fields.into_json(&mut body)?;
-            if body.is_empty() {
+            let body = fields.into_change(RepoChange {
+                name,
+                path: path.as_deref().map(absolute),
+                url,
+                ..RepoChange::default()
+            })?;
+            if body == RepoChange::default() {
                 return Err(CliError::invalid(
                     "nothing to change: give at least one --field (see --help)",
                 ));
             }
-            let repo = client
-                .patch(
-                    &format!("/api/v1/repos/{}", seg(&repo)),
-                    &Value::Object(body),
-                )
+            let repo: RepoBody = client
+                .patch(&format!("/api/v1/repos/{}", seg(&repo)), &body)
                 .await?;
             output::repo(&repo, json);
         }
@@ -354,7 +390,7 @@ pub async fn resolve(client: &Client, a: ResolveArgs) -> CliResult<()> {
         q.push(("effort", e));
     }
     let query: Vec<String> = q.iter().map(|(k, v)| format!("{k}={}", seg(v))).collect();
-    let v = client
+    let v: ResolvedBody = client
         .get(&format!(
             "/api/v1/repos/{}/resolve?{}",
             seg(&a.repo),
@@ -363,4 +399,83 @@ pub async fn resolve(client: &Client, a: ResolveArgs) -> CliResult<()> {
         .await?;
     output::resolved(&a.repo, &v, a.json);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use serde_json::json;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn change(args: &[&str]) -> RepoChange {
+        let line = [&["labctl", "repo", "set", "web"][..], args].concat();
+        let Ok(Command::Repo(cmd)) = Cli::try_parse_from(line).map(|c| c.command) else {
+            panic!("not a repo change: {args:?}");
+        };
+        let RepoCommand::Set {
+            name,
+            path,
+            url,
+            fields,
+            ..
+        } = *cmd
+        else {
+            panic!("not a repo change: {args:?}");
+        };
+        fields
+            .into_change(RepoChange {
+                name,
+                path,
+                url,
+                ..RepoChange::default()
+            })
+            .unwrap()
+    }
+
+    /// Only what was given goes, `""` as itself or as `null` as lab wants
+    /// it; and lab reads it.
+    #[test]
+    fn a_repo_change_sends_what_was_given_and_lab_reads_it() {
+        let body = change(&[
+            "--name",
+            "site",
+            "--model",
+            "",
+            "--afk-option",
+            "ultracode=true",
+            "--afk-option",
+            "x=",
+            "--allow-unsandboxed",
+            "",
+            "--afk-max-tokens",
+            "1000",
+            "--afk-max-cost-usd",
+            "2.5",
+            "--pids-max",
+            "",
+        ]);
+        let sent = serde_json::to_value(&body).unwrap();
+        assert_eq!(
+            sent,
+            json!({
+                "name": "site",
+                "model_default": "",
+                "afk_options": {"ultracode": "true", "x": null},
+                "allow_unsandboxed": null,
+                "afk_max_tokens": 1000,
+                "afk_max_cost_usd": 2.5,
+                "pids_max": null
+            })
+        );
+        let read: crate::http::repos::RepoPatchBody =
+            serde_json::from_value(sent).expect("lab reads it");
+        read.into_patch().expect("a valid change");
+        assert!(change(&[]) == RepoChange::default(), "nothing given");
+        assert_eq!(
+            serde_json::to_value(change(&["--allow-unsandboxed", "false"])).unwrap(),
+            json!({"allow_unsandboxed": false})
+        );
+    }
 }

@@ -1,26 +1,22 @@
 //! `labctl resume RUN`: a lost run comes back (ADR 18).
 
-use serde_json::Value;
-
 use super::client::{CliResult, Client};
-use super::output::{self, s};
+use super::output;
 use super::runs::{run_path, with_spinner};
+use crate::domain::RunState;
+use crate::http::runs::RunBody;
 
 pub async fn resume(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
     let path = format!("{}/resume", run_path(run)?);
-    let r = with_spinner(
-        format!("resuming run {run}…"),
-        client.post(&path, &Value::Null),
-    )
-    .await?;
+    let r: RunBody = with_spinner(format!("resuming run {run}…"), client.post_empty(&path)).await?;
     if as_json {
         output::json(&r);
     } else {
-        match r["state_reason"].as_str() {
-            Some(why) if r["state"] == "failed" => {
-                println!("run {} failed to resume: {why}", s(&r["id"]))
+        match &r.state_reason {
+            Some(why) if r.state == RunState::Failed => {
+                println!("run {} failed to resume: {why}", r.id)
             }
-            _ => println!("run {} {}", s(&r["id"]), s(&r["state"])),
+            _ => println!("run {} {}", r.id, r.state),
         }
     }
     Ok(())

@@ -5,11 +5,12 @@ use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::{Value, json};
 
 use super::client::{CliError, CliResult, Client, Exit, LAUNCH_WAIT};
-use super::output::{self, s};
+use super::output::{self, opt};
 use crate::domain::{OutputFormat, RunState};
+use crate::http::runs::{RunBody, StartRunBody};
+use crate::http::screen::{InputBody, ScreenBody};
 use crate::run::screen::SCROLLBACK;
 
 #[derive(Args)]
@@ -142,8 +143,13 @@ pub(super) async fn with_spinner<T>(
 
 pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
     let prompt = read_prompt(&a)?;
-    let body = json!({"repo": a.repo, "model": a.model, "effort": a.effort, "prompt": prompt});
-    let run = with_spinner(
+    let body = StartRunBody {
+        repo: a.repo.clone(),
+        model: a.model.clone(),
+        effort: a.effort.clone(),
+        prompt: Some(prompt),
+    };
+    let run: RunBody = with_spinner(
         format!("starting a run of {} (workspace, tmux session)…", a.repo),
         client.patient(LAUNCH_WAIT).post("/api/v1/runs", &body),
     )
@@ -153,11 +159,11 @@ pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
     } else {
         output::run_started(&run);
     }
-    if run["state"] == "failed" {
+    if run.state == RunState::Failed {
         return Err(CliError::failure(format!(
             "run {} failed to start: {}",
-            s(&run["id"]),
-            s(&run["state_reason"])
+            run.id,
+            opt(&run.state_reason)
         )));
     }
     if a.attach {
@@ -178,47 +184,37 @@ pub async fn ps(client: &Client, a: PsArgs) -> CliResult<()> {
     } else {
         format!("/api/v1/runs?{}", q.join("&"))
     };
-    let runs = client.get(&path).await?;
-    let shown: Vec<Value> = runs
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| a.all || a.state.is_some() || is_live(r["state"].as_str().unwrap_or_default()))
-        .cloned()
-        .collect();
-    output::runs(&Value::Array(shown), a.json, a.all);
+    let mut runs: Vec<RunBody> = client.get(&path).await?;
+    runs.retain(|r| a.all || a.state.is_some() || is_live(r.state));
+    output::runs(&runs, a.json, a.all);
     Ok(())
 }
 
-/// Whether a run state the API sent is a live one, or `lost` (a run that
-/// awaits a resume is listed with the live ones).
-fn is_live(state: &str) -> bool {
-    state
-        .parse::<RunState>()
-        .is_ok_and(|s| s.is_active() || s == RunState::Lost)
+/// Whether a run state is a live one, or `lost` (a run that awaits a resume
+/// is listed with the live ones).
+fn is_live(state: RunState) -> bool {
+    state.is_active() || state == RunState::Lost
 }
 
 pub async fn show(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
-    let r = client.get(&run_path(run)?).await?;
+    let r: RunBody = client.get(&run_path(run)?).await?;
     output::run_detail(&r, as_json);
     Ok(())
 }
 
 pub async fn attach(client: &Client, run: &str) -> CliResult<()> {
-    let run = client.get(&run_path(run)?).await?;
+    let run: RunBody = client.get(&run_path(run)?).await?;
     attach_to(&run)
 }
 
 /// Replaces labctl with `tmux attach` to the run's session.
-fn attach_to(run: &Value) -> CliResult<()> {
-    let state = s(&run["state"]);
-    if !is_live(&state) {
+fn attach_to(run: &RunBody) -> CliResult<()> {
+    if !is_live(run.state) {
         return Err(CliError::new(
             Exit::Conflict,
             format!(
-                "run {} is {state}: nothing to attach to (labctl logs {} shows its output)",
-                s(&run["id"]),
-                s(&run["id"])
+                "run {} is {}: nothing to attach to (labctl logs {} shows its output)",
+                run.id, run.state, run.id
             ),
         ));
     }
@@ -228,10 +224,10 @@ fn attach_to(run: &Value) -> CliResult<()> {
             "attach needs a terminal; run it from one (labctl logs and labctl send work without)",
         ));
     }
-    let socket = s(&run["tmux_socket"]);
-    let session = format!("={}", s(&run["session"]));
+    let socket = &run.tmux_socket;
+    let session = format!("={}", run.session);
     let err = std::process::Command::new("tmux")
-        .args(["-S", &socket, "attach-session", "-t", &session])
+        .args(["-S", socket, "attach-session", "-t", &session])
         .env_remove("TMUX")
         .exec();
     Err(CliError::failure(format!("cannot run tmux: {err}")))
@@ -241,31 +237,27 @@ fn attach_to(run: &Value) -> CliResult<()> {
 /// is where it was asked to be); it says so.
 pub async fn stop(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
     let path = format!("{}/stop", run_path(run)?);
-    let r = match with_spinner(
-        format!("stopping run {run}…"),
-        client.post(&path, &Value::Null),
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) if e.code == Exit::Conflict => {
-            let r = client.get(&run_path(run)?).await?;
-            if is_live(r["state"].as_str().unwrap_or("")) {
-                return Err(e);
+    let r: RunBody =
+        match with_spinner(format!("stopping run {run}…"), client.post_empty(&path)).await {
+            Ok(r) => r,
+            Err(e) if e.code == Exit::Conflict => {
+                let r: RunBody = client.get(&run_path(run)?).await?;
+                if is_live(r.state) {
+                    return Err(e);
+                }
+                if as_json {
+                    output::json(&r);
+                } else {
+                    println!("run {} already ended ({})", r.id, r.state);
+                }
+                return Ok(());
             }
-            if as_json {
-                output::json(&r);
-            } else {
-                println!("run {} already ended ({})", s(&r["id"]), s(&r["state"]));
-            }
-            return Ok(());
-        }
-        Err(e) => return Err(e),
-    };
+            Err(e) => return Err(e),
+        };
     if as_json {
         output::json(&r);
     } else {
-        println!("run {} {}", s(&r["id"]), s(&r["state"]));
+        println!("run {} {}", r.id, r.state);
     }
     Ok(())
 }
@@ -286,22 +278,22 @@ pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
     let client = if a.follow { &unbounded } else { client };
     let base = format!("{}/screen", run_path(&a.run)?);
     // The whole history first, then (following) each screen as it changes.
-    let v = client.get(&format!("{base}?history={SCROLLBACK}")).await?;
+    let v: ScreenBody = client.get(&format!("{base}?history={SCROLLBACK}")).await?;
     let mut out = std::io::stdout();
     let tty = out.is_terminal();
-    let mut offset = v["offset"].as_u64().unwrap_or(0);
+    let mut offset = v.offset;
     print_screen(&mut out, &v, Head::None)?;
     if !a.follow {
         return Ok(());
     }
     loop {
-        if !is_live(v_str(&v, "state")) {
+        if !is_live(v.state) {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let v = client.get(&base).await?;
-        let next = v["offset"].as_u64().unwrap_or(offset);
-        let live = is_live(v_str(&v, "state"));
+        let v: ScreenBody = client.get(&base).await?;
+        let next = v.offset;
+        let live = is_live(v.state);
         if next != offset {
             offset = next;
             print_screen(&mut out, &v, if tty { Head::Redraw } else { Head::Rule })?;
@@ -310,10 +302,6 @@ pub async fn logs(client: &Client, a: LogsArgs) -> CliResult<()> {
             return Ok(());
         }
     }
-}
-
-fn v_str<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or_default()
 }
 
 /// What comes before a screen printed after another.
@@ -326,12 +314,16 @@ enum Head {
 }
 
 /// Prints a screen's text without its blank rows at the bottom.
-fn print_screen(out: &mut std::io::Stdout, v: &Value, head: Head) -> CliResult<()> {
-    let text = v_str(v, "text").trim_end_matches(['\n', ' ']);
+fn print_screen(out: &mut std::io::Stdout, v: &ScreenBody, head: Head) -> CliResult<()> {
+    let text = v
+        .text
+        .as_deref()
+        .unwrap_or_default()
+        .trim_end_matches(['\n', ' ']);
     let head = match head {
         Head::None => String::new(),
         Head::Redraw => "\x1b[H\x1b[2J".to_owned(),
-        Head::Rule => format!("---- run {} at byte {} ----\n", v["run"], v["offset"]),
+        Head::Rule => format!("---- run {} at byte {} ----\n", v.run, v.offset),
     };
     writeln!(out, "{head}{text}")
         .and_then(|()| out.flush())
@@ -370,7 +362,7 @@ async fn raw_logs(client: &Client, a: LogsArgs) -> CliResult<()> {
         if !a.follow {
             return Ok(());
         }
-        let live = is_live(&state);
+        let live = state.parse::<RunState>().is_ok_and(is_live);
         if !live && !more {
             return Ok(());
         }
@@ -386,11 +378,9 @@ pub async fn send(client: &Client, a: SendArgs) -> CliResult<()> {
     if keys.is_empty() && a.text.is_some() && !a.no_enter {
         keys.push("Enter".into());
     }
-    let mut body = json!({ "keys": keys });
-    if let Some(text) = &a.text {
-        body["text"] = text.clone().into();
-    }
-    client
+    let body = InputBody { text: a.text, keys };
+    // lab answers 202 with nothing to read.
+    let () = client
         .post(&format!("{}/input", run_path(&a.run)?), &body)
         .await?;
     Ok(())

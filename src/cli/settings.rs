@@ -1,11 +1,15 @@
 //! `labctl settings show|set`.
 
+use std::collections::BTreeMap;
+
 use clap::{Args, Subcommand};
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::Number;
 
 use super::client::{CliError, CliResult, Client};
 use super::output;
-use super::repos::option_pairs;
+use super::repos::{OptionChange, number_or_null, option_pairs};
+use crate::http::settings::SettingsBody;
 
 #[derive(Subcommand)]
 pub enum SettingsCommand {
@@ -93,92 +97,198 @@ pub struct SetArgs {
     json: bool,
 }
 
+/// The body of `PATCH /settings` as `labctl settings set` sends it (lab's
+/// `SettingsPatchBody`): only the parts and fields given; an inner `None`
+/// is `null` (no cap).
+#[derive(Serialize)]
+struct SettingsChange {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    providers: BTreeMap<String, DefaultsChange>,
+    #[serde(skip_serializing_if = "AfkChange::is_empty")]
+    afk: AfkChange,
+    #[serde(skip_serializing_if = "RunsChange::is_empty")]
+    runs: RunsChange,
+}
+
+/// A change to one provider's global defaults.
+#[derive(Serialize, Default, PartialEq)]
+struct DefaultsChange {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_model_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_effort_default: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afk_options: Option<OptionChange>,
+}
+
+/// A change to the AFK scheduler's limits.
+#[derive(Serialize, Default, PartialEq)]
+struct AfkChange {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_concurrent: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tick_seconds: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_timeout_minutes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_rounds: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_attempts: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_per_run_mb: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_cost_usd: Option<Option<Number>>,
+}
+
+impl AfkChange {
+    fn is_empty(&self) -> bool {
+        *self == AfkChange::default()
+    }
+}
+
+/// A change to what every run gets.
+#[derive(Serialize, Default, PartialEq)]
+struct RunsChange {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allow_unsandboxed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_max_mb: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pids_max: Option<Option<Number>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log_max_mb: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    carry_cli_keys: Option<Vec<String>>,
+}
+
+impl RunsChange {
+    fn is_empty(&self) -> bool {
+        *self == RunsChange::default()
+    }
+}
+
+impl SetArgs {
+    /// The settings change these flags make.
+    fn into_change(self) -> CliResult<SettingsChange> {
+        let prov = DefaultsChange {
+            model_default: self.model,
+            effort_default: self.effort,
+            afk_model_default: self.afk_model,
+            afk_effort_default: self.afk_effort,
+            afk_options: option_pairs(&self.afk_options)?,
+        };
+        let afk = AfkChange {
+            max_concurrent: self.max_concurrent,
+            tick_seconds: self.tick_seconds,
+            run_timeout_minutes: self.run_timeout_minutes,
+            max_rounds: self.max_rounds,
+            max_attempts: self.max_attempts,
+            memory_per_run_mb: self.memory_per_run_mb,
+            max_tokens: number_or_null("max-tokens", self.max_tokens)?,
+            max_cost_usd: number_or_null("max-cost-usd", self.max_cost_usd)?,
+        };
+        let mut providers = BTreeMap::new();
+        if prov != DefaultsChange::default() {
+            let Some(id) = self.provider else {
+                return Err(CliError::invalid(
+                    "--provider is required with --model, --effort, --afk-model, --afk-effort and --afk-option \
+                     (global defaults are kept per provider)",
+                ));
+            };
+            providers.insert(id, prov);
+        }
+        let runs = RunsChange {
+            allow_unsandboxed: self.allow_unsandboxed,
+            memory_max_mb: number_or_null("memory-max-mb", self.memory_max_mb)?,
+            pids_max: number_or_null("pids-max", self.pids_max)?,
+            log_max_mb: self.log_max_mb,
+            carry_cli_keys: (!self.carry_cli_keys.is_empty() || self.carry_no_cli_keys)
+                .then_some(self.carry_cli_keys),
+        };
+        Ok(SettingsChange {
+            providers,
+            afk,
+            runs,
+        })
+    }
+}
+
 pub async fn run(client: &Client, cmd: SettingsCommand) -> CliResult<()> {
     match cmd {
         SettingsCommand::Notify(cmd) => super::notify::run(client, cmd).await?,
         SettingsCommand::Show { json } => {
-            let s = client.get("/api/v1/settings").await?;
+            let s: SettingsBody = client.get("/api/v1/settings").await?;
             output::settings(&s, json);
         }
         SettingsCommand::Set(a) => {
-            let mut prov = Map::new();
-            let mut put = |k: &str, v: Option<Value>| {
-                if let Some(v) = v {
-                    prov.insert(k.to_owned(), v);
-                }
-            };
-            put("model_default", a.model.map(Value::from));
-            put("effort_default", a.effort.map(Value::from));
-            put("afk_model_default", a.afk_model.map(Value::from));
-            put("afk_effort_default", a.afk_effort.map(Value::from));
-            put("afk_options", option_pairs(&a.afk_options)?);
-            let mut afk = Map::new();
-            for (k, v) in [
-                ("max_concurrent", a.max_concurrent),
-                ("tick_seconds", a.tick_seconds),
-                ("run_timeout_minutes", a.run_timeout_minutes),
-                ("max_rounds", a.max_rounds),
-                ("max_attempts", a.max_attempts),
-                ("memory_per_run_mb", a.memory_per_run_mb),
-            ] {
-                if let Some(v) = v {
-                    afk.insert(k.to_owned(), v.into());
-                }
-            }
-            for (k, flag, v) in [
-                ("max_tokens", "max-tokens", a.max_tokens),
-                ("max_cost_usd", "max-cost-usd", a.max_cost_usd),
-            ] {
-                if let Some(v) = super::repos::number_or_null(flag, v)? {
-                    afk.insert(k.to_owned(), v);
-                }
-            }
-            let mut body = Map::new();
-            if !prov.is_empty() {
-                let Some(id) = a.provider else {
-                    return Err(CliError::invalid(
-                        "--provider is required with --model, --effort, --afk-model, --afk-effort and --afk-option \
-                         (global defaults are kept per provider)",
-                    ));
-                };
-                let mut providers = Map::new();
-                providers.insert(id, Value::Object(prov));
-                body.insert("providers".into(), Value::Object(providers));
-            }
-            if !afk.is_empty() {
-                body.insert("afk".into(), Value::Object(afk));
-            }
-            let mut runs = Map::new();
-            if let Some(allow) = a.allow_unsandboxed {
-                runs.insert("allow_unsandboxed".into(), allow.into());
-            }
-            for (k, flag, v) in [
-                ("memory_max_mb", "memory-max-mb", a.memory_max_mb),
-                ("pids_max", "pids-max", a.pids_max),
-            ] {
-                if let Some(v) = super::repos::number_or_null(flag, v)? {
-                    runs.insert(k.to_owned(), v);
-                }
-            }
-            if let Some(v) = a.log_max_mb {
-                runs.insert("log_max_mb".into(), v.into());
-            }
-            if !a.carry_cli_keys.is_empty() || a.carry_no_cli_keys {
-                runs.insert("carry_cli_keys".into(), a.carry_cli_keys.clone().into());
-            }
-            if !runs.is_empty() {
-                body.insert("runs".into(), Value::Object(runs));
-            }
-            if body.is_empty() {
+            let json = a.json;
+            let body = a.into_change()?;
+            if body.providers.is_empty() && body.afk.is_empty() && body.runs.is_empty() {
                 return Err(CliError::invalid(
                     "nothing to change: give at least one setting (see --help)",
                 ));
             }
-            let s = client
-                .patch("/api/v1/settings", &Value::Object(body))
-                .await?;
-            output::settings(&s, a.json);
+            let s: SettingsBody = client.patch("/api/v1/settings", &body).await?;
+            output::settings(&s, json);
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use serde_json::json;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn change(args: &[&str]) -> CliResult<SettingsChange> {
+        let line = [&["labctl", "settings", "set"][..], args].concat();
+        match Cli::try_parse_from(line).map(|c| c.command) {
+            Ok(Command::Settings(SettingsCommand::Set(a))) => a.into_change(),
+            _ => panic!("not a settings change: {args:?}"),
+        }
+    }
+
+    /// Only what was given goes, `""` as `null`; and lab reads it.
+    #[test]
+    fn a_settings_change_sends_what_was_given_and_lab_reads_it() {
+        let body = change(&[
+            "--provider",
+            "claude-code",
+            "--afk-model",
+            "",
+            "--afk-option",
+            "ultracode=",
+            "--tick-seconds",
+            "12",
+            "--max-cost-usd",
+            "2.5",
+            "--max-tokens",
+            "",
+            "--carry-no-cli-keys",
+        ])
+        .unwrap();
+        let sent = serde_json::to_value(&body).unwrap();
+        assert_eq!(
+            sent,
+            json!({
+                "providers": {"claude-code": {"afk_model_default": "", "afk_options": {"ultracode": null}}},
+                "afk": {"tick_seconds": 12, "max_tokens": null, "max_cost_usd": 2.5},
+                "runs": {"carry_cli_keys": []}
+            })
+        );
+        let read: crate::http::settings::SettingsPatchBody =
+            serde_json::from_value(sent).expect("lab reads it");
+        read.into_patch().expect("a valid change");
+        let e = change(&["--model", "opus"]).err().expect("no provider");
+        assert_eq!(e.code, crate::cli::Exit::Invalid);
+    }
 }

@@ -15,7 +15,7 @@ mod hunks;
 
 pub use hunks::{Hunk, Line, LineKind, changed_spans, hunks};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// How much patch text a diff keeps.
@@ -37,7 +37,7 @@ impl Default for Limits {
 }
 
 /// A diff between two trees.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Diff {
     /// The commit the diff starts from (the merge base with the default branch).
     pub base: String,
@@ -62,7 +62,7 @@ impl Diff {
 }
 
 /// One changed file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct FileDiff {
     /// Its path after the change (as git stores it; bytes that are not
     /// UTF-8 are shown as U+FFFD).
@@ -82,7 +82,7 @@ pub struct FileDiff {
     pub truncated: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FileStatus {
     Added,

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -95,7 +95,7 @@ async fn resume_repo(
     set_repo_paused(&app, &id, false).await
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ClaimBody {
     pub repo: String,
     pub issue: i64,
@@ -142,7 +142,7 @@ impl From<Claim> for ClaimBody {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct RepoAfkBody {
     pub repo: String,
     pub enabled: bool,
@@ -155,13 +155,13 @@ pub struct RepoAfkBody {
 }
 
 /// A provider held back by a usage limit.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct LimitedBody {
     #[schema(schema_with = super::schema::provider_id)]
     pub provider: String,
     /// `usage-limit` (two runs hit it; until its reset) or `cli` (the
     /// CLI's own check says it cannot work; until a check passes).
-    pub kind: &'static str,
+    pub kind: String,
     /// For a usage limit, when lab lets it run again; for a CLI that
     /// cannot work, when lab checks it again.
     pub until: String,
@@ -171,7 +171,7 @@ pub struct LimitedBody {
     pub fix: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct AfkStatusBody {
     pub paused: bool,
     pub live: usize,
@@ -198,7 +198,8 @@ impl From<crate::afk::limits::Limited> for LimitedBody {
             kind: match l.kind {
                 crate::afk::limits::HoldKind::UsageLimit => "usage-limit",
                 crate::afk::limits::HoldKind::Cli => "cli",
-            },
+            }
+            .to_owned(),
             until: crate::domain::rfc3339(l.until_ms),
             reason: l.reason,
             fix: l.fix,
@@ -260,7 +261,7 @@ async fn resume(State(app): State<AppState>) -> ApiResult<Json<AfkStatusBody>> {
 }
 
 /// What lab's own check of a provider's CLI says.
-#[derive(Serialize, serde::Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct CliCheckBody {
     #[schema(schema_with = super::schema::provider_id)]
     pub provider: String,

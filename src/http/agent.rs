@@ -17,7 +17,7 @@ use crate::state::AppState;
 
 /// What the run's agent is doing, from its CLI's hooks and Codex's rollout
 /// (or, for what they do not report, lab's screen check).
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct AgentStateBody {
     pub state: AgentState,
     /// The question a waiting agent asks (at most 500 characters), or why
@@ -39,7 +39,7 @@ impl From<AgentStatus> for AgentStateBody {
 }
 
 /// One hook event of the run's CLI, as `labctl hook` forwards it.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HookBody {
     /// The CLI's own event payload (Claude Code: the hook's stdin JSON;
@@ -49,7 +49,7 @@ pub struct HookBody {
     pub payload: serde_json::Map<String, serde_json::Value>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct HookAnswer {
     /// Whether the event changed the run's agent state.
     pub applied: bool,

@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::service::ServiceError;
 use crate::store::StoreError;
@@ -20,12 +20,12 @@ pub struct ApiError {
 }
 
 /// The error body, as the OpenAPI document describes it.
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     /// Machine-readable: `invalid`, `not_found`, `conflict`, `unauthorized`,
     /// `forbidden`, `too_large`, `unsupported_media_type`, `method_not_allowed`, `internal`.
@@ -39,7 +39,7 @@ pub struct ErrorDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed: Option<Vec<String>>,
     /// For `invalid`: every rejected field.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldError>,
 }
 

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -68,7 +68,7 @@ async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn Issue
     Ok((repo, source))
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewIssueBody {
     #[schema(schema_with = schema::title)]
@@ -178,7 +178,7 @@ async fn reopen_issue(
     Ok(Json(issue))
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LabelsBody {
     /// Labels to put on (each 1-100 printable characters without commas).
@@ -248,7 +248,7 @@ async fn get_pull(
     ))
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PullBody {
     #[schema(schema_with = schema::title)]

@@ -13,7 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod issues;
 mod openapi;
-mod providers;
+pub mod providers;
 pub mod repos;
 mod resume;
 pub mod runs;

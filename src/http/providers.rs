@@ -1,7 +1,7 @@
 //! `GET /api/v1/providers`: each provider's catalogs and options schema.
 
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -9,40 +9,40 @@ use utoipa_axum::routes;
 use crate::provider::{self, OptionSpec, Provider};
 use crate::state::AppState;
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ProviderBody {
     #[schema(schema_with = super::schema::provider_id)]
-    pub id: &'static str,
-    pub name: &'static str,
-    pub models: Vec<&'static str>,
-    pub efforts: Vec<&'static str>,
-    pub default_model: &'static str,
-    pub default_effort: &'static str,
+    pub id: String,
+    pub name: String,
+    pub models: Vec<String>,
+    pub efforts: Vec<String>,
+    pub default_model: String,
+    pub default_effort: String,
     pub options: Vec<OptionBody>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct OptionBody {
-    pub key: &'static str,
-    pub label: &'static str,
+    pub key: String,
+    pub label: String,
     /// `bool` or `enum`.
     #[serde(rename = "type")]
     #[schema(schema_with = super::schema::option_type)]
-    pub ty: &'static str,
-    pub values: Vec<&'static str>,
-    pub default: &'static str,
-    pub description: &'static str,
+    pub ty: String,
+    pub values: Vec<String>,
+    pub default: String,
+    pub description: String,
 }
 
 impl From<&OptionSpec> for OptionBody {
     fn from(o: &OptionSpec) -> Self {
         OptionBody {
-            key: o.key,
-            label: o.label,
-            ty: o.ty.as_str(),
-            values: o.values.to_vec(),
-            default: o.default,
-            description: o.description,
+            key: o.key.to_owned(),
+            label: o.label.to_owned(),
+            ty: o.ty.as_str().to_owned(),
+            values: o.values.iter().map(|v| (*v).to_owned()).collect(),
+            default: o.default.to_owned(),
+            description: o.description.to_owned(),
         }
     }
 }
@@ -50,12 +50,12 @@ impl From<&OptionSpec> for OptionBody {
 impl From<&dyn Provider> for ProviderBody {
     fn from(p: &dyn Provider) -> Self {
         ProviderBody {
-            id: p.id(),
-            name: p.name(),
-            models: p.models().to_vec(),
-            efforts: p.efforts().to_vec(),
-            default_model: p.default_model(),
-            default_effort: p.default_effort(),
+            id: p.id().to_owned(),
+            name: p.name().to_owned(),
+            models: p.models().iter().map(|m| (*m).to_owned()).collect(),
+            efforts: p.efforts().iter().map(|e| (*e).to_owned()).collect(),
+            default_model: p.default_model().to_owned(),
+            default_effort: p.default_effort().to_owned(),
             options: p.spawn_options().iter().map(OptionBody::from).collect(),
         }
     }

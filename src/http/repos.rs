@@ -24,7 +24,7 @@ use crate::service;
 use crate::store::RepoKey;
 use crate::validate::{self, Errors};
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct RepoBody {
     pub id: i64,
     pub name: String,
@@ -364,7 +364,7 @@ pub struct ResolveQuery {
     pub effort: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ResolvedBody {
     pub kind: RunKind,
     #[schema(schema_with = schema::provider_id)]

@@ -23,7 +23,7 @@ use crate::service;
 use crate::store::{RepoKey, RunFilter};
 use crate::validate::{self, FieldError};
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct RunBody {
     pub id: i64,
     pub kind: RunKind,
@@ -92,7 +92,7 @@ pub struct RunBody {
 }
 
 /// The issue a run works on, as it was when the run started.
-#[derive(Serialize, ToSchema, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, PartialEq)]
 pub struct RunIssueBody {
     /// The repo's name.
     pub repo: String,
@@ -103,7 +103,7 @@ pub struct RunIssueBody {
 }
 
 /// Tokens, turns and cost of a run, from its CLI's own transcript.
-#[derive(Serialize, ToSchema, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, PartialEq)]
 pub struct UsageBody {
     /// Input tokens not read from a cache.
     pub input_tokens: i64,
@@ -202,7 +202,7 @@ pub struct LimitsBody {
 
 /// A manual run: the model and effort asked for override the repo's
 /// resolved base defaults for this one start.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRunBody {
     /// Repo name or id.

@@ -34,7 +34,7 @@ pub struct ScreenQuery {
 }
 
 /// A run's screen.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ScreenBody {
     pub run: i64,
     pub state: RunState,
@@ -61,7 +61,7 @@ pub struct ScreenBody {
     pub offset: u64,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct Cursor {
     pub row: u16,
     pub col: u16,
@@ -119,12 +119,16 @@ async fn screen(
 }
 
 /// What to type into a run.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InputBody {
     /// Text, typed as it is (line breaks and tabs allowed; at most 16 384
     /// characters).
-    #[serde(default, deserialize_with = "crate::http::extract::present")]
+    #[serde(
+        default,
+        deserialize_with = "crate::http::extract::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(schema_with = schema::input_text)]
     pub text: Option<String>,
     /// Keys pressed after the text, in order: Enter, Escape, Tab, BTab,

@@ -19,7 +19,7 @@ use crate::settings::{self, AfkPatch, RunsPatch, Settings, SettingsPatch};
 use crate::state::AppState;
 use crate::validate::Errors;
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct SettingsBody {
     /// Defaults per provider id.
     pub providers: BTreeMap<String, DefaultsBody>,
@@ -32,7 +32,7 @@ pub struct SettingsBody {
 
 /// A notification endpoint as lab shows it: its URL redacted, its token
 /// never.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct NotificationBody {
     pub kind: NotifyKind,
     /// The URL redacted (`https://hooks.slack.com/…abcd`): the URL is the
@@ -94,7 +94,7 @@ fn object_list<'de, D: serde::Deserializer<'de>>(
     Ok(list.map(|l| l.into_iter().map(|Object(v)| v).collect()))
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct RunsBody {
     /// Hours an ended run's workspace is kept; `null` keeps it until the run
     /// is removed.
@@ -114,7 +114,7 @@ pub struct RunsBody {
     pub carry_cli_keys: Vec<String>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct AfkBody {
     /// Most AFK runs live at once, over all repos.
     pub max_concurrent: i64,

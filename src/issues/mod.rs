@@ -10,7 +10,7 @@ pub mod pull_status;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::IssueState;
@@ -23,7 +23,7 @@ pub use forge::http_client as forge_http_client;
 pub use pull_status::{CheckState, PullStatus};
 
 /// An issue, as every source describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Issue {
     pub number: i64,
     pub title: String,
@@ -36,14 +36,14 @@ pub struct Issue {
     pub comments: Vec<Comment>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Comment {
     pub author: String,
     pub body: String,
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PullRequest {
     pub number: i64,
     pub title: String,
@@ -94,7 +94,7 @@ pub enum SourceError {
 pub type Result<T> = std::result::Result<T, SourceError>;
 
 /// The forge account lab's token acts as (`GET /user`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ForgeIdentity {
     pub login: String,
     /// Whether it looks like the operator's own account rather than one

@@ -1,7 +1,7 @@
 //! The AFK scheduler's state and ledger, as the API and the AFK page both
 //! show them, and the one way either pauses or resumes it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::afk::Scheduler;
@@ -82,7 +82,7 @@ pub async fn set_paused(store: &Store, paused: bool) -> Result<(), StoreError> {
 }
 
 /// Outcomes, tokens and cost of one group of AFK runs.
-#[derive(Serialize, ToSchema, Default, Clone, PartialEq, Debug)]
+#[derive(Serialize, Deserialize, ToSchema, Default, Clone, PartialEq, Debug)]
 pub struct LedgerRow {
     pub repo: Option<String>,
     pub model: Option<String>,
@@ -124,7 +124,7 @@ impl LedgerRow {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct LedgerBody {
     pub by_repo: Vec<LedgerRow>,
     pub by_model: Vec<LedgerRow>,

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{ServiceError, ServiceResult};
@@ -17,7 +17,7 @@ use crate::run::merge::MergeError;
 use crate::store::RepoKey;
 
 /// A pull request with how it ended and, when asked, its diff.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PullView {
     #[serde(flatten)]
     pub pull: PullRequest,
@@ -33,7 +33,7 @@ pub struct PullView {
 }
 
 /// A merge made: the default branch's new commit and the pull request.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct MergeDone {
     pub sha: String,
     /// Whether the default branch only moved forward (no merge commit).
