@@ -64,7 +64,7 @@ pub const LIMIT: Duration = Duration::from_secs(cli_check::TIMEOUT.as_secs() + 5
 /// Everything, in a stable order, within [`LIMIT`].
 pub async fn diagnose(runner: &Runner, sources: &Sources) -> Vec<Finding> {
     let deadline = Instant::now() + LIMIT;
-    let repos: Vec<Repo> = timeout_at(deadline, runner.store.repos())
+    let repos: Vec<Repo> = timeout_at(deadline, runner.store().repos())
         .await
         .ok()
         .and_then(Result::ok)
@@ -100,10 +100,10 @@ pub async fn diagnose(runner: &Runner, sources: &Sources) -> Vec<Finding> {
         tmux,
         git,
         vec![
-            sandbox(&runner.cfg.sandbox, runner.cfg.sandbox_policy.userns),
-            limits(&runner.cfg.cgroups),
+            sandbox(&runner.cfg().sandbox, runner.cfg().sandbox_policy.userns),
+            limits(&runner.cfg().cgroups),
         ],
-        data_dir(&runner.cfg.data_dir),
+        data_dir(&runner.cfg().data_dir),
         database,
     ]
     .concat();
@@ -289,7 +289,7 @@ pub fn worst(findings: &[Finding]) -> Level {
 }
 
 async fn tmux(runner: &Runner) -> Finding {
-    match runner.tmux.version().await {
+    match runner.tmux().version().await {
         Ok(v) => {
             let number = v.trim_start_matches("tmux ").to_owned();
             let (major, minor) = parse_version(&number);
@@ -306,7 +306,7 @@ async fn tmux(runner: &Runner) -> Finding {
                 finding(
                     "tmux",
                     Level::Ok,
-                    format!("{v}; lab's socket is {}", runner.tmux.socket().display()),
+                    format!("{v}; lab's socket is {}", runner.tmux().socket().display()),
                     None,
                 )
             }
@@ -392,11 +392,11 @@ fn data_dir(dir: &Path) -> Vec<Finding> {
 }
 
 async fn database(runner: &Runner) -> Finding {
-    match runner.store.pending_migrations().await {
+    match runner.store().pending_migrations().await {
         Ok(0) => finding(
             "database",
             Level::Ok,
-            format!("{}, migrations applied", runner.store.backend()),
+            format!("{}, migrations applied", runner.store().backend()),
             None,
         ),
         Ok(n) => finding(
@@ -404,7 +404,7 @@ async fn database(runner: &Runner) -> Finding {
             Level::Warn,
             format!(
                 "{}: {n} migration(s) not applied yet",
-                runner.store.backend()
+                runner.store().backend()
             ),
             Some("`lab serve` applies them when it starts".into()),
         ),
@@ -496,7 +496,7 @@ async fn argv_finding(runner: &Runner, p: &dyn Provider, bin: &Path) -> Vec<Find
         effort: r.effort.value.clone(),
         options: r.option_values(),
         initial_prompt: "Say hello.".into(),
-        working_dir: runner.cfg.data_dir.clone(),
+        working_dir: runner.cfg().data_dir.clone(),
         sandboxed: true,
         hook_command: runner.hook_command(p),
         session_id: p.takes_session_id().then(crate::run::new_session_id),
@@ -506,10 +506,10 @@ async fn argv_finding(runner: &Runner, p: &dyn Provider, bin: &Path) -> Vec<Find
         bin,
         &p.command_line(&spec),
         runner
-            .cfg
+            .cfg()
             .sandbox
             .bwrap()
-            .map(|b| (b, &runner.cfg.sandbox_policy)),
+            .map(|b| (b, &runner.cfg().sandbox_policy)),
     )
     .await;
     vec![match verdict {

@@ -234,7 +234,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         runner_config(cfg, &data_dir, addr).await?,
     )?);
     runner
-        .tmux
+        .tmux()
         .prepare()
         .await
         .context("cannot configure lab's tmux server")?;
@@ -252,13 +252,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         "runs re-adopted"
     );
     let (stop_loops, stop_rx) = watch::channel(false);
-    let scheduler = Arc::new(crate::afk::Scheduler::new(runner.clone()));
-    let notifier = Arc::new(crate::notifications::Notifier::new(
-        store.clone(),
-        scheduler.sources.http(),
-        &runner.cfg.lab_url,
-        std::time::Duration::from_millis(cfg.notify_retry_ms),
-    ));
+    let (scheduler, notifier) = scheduler_and_notifier(cfg, &store, &runner);
     let loops = vec![
         runner.clone().spawn_loop(stop_rx.clone()),
         notifier.clone().spawn_loop(stop_rx.clone()),
@@ -266,7 +260,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     ];
     // What `lab doctor` would say, as warnings, without delaying start-up.
     let doctor = runner.clone();
-    let sources = scheduler.sources.clone();
+    let sources = scheduler.sources().clone();
     tokio::spawn(async move {
         for f in crate::doctor::diagnose(&doctor, &sources).await {
             if f.level != crate::doctor::Level::Ok {
@@ -309,6 +303,26 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     })
 }
 
+/// The AFK scheduler over `runner`, and the notifier that posts to the
+/// settings' endpoints.
+fn scheduler_and_notifier(
+    cfg: &ServeConfig,
+    store: &Store,
+    runner: &Arc<Runner>,
+) -> (
+    Arc<crate::afk::Scheduler>,
+    Arc<crate::notifications::Notifier>,
+) {
+    let scheduler = Arc::new(crate::afk::Scheduler::new(runner.clone()));
+    let notifier = Arc::new(crate::notifications::Notifier::new(
+        store.clone(),
+        scheduler.sources().http(),
+        &runner.cfg().lab_url,
+        std::time::Duration::from_millis(cfg.notify_retry_ms),
+    ));
+    (scheduler, notifier)
+}
+
 async fn open_store(cfg: &ServeConfig, data_dir: &Path) -> anyhow::Result<Store> {
     match &cfg.database_url {
         Some(url) => Store::connect(url).await,
@@ -338,13 +352,7 @@ pub async fn in_process(cfg: &ServeConfig) -> anyhow::Result<(axum::Router, AppS
         store.clone(),
         runner_config(cfg, &data_dir, addr).await?,
     )?);
-    let scheduler = Arc::new(crate::afk::Scheduler::new(runner.clone()));
-    let notifier = Arc::new(crate::notifications::Notifier::new(
-        store.clone(),
-        scheduler.sources.http(),
-        &runner.cfg.lab_url,
-        std::time::Duration::from_millis(cfg.notify_retry_ms),
-    ));
+    let (scheduler, notifier) = scheduler_and_notifier(cfg, &store, &runner);
     let state = AppState {
         store,
         auth: Arc::new(Auth::new(&token)),
@@ -367,7 +375,7 @@ pub async fn doctor(cfg: &ServeConfig) -> anyhow::Result<Vec<crate::doctor::Find
         .parse()
         .unwrap_or_else(|_| ([127, 0, 0, 1], 7878).into());
     let runner = Runner::new(store.clone(), runner_config(cfg, &data_dir, addr).await?)?;
-    let sources = crate::issues::Sources::new(store.clone(), runner.cfg.lab_url.clone());
+    let sources = crate::issues::Sources::new(store.clone(), runner.cfg().lab_url.clone());
     let findings = crate::doctor::diagnose(&runner, &sources).await;
     store.close().await;
     Ok(findings)

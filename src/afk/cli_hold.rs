@@ -99,7 +99,7 @@ async fn screen_says(s: &Scheduler, run: &Run, p: &dyn Provider) -> Option<&'sta
     let log = run.log_path.clone()?;
     let screen = s
         .runner
-        .screens
+        .screens()
         .with(run.id, log.into(), |emu| emu.text(0))
         .await
         .ok()?;

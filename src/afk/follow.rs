@@ -197,7 +197,7 @@ impl Scheduler {
                     let prompt = check_round(command, &head, &result, claim.rounds + 1, max_rounds);
                     match self
                         .runner
-                        .store
+                        .store()
                         .start_round(claim.id, &format!("{head}:check"))
                         .await
                     {
@@ -271,13 +271,13 @@ impl Scheduler {
                 let ws = std::path::Path::new(ws);
                 let jail = runner.jail(&run, Some(&repo));
                 if let Err(e) = runner
-                    .workspaces
+                    .workspaces()
                     .collect(&repo, ws, branch, jail.as_ref())
                     .await
                 {
                     tracing::warn!(run = run.id, error = %e, "could not take the run's branch");
                 }
-                head = runner.workspaces.branch_head(&repo, branch).await;
+                head = runner.workspaces().branch_head(&repo, branch).await;
             }
             let result = runner.check(&run, &repo, &command, CHECK_LIMIT).await;
             checks.0.lock().expect("poisoned").insert(
@@ -323,7 +323,7 @@ impl Scheduler {
         }
         let head = head.unwrap_or_default();
         let key = format!("{head}:check");
-        match self.runner.store.start_round(claim.id, &key).await {
+        match self.runner.store().start_round(claim.id, &key).await {
             Ok(true) => {}
             Ok(false) => {
                 return Some((
@@ -371,14 +371,14 @@ impl Scheduler {
         }
         match self
             .runner
-            .tmux
+            .tmux()
             .send_input(&run.session, text, &["Enter"])
             .await
         {
             Ok(()) => {
                 let _ = self
                     .runner
-                    .store
+                    .store()
                     .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
                     .await;
                 // The next usage pass reads the round's turn in the rollout.
@@ -396,7 +396,7 @@ impl Scheduler {
     pub(super) async fn note_checks(&self, claim: &Claim, checks: &ChecksState) {
         if let Err(e) = self
             .runner
-            .store
+            .store()
             .set_claim_checks(claim.id, &checks.text())
             .await
         {

@@ -109,7 +109,7 @@ impl Scheduler {
                     let due = f.next.is_none_or(|at| Instant::now() >= at);
                     if idle && due && !f.busy {
                         f.busy = true;
-                        f.next = Some(Instant::now() + self.runner.cfg.forge_poll);
+                        f.next = Some(Instant::now() + self.runner.cfg().forge_poll);
                         let push = f.pushed.is_none_or(|(r, _)| r < claim.rounds);
                         drop(all);
                         self.poll(claim, run, repo, number, push);
@@ -125,7 +125,7 @@ impl Scheduler {
             }
             Err(SourceError::RateLimited { retry_after }) => {
                 if let Some(f) = self.forge.0.lock().expect("poisoned").get_mut(&claim.id) {
-                    f.next = Some(Instant::now() + retry_after.max(self.runner.cfg.forge_poll));
+                    f.next = Some(Instant::now() + retry_after.max(self.runner.cfg().forge_poll));
                 }
                 self.note(
                     &repo.name,
@@ -187,7 +187,7 @@ impl Scheduler {
                 if let Err(e) = super::pull::deliver(&runner, &repo, &run, branch, lease).await {
                     tracing::warn!(run = run.id, error = %e, "could not push the round's commits");
                 }
-                let sha = runner.workspaces.branch_head(&repo, branch).await;
+                let sha = runner.workspaces().branch_head(&repo, branch).await;
                 if let Some(f) = follows.0.lock().expect("poisoned").get_mut(&claim_id) {
                     f.pushed = Some((round, Instant::now()));
                     f.pushed_sha = sha;
@@ -208,7 +208,7 @@ impl Scheduler {
     /// known yet), not a whole `forge_poll` later.
     fn poll_soon(&self, claim: &Claim) {
         if let Some(f) = self.forge.0.lock().expect("poisoned").get_mut(&claim.id) {
-            let soon = Instant::now() + SOON.min(self.runner.cfg.forge_poll);
+            let soon = Instant::now() + SOON.min(self.runner.cfg().forge_poll);
             f.next = Some(f.next.map_or(soon, |n| n.min(soon)));
         }
     }
@@ -377,12 +377,12 @@ impl Scheduler {
         {
             return stays();
         }
-        let Some(head) = self.runner.workspaces.base_head(repo).await else {
+        let Some(head) = self.runner.workspaces().base_head(repo).await else {
             return stays();
         };
         match self
             .runner
-            .store
+            .store()
             .start_round(claim.id, &format!("conflict:{}", s.head_sha))
             .await
         {
@@ -447,7 +447,7 @@ impl Scheduler {
             (None, Some(f)) => f.key.clone(),
             (None, None) => return None,
         };
-        match self.runner.store.start_round(claim.id, &key).await {
+        match self.runner.store().start_round(claim.id, &key).await {
             Ok(true) => {}
             Ok(false) if red.is_some() => {
                 return Some((

@@ -190,7 +190,7 @@ impl Scheduler {
                 let screen = match run.log_path.clone() {
                     Some(log) => self
                         .runner
-                        .screens
+                        .screens()
                         .with(run.id, log.into(), |emu| emu.text(0))
                         .await
                         .unwrap_or_default(),
@@ -241,7 +241,7 @@ impl Scheduler {
                 // The reset has come: the same session goes on.
                 let sent = self
                     .runner
-                    .tmux
+                    .tmux()
                     .send_input(&run.session, "continue", &["Enter"])
                     .await;
                 if let Err(e) = sent {
@@ -252,7 +252,7 @@ impl Scheduler {
                 if run.state == RunState::Waiting || limited_now(run) {
                     let _ = self
                         .runner
-                        .store
+                        .store()
                         .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
                         .await;
                 }

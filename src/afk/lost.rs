@@ -15,7 +15,7 @@ impl Scheduler {
     /// tick looks at it). False: it is `failed` now (`run` is re-read), for
     /// the claim to be judged.
     pub(super) async fn settle_lost(&self, run: &mut Run) -> Result<bool, StoreError> {
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         let why = if store.resumes(run.id).await? < AUTO_RESUMES {
             match self.runner.resume(run.id).await {
                 Ok(r) if r.state.is_active() => {

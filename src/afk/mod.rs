@@ -63,9 +63,9 @@ pub struct TickReport {
 }
 
 pub struct Scheduler {
-    pub runner: Arc<Runner>,
+    runner: Arc<Runner>,
     /// Where each repo's issues come from.
-    pub sources: Sources,
+    sources: Sources,
     /// Runs whose pull request is being opened (one at a time per run).
     pub opening_pull: RunSet,
     /// Repos whose forge asked lab to wait, until when.
@@ -111,7 +111,7 @@ pub const PR_GRACE: Duration = Duration::from_secs(60);
 impl Scheduler {
     pub fn new(runner: Arc<Runner>) -> Scheduler {
         Scheduler {
-            sources: Sources::new(runner.store.clone(), runner.cfg.lab_url.clone()),
+            sources: Sources::new(runner.store().clone(), runner.cfg().lab_url.clone()),
             opening_pull: RunSet::default(),
             runner,
             backoff: Mutex::new(HashMap::new()),
@@ -127,6 +127,16 @@ impl Scheduler {
             ticking: tokio::sync::Mutex::new(()),
             ticks: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The runner this scheduler launches through.
+    pub fn runner(&self) -> &Arc<Runner> {
+        &self.runner
+    }
+
+    /// Where each repo's issues come from.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
     }
 
     /// The last problem that kept the scheduler from each repo's issues,
@@ -176,7 +186,7 @@ impl Scheduler {
         if let Err(e) = self.settle(&mut report).await {
             report.errors.push(e.to_string());
         }
-        match self.runner.store.afk_paused().await {
+        match self.runner.store().afk_paused().await {
             Ok(true) => return report,
             Ok(false) => {}
             Err(e) => {
@@ -185,7 +195,7 @@ impl Scheduler {
             }
         }
         self.recheck_clis().await;
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         let (repos, settings, live) =
             match tokio::try_join!(store.repos(), store.settings(), store.live_claim_counts()) {
                 Ok(x) => x,
@@ -326,7 +336,7 @@ impl Scheduler {
     }
 
     async fn start_next_here(&self, repo: &Repo, asked: bool) -> Result<Run, StartError> {
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         if store.afk_paused().await? {
             return Err(StartError::Paused(
                 "the AFK scheduler is paused (labctl afk resume)".into(),
@@ -353,7 +363,7 @@ impl Scheduler {
     /// no unrecorded outcome blocks, lowest number first: one listing of the
     /// source (more pages only when it has them).
     pub async fn ready_issues(&self, repo: &Repo) -> Result<Vec<Issue>, StartError> {
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         let source = self.sources.of(repo);
         let (listed, blocked) = tokio::try_join!(
             async {
@@ -401,7 +411,7 @@ impl Scheduler {
         settings: &Settings,
         max: usize,
     ) -> Result<Vec<Run>, StartError> {
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         let mut started = Vec::new();
         for issue in issues {
             if started.len() >= max {
@@ -448,7 +458,7 @@ impl Scheduler {
     }
 
     async fn launch(&self, repo: &Repo, issue: &Issue, claim: i64) -> Result<Run, StartError> {
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         let global = match store.repo_with_global(&RepoKey::Id(repo.id)).await {
             Ok((_, g)) => g,
             Err(e) => {
@@ -474,7 +484,7 @@ impl Scheduler {
                     url: Some(issue.url.clone().unwrap_or_else(|| {
                         format!(
                             "{}/repos/{}/issues/{}",
-                            self.runner.cfg.lab_url.trim_end_matches('/'),
+                            self.runner.cfg().lab_url.trim_end_matches('/'),
                             repo.name,
                             issue.number
                         )
@@ -524,7 +534,7 @@ impl Scheduler {
                 }
                 let secs = self
                     .runner
-                    .store
+                    .store()
                     .settings()
                     .await
                     .map(|s| s.afk.tick_seconds)

@@ -23,7 +23,7 @@ impl Scheduler {
     /// time limit (or done after opening their pull request), and tells the
     /// issues.
     pub(super) async fn settle(&self, report: &mut TickReport) -> Result<(), StoreError> {
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         let generation = store.claims_generation();
         if self
             .settled_nothing
@@ -128,7 +128,7 @@ impl Scheduler {
                 &run,
                 settings.afk.max_rounds,
                 ended_cause,
-                &self.runner.cfg.lab_url,
+                &self.runner.cfg().lab_url,
             );
             // A CLI that exits as soon as it starts: lab checks it, and only
             // its check makes the ending the CLI's fault.
@@ -172,7 +172,7 @@ impl Scheduler {
     /// Relabels and comments the issue of an ended claim; retried next tick
     /// when the source fails (the issue stays blocked meanwhile).
     async fn tell_issue(&self, claim: &Claim) {
-        let store = &self.runner.store;
+        let store = &self.runner.store();
         let waiting = self
             .tell_retry
             .lock()
@@ -251,7 +251,7 @@ impl Scheduler {
                 let text = format!(
                     "{text}\n\nlab tries this issue again (attempt {} of at most {}).",
                     claim.attempt + 1,
-                    self.runner.store.settings().await?.afk.max_attempts
+                    self.runner.store().settings().await?.afk.max_attempts
                 );
                 return source.comment(claim.issue_number, &text).await;
             }
@@ -281,7 +281,7 @@ impl Scheduler {
     /// The issue has been told: the claim stops blocking it.
     async fn told(&self, claim: &Claim) {
         self.tell_retry.lock().expect("poisoned").remove(&claim.id);
-        if let Err(e) = self.runner.store.mark_relabelled(claim.id).await {
+        if let Err(e) = self.runner.store().mark_relabelled(claim.id).await {
             // Told again next time: a repeated comment, not a lost one.
             tracing::warn!(claim = claim.id, error = %e, "cannot record that an issue was told");
         }

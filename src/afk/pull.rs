@@ -102,7 +102,7 @@ pub(super) async fn deliver(
         // an id (ADR 24).
         let jail = runner.jail(run, Some(repo));
         runner
-            .workspaces
+            .workspaces()
             .collect(repo, std::path::Path::new(ws), branch, jail.as_ref())
             .await
             .map_err(|e| {
@@ -115,7 +115,7 @@ pub(super) async fn deliver(
     }
     // A branch with no commit of its own is never proposed: its pull
     // request would be empty, and "green".
-    if runner.workspaces.has_own_commits(repo, branch).await == Some(false) {
+    if runner.workspaces().has_own_commits(repo, branch).await == Some(false) {
         return Err(PullError::Conflict(format!(
             "{branch} has no commit that {} lacks: commit the change first (git add, git commit), then open the pull request",
             repo.default_branch
@@ -125,7 +125,7 @@ pub(super) async fn deliver(
         let remote = push_url(repo)
             .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;
         runner
-            .workspaces
+            .workspaces()
             .push_branch(
                 repo,
                 branch,
@@ -174,7 +174,7 @@ async fn open_now(
     body: String,
 ) -> Result<PullRequest, PullError> {
     let runner = &afk.runner;
-    let store = &runner.store;
+    let store = &runner.store();
     let repo_id = run.repo_id.ok_or_else(|| {
         PullError::Conflict(format!("run {}'s repo was removed from lab", run.id))
     })?;

@@ -201,16 +201,9 @@ struct RepoChange {
     default_branch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     provider: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    model_default: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    effort_default: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    afk_model_default: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    afk_effort_default: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    afk_options: Option<OptionChange>,
+    /// The repo's base and AFK defaults, as a provider's global ones change.
+    #[serde(flatten)]
+    defaults: super::settings::DefaultsChange,
     #[serde(skip_serializing_if = "Option::is_none")]
     afk_enabled: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -265,11 +258,13 @@ impl RepoFields {
         Ok(RepoChange {
             default_branch: self.branch,
             provider: self.provider,
-            model_default: self.model,
-            effort_default: self.effort,
-            afk_model_default: self.afk_model,
-            afk_effort_default: self.afk_effort,
-            afk_options,
+            defaults: super::settings::DefaultsChange {
+                model_default: self.model,
+                effort_default: self.effort,
+                afk_model_default: self.afk_model,
+                afk_effort_default: self.afk_effort,
+                afk_options,
+            },
             afk_enabled: self.afk_enabled,
             afk_label: self.afk_label,
             afk_max_concurrent: self.afk_max_concurrent,

@@ -274,7 +274,7 @@ fn answers_as_lab_writes_them_round_trip() {
           "repos": [{"repo": "web", "enabled": true, "paused": false, "label": "ready-for-agent",
             "live": 1, "max_concurrent": 1, "problem": null}],
           "recent": [{"repo": "web", "issue": 12, "run_id": 7, "node": "n1", "active": false,
-            "model": "opus", "effort": "high", "pr_url": null, "outcome": "failed",
+            "model": "opus", "effort": "high", "pr_url": null, "pr_number": null, "outcome": "failed",
             "detail": "no can do", "attempt": 1, "rounds": 1, "retry_at": null, "checks": null}]}"#,
     );
     same::<crate::service::afk::LedgerBody>(

@@ -110,19 +110,20 @@ struct SettingsChange {
     runs: RunsChange,
 }
 
-/// A change to one provider's global defaults.
+/// A change to one provider's global defaults (and, flattened, to a repo's
+/// own).
 #[derive(Serialize, Default, PartialEq)]
-struct DefaultsChange {
+pub(super) struct DefaultsChange {
     #[serde(skip_serializing_if = "Option::is_none")]
-    model_default: Option<String>,
+    pub model_default: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    effort_default: Option<String>,
+    pub effort_default: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    afk_model_default: Option<String>,
+    pub afk_model_default: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    afk_effort_default: Option<String>,
+    pub afk_effort_default: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    afk_options: Option<OptionChange>,
+    pub afk_options: Option<OptionChange>,
 }
 
 /// A change to the AFK scheduler's limits.

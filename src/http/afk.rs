@@ -68,7 +68,7 @@ async fn set_repo_paused(app: &AppState, id: &str, paused: bool) -> ApiResult<Js
         ..RepoPatch::default()
     };
     Ok(Json(
-        crate::service::repos::update(&app.store, &app.scheduler.sources, &key, &patch)
+        crate::service::repos::update(&app.store, app.scheduler.sources(), &key, &patch)
             .await?
             .into(),
     ))

@@ -64,7 +64,7 @@ async fn repo_source(app: &AppState, id: &str) -> ApiResult<(Repo, Box<dyn Issue
         .repo(&key)
         .await
         .map_err(|e| ApiError::from_store(e, || format!("repo '{key}'")))?;
-    let source = app.scheduler.sources.of(&repo);
+    let source = app.scheduler.sources().of(&repo);
     Ok((repo, source))
 }
 

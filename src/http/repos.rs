@@ -268,7 +268,7 @@ async fn create_repo(
     ApiJson(body): ApiJson<RepoPatchBody>,
 ) -> ApiResult<(StatusCode, Json<RepoBody>)> {
     let created =
-        service::repos::create(&app.store, &app.scheduler.sources, &body.into_patch()?).await?;
+        service::repos::create(&app.store, app.scheduler.sources(), &body.into_patch()?).await?;
     Ok((StatusCode::CREATED, Json(shown(&app, created))))
 }
 
@@ -294,10 +294,10 @@ async fn get_repo(
         .await
         .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
     // The forge account is read once (and not waited for long).
-    if app.scheduler.sources.known_identity(&repo).is_none() {
+    if app.scheduler.sources().known_identity(&repo).is_none() {
         let _ = tokio::time::timeout(
             std::time::Duration::from_secs(3),
-            app.scheduler.sources.identity(&repo),
+            app.scheduler.sources().identity(&repo),
         )
         .await;
     }
@@ -306,7 +306,7 @@ async fn get_repo(
 
 /// A repo as the API shows it, with its forge account when known.
 fn shown(app: &AppState, repo: Repo) -> RepoBody {
-    let identity = app.scheduler.sources.known_identity(&repo);
+    let identity = app.scheduler.sources().known_identity(&repo);
     RepoBody {
         forge_identity: identity,
         ..repo.into()
@@ -328,7 +328,7 @@ async fn patch_repo(
     let key = RepoKey::parse(&id);
     let repo = service::repos::update(
         &app.store,
-        &app.scheduler.sources,
+        app.scheduler.sources(),
         &key,
         &body.into_patch()?,
     )

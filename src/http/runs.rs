@@ -141,8 +141,8 @@ impl RunBody {
     pub fn new(r: Run, runner: &Runner) -> RunBody {
         let log_dropped = r.log_path.as_deref().map_or(0, crate::run::log::dropped);
         RunBody {
-            attach_command: runner.tmux.attach_command(&r.session),
-            tmux_socket: runner.tmux.socket().to_string_lossy().into_owned(),
+            attach_command: runner.tmux().attach_command(&r.session),
+            tmux_socket: runner.tmux().socket().to_string_lossy().into_owned(),
             id: r.id,
             kind: r.kind,
             repo_id: r.repo_id,
@@ -168,7 +168,7 @@ impl RunBody {
                 pids_max: r.limits.pids_max,
             },
             log_dropped_bytes: log_dropped,
-            workspace_bytes: runner.disk.cached(r.id),
+            workspace_bytes: runner.disk().cached(r.id),
             stop_cause: r.stop_cause,
             agent_state: r.agent.filter(|_| r.state.is_active()).map(Into::into),
             created_at: rfc3339(r.created_at),
@@ -347,7 +347,7 @@ async fn get_run(
         .as_deref()
         .filter(|_| run.workspace_removed_at.is_none())
     {
-        app.runner.disk.of(run.id, std::path::Path::new(ws)).await;
+        app.runner.disk().of(run.id, std::path::Path::new(ws)).await;
     }
     Ok(Json(RunBody::new(run, &app.runner)))
 }

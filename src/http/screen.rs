@@ -99,7 +99,7 @@ async fn screen(
     let shot = service::runs::screen(&app.runner, &run, format, history)
         .await
         .map_err(ApiError::from)?;
-    let (rows, cols) = app.runner.screens.size();
+    let (rows, cols) = app.runner.screens().size();
     Ok(Json(ScreenBody {
         run: id,
         state: run.state,

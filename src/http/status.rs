@@ -129,12 +129,12 @@ pub struct PassBody {
 #[utoipa::path(get, path = "/status", tag = "status", responses((status = 200, body = StatusBody)))]
 async fn status(State(app): State<AppState>) -> Json<StatusBody> {
     let r = &app.runner;
-    let sandboxed = r.cfg.sandbox.bwrap().is_some();
+    let sandboxed = r.cfg().sandbox.bwrap().is_some();
     let sandbox = SandboxBody {
         view: if sandboxed { "deny-by-default" } else { "none" },
-        uid: (sandboxed && r.cfg.sandbox_policy.userns).then_some(crate::run::sandbox::AGENT_UID),
-        cgroups: r.cfg.cgroups.kind(),
-        cgroups_why: match &r.cfg.cgroups {
+        uid: (sandboxed && r.cfg().sandbox_policy.userns).then_some(crate::run::sandbox::AGENT_UID),
+        cgroups: r.cfg().cgroups.kind(),
+        cgroups_why: match &r.cfg().cgroups {
             crate::run::cgroup::Cgroups::None { why } => Some(why.clone()),
             _ => None,
         },
@@ -147,7 +147,7 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
         .into_iter()
         .filter(|repo| repo.issues.source != crate::repo::issue_source::SourceKind::Builtin)
         .map(|repo| ForgeAccountBody {
-            identity: app.scheduler.sources.known_identity(&repo),
+            identity: app.scheduler.sources().known_identity(&repo),
             repo: repo.name,
         })
         .collect();
@@ -157,8 +157,8 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
         version: env!("CARGO_PKG_VERSION"),
         node: r.node().to_owned(),
         database: app.store.backend(),
-        tmux_socket: r.tmux.socket().to_string_lossy().into_owned(),
-        tmux_calls: r.tmux.calls(),
+        tmux_socket: r.tmux().socket().to_string_lossy().into_owned(),
+        tmux_calls: r.tmux().calls(),
         reconcile_passes: r.passes(),
         afk_ticks: app.scheduler.ticks(),
         stray_sessions: r.strays(),
@@ -177,9 +177,9 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             }
         },
         relay: RelayBody {
-            enabled: r.relay.enabled(),
-            running: r.relay.running(),
-            socket: r.relay.socket().to_string_lossy().into_owned(),
+            enabled: r.relay().enabled(),
+            running: r.relay().running(),
+            socket: r.relay().socket().to_string_lossy().into_owned(),
         },
         notifications: {
             let (reads, skipped) = app.notifier.looks();
@@ -199,7 +199,7 @@ pub struct DoctorBody {
 /// provider's CLI (version, and whether it accepts lab's command line).
 #[utoipa::path(get, path = "/doctor", tag = "status", responses((status = 200, body = DoctorBody)))]
 async fn doctor(State(app): State<AppState>) -> Json<DoctorBody> {
-    let findings = crate::doctor::diagnose(&app.runner, &app.scheduler.sources).await;
+    let findings = crate::doctor::diagnose(&app.runner, app.scheduler.sources()).await;
     Json(DoctorBody {
         worst: crate::doctor::worst(&findings),
         findings,

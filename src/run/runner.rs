@@ -76,10 +76,10 @@ impl From<StoreError> for RunError {
 }
 
 pub struct Runner {
-    pub store: Store,
-    pub tmux: Tmux,
-    pub workspaces: Workspaces,
-    pub cfg: RunnerConfig,
+    pub(super) store: Store,
+    pub(super) tmux: Tmux,
+    pub(super) workspaces: Workspaces,
+    pub(super) cfg: RunnerConfig,
     /// The git identity runs commit as by default: the operator's, read
     /// once.
     pub(super) identity: tokio::sync::OnceCell<(String, String)>,
@@ -115,7 +115,7 @@ pub struct Runner {
     /// Dead panes whose exit status tmux has not reported yet, since when.
     pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
     /// Runs' screens, replayed from their logs when someone looks.
-    pub screens: super::screen::Screens,
+    pub(super) screens: super::screen::Screens,
     /// What the last full pass read, for the quiet passes after it.
     pub(super) seen: Mutex<Option<super::quiet::Seen>>,
     /// The pane processes the quiet passes watch.
@@ -123,12 +123,47 @@ pub struct Runner {
     /// Which logs were written since the screen check sized them.
     pub(super) log_watch: Mutex<super::log_watch::LogWatch>,
     /// The relay that copies the runs' output (ADR 22).
-    pub relay: super::relay::keeper::Keeper,
+    pub(super) relay: super::relay::keeper::Keeper,
     /// What runs' workspaces take on disk, measured when asked.
-    pub disk: super::disk::DiskUse,
+    pub(super) disk: super::disk::DiskUse,
 }
 
 impl Runner {
+    /// The database.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// lab's tmux server.
+    pub fn tmux(&self) -> &Tmux {
+        &self.tmux
+    }
+
+    /// Where runs' workspaces live, and what is done with them.
+    pub fn workspaces(&self) -> &Workspaces {
+        &self.workspaces
+    }
+
+    /// How this node runs agents (set at start).
+    pub fn cfg(&self) -> &RunnerConfig {
+        &self.cfg
+    }
+
+    /// Runs' screens, replayed from their logs when someone looks.
+    pub fn screens(&self) -> &super::screen::Screens {
+        &self.screens
+    }
+
+    /// The relay that copies the runs' output (ADR 22).
+    pub fn relay(&self) -> &super::relay::keeper::Keeper {
+        &self.relay
+    }
+
+    /// What runs' workspaces take on disk.
+    pub fn disk(&self) -> &super::disk::DiskUse {
+        &self.disk
+    }
+
     /// Makes the next reconcile pass read this run's screen even if its log
     /// did not grow: a hook changed its state, and a screen no hook reports
     /// (a login screen drawn before the hook came) must be seen again; and

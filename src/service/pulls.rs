@@ -43,8 +43,8 @@ pub struct MergeDone {
 
 async fn repo(afk: &Scheduler, key: &str) -> ServiceResult<Repo> {
     let key = RepoKey::parse(key);
-    afk.runner
-        .store
+    afk.runner()
+        .store()
         .repo(&key)
         .await
         .map_err(|e| ServiceError::from_store(e, || format!("repo '{key}'")))
@@ -52,7 +52,7 @@ async fn repo(afk: &Scheduler, key: &str) -> ServiceResult<Repo> {
 
 /// The diff of run `id`'s work (live: its workspace, untracked files too).
 pub async fn run_diff(afk: &Scheduler, id: i64, limits: Limits) -> ServiceResult<Diff> {
-    let store = &afk.runner.store;
+    let store = &afk.runner().store();
     let run = store
         .run(id)
         .await
@@ -70,9 +70,9 @@ pub async fn run_diff(afk: &Scheduler, id: i64, limits: Limits) -> ServiceResult
         .map_err(|e| ServiceError::from_store(e, || format!("run {id}'s repo")))?;
     // A live run's diff reads its workspace (in its jail): a failure's text
     // may hold the agent's bytes, so the answer carries only an id (ADR 24).
-    let jail = afk.runner.jail(&run, Some(&repo));
-    afk.runner
-        .workspaces
+    let jail = afk.runner().jail(&run, Some(&repo));
+    afk.runner()
+        .workspaces()
         .run_diff(
             &repo,
             run.workspace.as_deref().map(Path::new),
@@ -94,7 +94,7 @@ pub async fn view(
     with_diff: bool,
 ) -> ServiceResult<(Repo, PullView)> {
     let repo = repo(afk, key).await?;
-    let source = afk.sources.of(&repo);
+    let source = afk.sources().of(&repo);
     let pull = source.pull(number).await.map_err(|e| match e {
         crate::issues::SourceError::NotFound(m) => ServiceError::NotFound(m),
         crate::issues::SourceError::Invalid(m) => {
@@ -124,8 +124,8 @@ pub async fn describe(
         return Ok(view);
     }
     let merge = afk
-        .runner
-        .store
+        .runner()
+        .store()
         .pull_merge(repo.id, view.pull.number)
         .await
         .map_err(|e| ServiceError::Internal(e.to_string()))?;
@@ -142,8 +142,8 @@ pub async fn describe(
         ),
     };
     match afk
-        .runner
-        .workspaces
+        .runner()
+        .workspaces()
         .range_diff(repo, &target, &head, Limits::default())
         .await
     {
@@ -183,15 +183,15 @@ pub async fn merge(afk: &Arc<Scheduler>, key: &str, number: i64) -> ServiceResul
             view.pull.head, view.pull.title
         );
         let merged = afk
-            .runner
-            .workspaces
+            .runner()
+            .workspaces()
             .merge(&repo, &view.pull.head, &message)
             .await
             .map_err(|e| match e {
                 MergeError::Refused(m) => ServiceError::Conflict(m),
                 MergeError::Git(g) => ServiceError::Internal(g.0),
             })?;
-        let store = &afk.runner.store;
+        let store = &afk.runner().store();
         let marked = store
             .set_pull_merged(repo.id, number, &merged.sha, &merged.base, &merged.head)
             .await
@@ -201,7 +201,7 @@ pub async fn merge(afk: &Arc<Scheduler>, key: &str, number: i64) -> ServiceResul
         }
         tracing::info!(repo = repo.id, number, sha = %merged.sha, "pull request merged");
         let pull = afk
-            .sources
+            .sources()
             .of(&repo)
             .pull(number)
             .await
@@ -218,7 +218,7 @@ pub async fn merge(afk: &Arc<Scheduler>, key: &str, number: i64) -> ServiceResul
 /// Closes a built-in pull request without merging; its branch stays.
 pub async fn close(afk: &Arc<Scheduler>, key: &str, number: i64) -> ServiceResult<PullView> {
     let (repo, _) = open_pull(afk, key, number).await?;
-    let store = &afk.runner.store;
+    let store = &afk.runner().store();
     if !store
         .set_pull_closed(repo.id, number)
         .await

@@ -128,7 +128,7 @@ pub async fn input(
         .into());
     }
     let run = runner
-        .store
+        .store()
         .run(id)
         .await
         .map_err(|e| ServiceError::from_store(e, || format!("run {id}")))?;
@@ -139,7 +139,7 @@ pub async fn input(
         )));
     }
     let names: Vec<&str> = keys.iter().map(|k| k.tmux_name()).collect();
-    match runner.tmux.send_input(&run.session, &text, &names).await {
+    match runner.tmux().send_input(&run.session, &text, &names).await {
         Ok(()) => {
             // The next usage pass reads the run's transcript (Codex's
             // rollout says when the turn this input starts ends).
@@ -159,7 +159,7 @@ pub async fn input(
                 .is_some_and(|a| a.state == AgentState::Working);
             if prompt && !working {
                 runner
-                    .store
+                    .store()
                     .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
                     .await
                     .map_err(|e| ServiceError::Internal(e.to_string()))?;
@@ -183,7 +183,7 @@ pub async fn screen(
 ) -> ServiceResult<Shot> {
     let log = run.log_path.clone().unwrap_or_default();
     runner
-        .screens
+        .screens()
         .with(run.id, log.into(), move |emu| emu.shot(format, history))
         .await
         .map_err(|e| ServiceError::Internal(format!("reading run {}'s log: {e}", run.id)))

@@ -144,7 +144,7 @@ async fn issue_of(
             ServiceError::NotFound("Issue numbers are whole numbers from 1.".into())
         })?;
     let (repo, source) =
-        issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(name)).await?;
+        issues::source(&app.store, app.scheduler.sources(), &RepoKey::parse(name)).await?;
     Ok((n, repo, source))
 }
 

@@ -152,7 +152,7 @@ async fn repo_list(
     Query(q): Query<ListQuery>,
 ) -> Response {
     let (repo, source) =
-        match issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(&name)).await {
+        match issues::source(&app.store, app.scheduler.sources(), &RepoKey::parse(&name)).await {
             Ok(x) => x,
             Err(e) => return super::service_error(e),
         };
@@ -191,7 +191,7 @@ async fn all_list(
     // Every repo's source at once: a slow forge costs its own time only.
     let lists = join_all(repos.iter().map(|r| {
         let label = label.clone();
-        let source = app.scheduler.sources.of(r);
+        let source = app.scheduler.sources().of(r);
         async move { issues::list(source.as_ref(), label.as_deref(), filter).await }
     }))
     .await;
@@ -279,7 +279,7 @@ async fn create(
         return r;
     }
     let (repo, source) =
-        match issues::source(&app.store, &app.scheduler.sources, &RepoKey::parse(&name)).await {
+        match issues::source(&app.store, app.scheduler.sources(), &RepoKey::parse(&name)).await {
             Ok(x) => x,
             Err(e) => return super::service_error(e),
         };

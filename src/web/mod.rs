@@ -178,7 +178,12 @@ fn safe_next(next: Option<&str>) -> String {
 
 /// Where this server keeps its admin token.
 fn token_file(app: &AppState) -> String {
-    app.runner.cfg.data_dir.join("token").display().to_string()
+    app.runner
+        .cfg()
+        .data_dir
+        .join("token")
+        .display()
+        .to_string()
 }
 
 async fn login_form(
@@ -215,7 +220,7 @@ async fn login(State(app): State<AppState>, form: Form) -> Response {
             },
         );
     }
-    match browser::start(&app.store, app.runner.cfg.lab_url.starts_with("https://")).await {
+    match browser::start(&app.store, app.runner.cfg().lab_url.starts_with("https://")).await {
         Ok(cookie) => {
             let mut resp = Redirect::to(&next).into_response();
             resp.headers_mut().insert(header::SET_COOKIE, cookie);

@@ -88,7 +88,7 @@ async fn list(
         }
         Err(e) => return super::internal(e),
     };
-    let source = app.scheduler.sources.of(&repo);
+    let source = app.scheduler.sources().of(&repo);
     let pulls = match source.pulls().await {
         Ok(p) => p,
         Err(e) => return Page::error(StatusCode::BAD_GATEWAY, &e.to_string()),
@@ -164,7 +164,7 @@ async fn pull_page(
         None
     } else {
         Some(
-            match app.scheduler.sources.of(&repo).pull_status(number).await {
+            match app.scheduler.sources().of(&repo).pull_status(number).await {
                 Ok(st) => forge_checks_text(&st.checks),
                 Err(e) => format!("the forge did not say: {e}"),
             },

@@ -97,7 +97,7 @@ async fn create(State(app): State<AppState>, session: BrowserSession, form: Form
         return r;
     }
     let result = match patch_from(&form, None) {
-        Ok(patch) => service::repos::create(&app.store, &app.scheduler.sources, &patch).await,
+        Ok(patch) => service::repos::create(&app.store, app.scheduler.sources(), &patch).await,
         Err(i) => Err(i.into()),
     };
     let mut errors = match result {
@@ -161,7 +161,7 @@ async fn render_repo(
     ));
     let sections = sections(&repo, &global, form, &mut errors);
     // The forge account is read once (and not waited for long).
-    let sources = &app.scheduler.sources;
+    let sources = &app.scheduler.sources();
     if sources.known_identity(&repo).is_none() {
         let _ =
             tokio::time::timeout(std::time::Duration::from_secs(3), sources.identity(&repo)).await;
@@ -239,7 +239,9 @@ async fn save(
         Err(e) => return super::internal(e),
     };
     let result = match patch_from(&form, Some(p)) {
-        Ok(patch) => service::repos::update(&app.store, &app.scheduler.sources, &key, &patch).await,
+        Ok(patch) => {
+            service::repos::update(&app.store, app.scheduler.sources(), &key, &patch).await
+        }
         Err(i) => Err(i.into()),
     };
     match result {

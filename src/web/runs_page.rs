@@ -399,7 +399,7 @@ async fn show(
     config.extend(resolved_rows(&resolved));
     let disk = match run.workspace.as_deref() {
         Some(ws) if run.workspace_removed_at.is_none() => {
-            app.runner.disk.of(run.id, std::path::Path::new(ws)).await
+            app.runner.disk().of(run.id, std::path::Path::new(ws)).await
         }
         _ => None,
     };

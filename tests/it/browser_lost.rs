@@ -16,7 +16,7 @@ async fn the_resume_button_brings_a_lost_run_back(b: Backend) {
     s.add_repo("r").await;
     let run = s.working_run("r").await;
     let rid = id(&run);
-    agent::tmux(s.runner().tmux.socket(), &["kill-server"]);
+    agent::tmux(s.runner().tmux().socket(), &["kill-server"]);
     s.wait_state(rid, "lost").await;
     br.go(&format!("/runs/{rid}")).await;
     let text = br

@@ -15,8 +15,8 @@ use crate::support::{Backend, TestServer, id};
 fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
     let data = s.data_dir().canonicalize().unwrap();
     let d = data.display();
-    let sock = s.runner().tmux.socket().display().to_string();
-    let relay = s.runner().relay.socket().display().to_string();
+    let sock = s.runner().tmux().socket().display().to_string();
+    let relay = s.runner().relay().socket().display().to_string();
     let other_session = other["session"].as_str().unwrap();
     let other_ws = other["workspace"].as_str().unwrap();
     let other_branch = other["branch"].as_str().unwrap();
@@ -142,7 +142,7 @@ async fn a_hostile_agent_reaches_only_its_own_run(b: Backend) {
         .collect();
     assert!(escaped.is_empty(), "the agent got out:\n{report}");
     // (The relay's socket is there, outside the sandbox.)
-    assert!(s.runner().relay.socket().exists());
+    assert!(s.runner().relay().socket().exists());
     assert_eq!(
         report.lines().filter(|l| l.starts_with("refused")).count(),
         20
@@ -168,7 +168,7 @@ async fn a_hostile_agent_reaches_only_its_own_run(b: Backend) {
     let other_ws = std::path::Path::new(other["workspace"].as_str().unwrap());
     assert!(!other_ws.join("pwned").exists());
     let screen = crate::support::agent::tmux(
-        s.runner().tmux.socket(),
+        s.runner().tmux().socket(),
         &[
             "capture-pane",
             "-p",

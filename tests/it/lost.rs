@@ -17,7 +17,7 @@ use crate::support::{Backend, TestServer, id, wait};
 
 /// Kills the test server's tmux server, as a crash or a reboot would.
 fn kill_tmux_server(s: &TestServer) {
-    agent::tmux(s.runner().tmux.socket(), &["kill-server"]);
+    agent::tmux(s.runner().tmux().socket(), &["kill-server"]);
 }
 
 /// The names of the runs' sessions on the test server's tmux server (none
@@ -25,7 +25,7 @@ fn kill_tmux_server(s: &TestServer) {
 fn sessions(s: &TestServer) -> String {
     let out = std::process::Command::new("tmux")
         .arg("-S")
-        .arg(s.runner().tmux.socket())
+        .arg(s.runner().tmux().socket())
         .args(["list-sessions", "-F", "#{session_name}"])
         .output()
         .unwrap();
@@ -150,7 +150,7 @@ async fn a_killed_tmux_server_leaves_lost_runs_that_resume(b: Backend) {
     .await;
 
     assert_eq!(
-        s.runner().store.resumes(run_id).await.unwrap(),
+        s.runner().store().resumes(run_id).await.unwrap(),
         1,
         "one resume won"
     );
@@ -399,7 +399,7 @@ async fn lost_and_resume_are_conditional_updates(b: Backend) {
     s.add_repo("r").await;
     let run = s.working_run("r").await;
     let run_id = id(&run);
-    let store = &s.runner().store;
+    let store = &s.runner().store();
     use lab::domain::RunState;
     assert!(
         !store

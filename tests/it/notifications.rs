@@ -276,7 +276,10 @@ async fn pull_requests_and_failures_are_sent_once_across_a_restart(b: Backend) {
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     assert_eq!(rx.events("hook").len(), 2, "{:?}", rx.events("hook"));
     let session = format!("={}", run["session"].as_str().unwrap());
-    agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
+    agent::tmux(
+        s.runner().tmux().socket(),
+        &["kill-session", "-t", &session],
+    );
     // Lost (resumable, ADR 18): told under the `failed` event.
     s.wait_state(run_id, "lost").await;
     let got = rx.wait_for("hook", 3).await;

@@ -78,14 +78,17 @@ async fn passes_are_quiet_while_nothing_changes(b: Backend) {
     // lab's server does not name windows after their processes (tmux would
     // look each busy pane's process up twice a second; ADR 16).
     let rename = agent::tmux(
-        s.runner().tmux.socket(),
+        s.runner().tmux().socket(),
         &["show-options", "-gwv", "automatic-rename"],
     );
     assert_eq!(rename.trim(), "off");
 
     let killed = std::time::Instant::now();
     let session = format!("={}", runs[0]["session"].as_str().unwrap());
-    agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
+    agent::tmux(
+        s.runner().tmux().socket(),
+        &["kill-session", "-t", &session],
+    );
     s.wait_state(id(&runs[0]), "lost").await;
     assert!(
         killed.elapsed() < std::time::Duration::from_secs(5),

@@ -45,7 +45,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
     }
     let (repo, global) = s
         .runner()
-        .store
+        .store()
         .repo_with_global(&RepoKey::Name("r".into()))
         .await
         .unwrap();
@@ -75,13 +75,13 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
     let mut last = String::new();
     let login_screen = format!("{provider}'s login screen");
     wait::until(login_screen, wait::secs(40).every_ms(250), async || {
-        let panes = s.runner().tmux.panes().await.unwrap();
+        let panes = s.runner().tmux().panes().await.unwrap();
         let pane = panes
             .iter()
             .find(|p| p.session == run.session)
             .expect("the session lives");
         assert!(!pane.dead, "{provider} exited; last screen:\n{last}");
-        if let Some((_, screen)) = s.runner().tmux.screens(&[pane]).await.unwrap().pop() {
+        if let Some((_, screen)) = s.runner().tmux().screens(&[pane]).await.unwrap().pop() {
             for d in DIALOGS {
                 assert!(
                     !screen.contains(d),
@@ -109,11 +109,11 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
     };
     let same = format!("{provider}'s screen as lab renders it");
     let rendered = wait::until(same, wait::secs(20).every_ms(300), async || {
-        let panes = s.runner().tmux.panes().await.unwrap();
+        let panes = s.runner().tmux().panes().await.unwrap();
         let pane = panes.iter().find(|p| p.session == run.session).unwrap();
-        let before = s.runner().tmux.screens(&[pane]).await.unwrap().pop()?.1;
+        let before = s.runner().tmux().screens(&[pane]).await.unwrap().pop()?.1;
         let ours = s.get(&format!("/api/v1/runs/{}/screen", run.id)).await.ok();
-        let after = s.runner().tmux.screens(&[pane]).await.unwrap().pop()?.1;
+        let after = s.runner().tmux().screens(&[pane]).await.unwrap().pop()?.1;
         let ours = trimmed(ours["text"].as_str().unwrap());
         (before == after && ours == trimmed(&after)).then_some(ours)
     })
@@ -252,7 +252,7 @@ async fn claude_s_own_hook_reports_its_session(b: Backend) {
         .wait_run(n, 30, |r| r["agent_state"]["state"] == "idle")
         .await;
     assert!(idle["agent_state"]["reason"].is_null(), "{idle}");
-    let stored = s.runner().store.run(n).await.unwrap().agent.unwrap();
+    let stored = s.runner().store().run(n).await.unwrap().agent.unwrap();
     assert_eq!(stored.by, lab::domain::AgentBy::Hook);
     // The carried hook runs beside lab's, in the run's home: it may end a
     // moment later.

@@ -169,7 +169,7 @@ async fn without_the_relay_each_shim_copies_its_own(b: Backend) {
         "no relay"
     );
     let status = s.get("/api/v1/status").await.ok();
-    let socket = s.runner().relay.socket().to_string_lossy().into_owned();
+    let socket = s.runner().relay().socket().to_string_lossy().into_owned();
     assert_eq!(
         status["relay"],
         json!({"enabled": false, "running": false, "socket": socket}),
@@ -205,7 +205,7 @@ async fn a_relay_that_does_not_answer_is_replaced(b: Backend) {
             &format!("={}", lab::run::relay::SESSION),
         ],
     );
-    let relay = s.runner().relay.socket().to_path_buf();
+    let relay = s.runner().relay().socket().to_path_buf();
     let lock = relay.with_extension("relay-lock");
     let mute = format!(
         "use Fcntl qw(:flock); use Socket; open(my $l, '>>', '{}') or die; flock($l, LOCK_EX) or die; \
@@ -229,7 +229,7 @@ async fn a_relay_that_does_not_answer_is_replaced(b: Backend) {
         ],
     );
     wait::until("the mute relay listening", wait::secs(10), async || {
-        (s.runner().relay.running() && relay.exists()).then_some(())
+        (s.runner().relay().running() && relay.exists()).then_some(())
     })
     .await;
     let mute_pid = relay_pid(&socket);

@@ -139,7 +139,7 @@ async fn exit_status_is_recorded(b: Backend) {
             && text.contains("exiting with 0"),
         "{text}"
     );
-    let sessions = s.runner().tmux.panes().await.unwrap();
+    let sessions = s.runner().tmux().panes().await.unwrap();
     assert!(
         sessions
             .iter()
@@ -177,7 +177,7 @@ async fn invalid_starts_start_nothing(b: Backend) {
         "nothing recorded"
     );
     assert!(
-        s.runner().tmux.panes().await.unwrap().is_empty(),
+        s.runner().tmux().panes().await.unwrap().is_empty(),
         "no session started"
     );
     s.stop().await;
@@ -292,7 +292,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
     crate::support::agent::write_script(&hook, "#!/bin/sh\nsleep 2\n");
     let (repo, global) = s
         .runner()
-        .store
+        .store()
         .repo_with_global(&RepoKey::Name("r".into()))
         .await
         .unwrap();
@@ -358,11 +358,11 @@ async fn a_hostile_and_deep_data_dir_works(b: Backend) {
     let url = b.fresh_url().await;
     let s = TestServer::start_with(dir, url, |cfg| cfg.data_dir = Some(deep.clone())).await;
     assert_ne!(
-        s.runner().tmux.socket(),
+        s.runner().tmux().socket(),
         deep.join("tmux.sock"),
         "a short fallback socket"
     );
-    assert!(s.runner().tmux.socket().as_os_str().len() <= 107);
+    assert!(s.runner().tmux().socket().as_os_str().len() <= 107);
     s.add_repo("r").await;
     let run = s.start_run("r", "FAKE_LINES=1").await;
     assert_eq!(run["state"], "running", "{run}");
@@ -381,7 +381,7 @@ async fn a_hostile_and_deep_data_dir_works(b: Backend) {
         .await
         .ok();
     assert_eq!(stopped["state"], "stopped");
-    agent::kill_tmux(s.runner().tmux.socket());
+    agent::kill_tmux(s.runner().tmux().socket());
     s.stop().await;
 }
 

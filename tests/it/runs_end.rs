@@ -161,7 +161,10 @@ async fn a_killed_session_takes_the_agent_with_it(b: Backend) {
     let run = s.start_run("r", "stay").await;
     let pid = s.recorded_pid(id(&run), "pid").await;
     let session = format!("={}", run["session"].as_str().unwrap());
-    agent::tmux(s.runner().tmux.socket(), &["kill-session", "-t", &session]);
+    agent::tmux(
+        s.runner().tmux().socket(),
+        &["kill-session", "-t", &session],
+    );
     let failed = s.wait_state(id(&run), "lost").await;
     assert!(
         failed["state_reason"]
@@ -182,7 +185,10 @@ async fn ctrl_c_in_the_session_is_for_the_agent(b: Backend) {
     s.add_repo("r").await;
     let run = s.working_run("r").await;
     let pane = format!("={}:", run["session"].as_str().unwrap());
-    agent::tmux(s.runner().tmux.socket(), &["send-keys", "-t", &pane, "C-c"]);
+    agent::tmux(
+        s.runner().tmux().socket(),
+        &["send-keys", "-t", &pane, "C-c"],
+    );
     let ended = s.wait_state(id(&run), "exited").await;
     assert_eq!(ended["exit_signal"], 2, "{ended}");
     s.stop().await;

@@ -174,7 +174,7 @@ async fn history_keeps_what_scrolled_off(b: Backend) {
     let rid = id(&run);
     s.record(rid, "done").await;
     // A run nobody looked at has no emulator: its bytes cost nothing.
-    assert_eq!(s.runner().screens.kept(), 0);
+    assert_eq!(s.runner().screens().kept(), 0);
     let path = format!("/api/v1/runs/{rid}/screen");
     let v = wait::until("line 120 on screen", wait::secs(10), async || {
         let v = s.get(&format!("{path}?history=2000")).await.ok();
@@ -184,7 +184,7 @@ async fn history_keeps_what_scrolled_off(b: Backend) {
             .then_some(v)
     })
     .await;
-    assert_eq!(s.runner().screens.kept(), 1);
+    assert_eq!(s.runner().screens().kept(), 1);
     let text = v["text"].as_str().unwrap();
     let history = v["history"].as_u64().unwrap() as usize;
     assert!(history > 70, "{history}");

@@ -14,14 +14,14 @@ use crate::support::{Backend, TestServer};
 
 async fn repo(s: &TestServer) -> Repo {
     s.runner()
-        .store
+        .store()
         .repo(&RepoKey::Name("r".into()))
         .await
         .unwrap()
 }
 
 fn source(s: &TestServer, r: &Repo) -> Box<dyn IssueSource> {
-    s.scheduler().sources.of(r)
+    s.scheduler().sources().of(r)
 }
 
 fn numbers(v: &Value) -> Vec<i64> {

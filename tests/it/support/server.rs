@@ -80,7 +80,7 @@ impl TestServer {
             .with_test_writer()
             .try_init();
         TestServer {
-            socket: running.runner.tmux.socket().to_path_buf(),
+            socket: running.runner.tmux().socket().to_path_buf(),
             api: Api::new(format!("http://{}", running.addr), running.token.clone()),
             running: Some(running),
             dir,
@@ -90,7 +90,7 @@ impl TestServer {
 
     pub fn data_dir(&self) -> PathBuf {
         match &self.running {
-            Some(r) => r.runner.cfg.data_dir.clone(),
+            Some(r) => r.runner.cfg().data_dir.clone(),
             None => self.dir.path().join("data"),
         }
     }
