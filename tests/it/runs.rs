@@ -278,18 +278,18 @@ async fn listing_filters(b: Backend) {
     s.stop().await;
 }
 
-/// A launch dropped mid-way (its client hung up while git made the
-/// worktree) leaves no run `starting` for ever: reconcile fails it.
+/// A launch dropped mid-way (its client hung up after the run was
+/// recorded, before its session) leaves no run `starting` for ever:
+/// reconcile fails it.
 async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
     use lab::run::LaunchRequest;
     use lab::store::RepoKey;
-    let s = TestServer::start(b).await;
-    let repo = s.add_repo("r").await;
-    // A slow checkout: the launch is still in the worktree when it is dropped.
-    let hook =
-        std::path::Path::new(repo["path"].as_str().unwrap()).join(".git/hooks/post-checkout");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    crate::support::agent::write_script(&hook, "#!/bin/sh\nsleep 2\n");
+    // A slow launch: it waits 3 s between recording the run and making its
+    // workspace, so it is dropped before any session exists. (A slow
+    // checkout hook did this before; a hook whose file another process
+    // still held open at its exec did not run, and the launch went through.)
+    let s = TestServer::start_tweaked(b, |c| c.launch_pause_ms = 3000).await;
+    s.add_repo("r").await;
     let (repo, global) = s
         .runner()
         .store()
