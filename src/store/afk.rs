@@ -4,6 +4,7 @@
 //! caps and the issue; the partial unique index on active claims is the
 //! backstop when several lab nodes share one database.
 
+use super::Written;
 use sqlx::FromRow;
 
 use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
@@ -78,7 +79,7 @@ impl Store {
         global_cap: i64,
         listed_at: i64,
     ) -> Result<ClaimResult> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         let now = now_ms();
         let insert = format!(
             "INSERT INTO afk_claims (repo_id, repo_name, issue_number, node, active, claimed_at, attempt) \
@@ -142,7 +143,7 @@ impl Store {
 
     /// Ties a claim to the run that works on it.
     pub async fn attach_run(&self, claim: i64, run: i64, model: &str, effort: &str) -> Result<()> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE afk_claims SET run_id = $1, model = $2, effort = $3, started_at = $4 WHERE id = $5")
                 .bind(run)
@@ -158,7 +159,7 @@ impl Store {
 
     /// Gives up a claim whose run could not start.
     pub async fn release_claim(&self, claim: i64) -> Result<()> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         on_db!(self.db(), pool => {
             sqlx::query("DELETE FROM afk_claims WHERE id = $1").bind(claim).execute(pool).await?;
         });
@@ -205,7 +206,7 @@ impl Store {
     /// Records a run's pull request, its page and its number; false when
     /// it already had one.
     pub async fn set_claim_pr(&self, claim: i64, url: &str, number: i64) -> Result<bool> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE afk_claims SET pr_url = $1, pr_number = $2 WHERE id = $3 AND pr_url IS NULL",
@@ -236,7 +237,7 @@ impl Store {
         detail: &str,
         retry_at: Option<i64>,
     ) -> Result<bool> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE afk_claims SET active = FALSE, outcome = $1, detail = $2, ended_at = $3, retry_at = $5 \
@@ -258,7 +259,7 @@ impl Store {
     /// and the check that failed); false when a round for `key` was
     /// started already.
     pub async fn start_round(&self, claim: i64, key: &str) -> Result<bool> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE afk_claims SET rounds = rounds + 1, round_key = $1 WHERE id = $2 AND active \
@@ -275,7 +276,7 @@ impl Store {
 
     /// Records what a claim's pull request's checks said last.
     pub async fn set_claim_checks(&self, claim: i64, checks: &str) -> Result<()> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE afk_claims SET checks = $1 WHERE id = $2")
                 .bind(checks)
@@ -287,7 +288,7 @@ impl Store {
     }
 
     pub async fn mark_relabelled(&self, claim: i64) -> Result<()> {
-        let _counted = self.writing_claims();
+        let _counted = self.writing(Written::Claims);
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE afk_claims SET relabelled = TRUE, relabelled_at = $2 WHERE id = $1")
                 .bind(claim)
@@ -333,6 +334,7 @@ impl Store {
 
     /// Pauses or resumes the AFK scheduler on every node.
     pub async fn set_afk_paused(&self, paused: bool) -> Result<()> {
+        let _announce = self.writing(Written::Settings);
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE global_settings SET afk_paused = $1 WHERE id = 1").bind(paused).execute(pool).await?;
         });

@@ -24,6 +24,7 @@ mod runs;
 mod sessions;
 mod settings;
 mod usage;
+mod written;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -45,6 +46,7 @@ pub use repos::RepoKey;
 pub use runs::{Ending, NewRun, RunFilter, RunPlaces};
 pub use sessions::WebSession;
 pub use usage::UsageRead;
+pub use written::Written;
 
 pub(crate) use reads::on_read;
 
@@ -187,27 +189,14 @@ async fn ping_if_idle(
     Ok(conn.ping().await.is_ok())
 }
 
-/// A write in progress (to runs, or to claims); counted when dropped.
-pub(crate) struct CountedWrite<'a>(&'a std::sync::atomic::AtomicU64);
-
-impl Drop for CountedWrite<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 /// lab's state.
 #[derive(Clone, Debug)]
 pub struct Store {
     db: Db,
     reads: std::sync::Arc<ReadsOf>,
     cache: std::sync::Arc<cache::Cache>,
-    /// Writes to runs through this store (any clone of it), counted.
-    runs_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    /// Writes to AFK claims through this store, counted.
-    claims_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    /// Writes to the notification outbox through this store, counted.
-    outbox_written: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// This process's writes, announced by kind (any clone of this store).
+    written: std::sync::Arc<written::Announcer>,
 }
 
 impl Store {
@@ -326,52 +315,27 @@ impl Store {
             db,
             reads: std::sync::Arc::new(reads),
             cache,
-            runs_written: Default::default(),
-            claims_written: Default::default(),
-            outbox_written: Default::default(),
+            written: Default::default(),
         }
     }
 
     /// How many writes to runs this process made: a reader holding runs
-    /// it read knows them current while this stays the same (the reconcile
-    /// loop skips its reads on it; other nodes' writes are not counted).
+    /// it read knows them current while this stays the same (other nodes'
+    /// writes are not counted).
     pub fn runs_generation(&self) -> u64 {
-        self.runs_written.load(std::sync::atomic::Ordering::SeqCst)
+        self.written(Written::Runs)
     }
 
-    /// Counts a write to runs when the guard goes, after the write (or its
-    /// failure): a reader that saw the old count may have read the old rows.
-    pub(crate) fn writing_runs(&self) -> CountedWrite<'_> {
-        CountedWrite(&self.runs_written)
-    }
-
-    /// How many writes to AFK claims this process made (as
-    /// [`runs_generation`](Self::runs_generation) for runs): the scheduler
-    /// skips its reads between ticks while it stays the same and it last
-    /// found nothing to settle.
+    /// How many writes to AFK claims this process made.
     pub fn claims_generation(&self) -> u64 {
-        self.claims_written
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Counts a write to claims when the guard goes.
-    pub(crate) fn writing_claims(&self) -> CountedWrite<'_> {
-        CountedWrite(&self.claims_written)
+        self.written(Written::Claims)
     }
 
     /// How many writes to the notification outbox this process made
     /// outside the runs' own (a run's state change queues its rows in its
-    /// write to runs, counted by [`runs_generation`](Self::runs_generation)):
-    /// with both unchanged, the outbox holds nothing newly due but what its
-    /// next due time says, and the notifier does not read it.
+    /// write to runs, counted by [`runs_generation`](Self::runs_generation)).
     pub fn outbox_generation(&self) -> u64 {
-        self.outbox_written
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Counts a write to the outbox when the guard goes.
-    pub(crate) fn writing_outbox(&self) -> CountedWrite<'_> {
-        CountedWrite(&self.outbox_written)
+        self.written(Written::Outbox)
     }
 
     /// How often the resolve cache answered a read, and how often it could

@@ -9,6 +9,7 @@
 //! node delivers: it leases the oldest pending row of an endpoint, so rows
 //! of one endpoint go out in order and two nodes never send one row at once.
 
+use super::Written;
 use sqlx::FromRow;
 
 use super::{Result, Store, StoreError, now_ms, on_db};
@@ -90,7 +91,7 @@ impl Store {
     /// Queues `pr_opened` for a run's pull request (once per run).
     pub async fn note_pull_opened(&self, run: &Run, url: &str) -> Result<()> {
         let now = now_ms();
-        let _counted = self.writing_outbox();
+        let _counted = self.writing(Written::Outbox);
         on_db!(self.db(), pool => {
             sqlx::query(
                 "INSERT INTO notify_outbox (endpoint_id, run_id, repo, event, state, reason, pull_request, \
@@ -173,7 +174,7 @@ impl Store {
     }
 
     pub async fn notification_delivered(&self, id: i64) -> Result<()> {
-        let _counted = self.writing_outbox();
+        let _counted = self.writing(Written::Outbox);
         on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE notify_outbox SET delivered_at = $1, lease_until = NULL, last_error = NULL WHERE id = $2",
@@ -195,7 +196,7 @@ impl Store {
         retry_at: Option<i64>,
     ) -> Result<()> {
         let now = now_ms();
-        let _counted = self.writing_outbox();
+        let _counted = self.writing(Written::Outbox);
         on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE notify_outbox SET lease_until = NULL, last_error = $1, \

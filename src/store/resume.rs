@@ -2,6 +2,7 @@
 //! conditional update: a run is marked lost only from the state reconcile
 //! saw, and resumed only from `lost`, so of two resumes at once one wins.
 
+use super::Written;
 use super::{Result, Store, on_db};
 use crate::domain::RunState;
 
@@ -11,7 +12,7 @@ impl Store {
     /// workspace is not the retention's to remove. False when the run was no
     /// longer in `from`.
     pub async fn mark_lost(&self, id: i64, from: RunState, reason: &str) -> Result<bool> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE runs SET state = 'lost', state_reason = $1, token_hash = NULL \
@@ -33,7 +34,7 @@ impl Store {
     /// state) is cleared and `resumes` counts one more. False when the run
     /// was no longer in `from` (someone else resumed it first).
     pub async fn begin_resume(&self, id: i64, token_hash: &str, from: RunState) -> Result<bool> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let n = on_db!(self.db(), pool => {
             sqlx::query(
                 "UPDATE runs SET state = 'starting', state_reason = NULL, token_hash = $1, \

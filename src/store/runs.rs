@@ -2,6 +2,7 @@
 //! two parties racing to end a run (a stop and the reconcile loop, say)
 //! cannot both win.
 
+use super::Written;
 use super::run_row::{COLUMNS, RunRow, USAGE_COLUMNS, USAGE_JOIN};
 use super::{RepoKey, Result, Store, StoreError, now_ms, on_db, on_read};
 use crate::domain::{AgentBy, AgentState, Run, RunIssue, RunKind, RunState, StopCause};
@@ -70,7 +71,7 @@ impl Store {
         new: &NewRun<'_>,
         places: impl FnOnce(i64) -> RunPlaces,
     ) -> Result<Run> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let now = now_ms();
         let options = serde_json::to_string(&new.resolved.options).unwrap_or_else(|_| "{}".into());
         let update = format!(
@@ -202,7 +203,7 @@ impl Store {
         pid: i64,
         pid_start: Option<u64>,
     ) -> Result<Option<Run>> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let now = now_ms();
         let sql = format!(
             "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = $3, \
@@ -225,7 +226,7 @@ impl Store {
         state: RunState,
         reason: Option<&str>,
     ) -> Result<bool> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let sql = format!(
             "UPDATE runs SET state = $1, state_reason = $2 WHERE id = $3 AND state IN {ACTIVE_STATES_SQL}"
         );
@@ -253,7 +254,7 @@ impl Store {
         reason: Option<&str>,
         by: AgentBy,
     ) -> Result<bool> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let now = now_ms();
         let (run_state, run_reason) = match state {
             AgentState::Waiting => (RunState::Waiting, reason),
@@ -286,7 +287,7 @@ impl Store {
     /// Ends a live run. False when it had already ended (someone else won),
     /// or was no longer in `e.from`.
     pub async fn finish_run(&self, id: i64, e: &Ending) -> Result<bool> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let now = now_ms();
         let from = match e.from {
             Some(st) => format!("= '{}'", st.as_str()),
@@ -313,7 +314,7 @@ impl Store {
     }
 
     pub async fn set_run_prompt(&self, id: i64, prompt: &str) -> Result<()> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE runs SET prompt = $1 WHERE id = $2").bind(prompt).bind(id).execute(pool).await?;
         });
@@ -321,7 +322,7 @@ impl Store {
     }
 
     pub async fn mark_workspace_removed(&self, id: i64) -> Result<()> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let now = now_ms();
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE runs SET workspace_removed_at = $1 WHERE id = $2")
@@ -348,7 +349,7 @@ impl Store {
 
     /// Deletes an ended run. `Conflict` when it is still live.
     pub async fn delete_run(&self, id: i64) -> Result<()> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         let sql = format!("DELETE FROM runs WHERE id = $1 AND state NOT IN {ACTIVE_STATES_SQL}");
         let n = on_db!(self.db(), pool => {
             sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).execute(pool).await?.rows_affected()

@@ -162,6 +162,7 @@ impl Store {
     /// Applies a settings change in one transaction: read, validate, write.
     /// A change that fails validation writes nothing.
     pub async fn update_settings(&self, patch: &SettingsPatch) -> Result<Settings> {
+        let _announce = self.writing(super::Written::Settings);
         let now = now_ms();
         in_tx!(self.db(), tx, pg_lock: "SELECT id FROM global_settings WHERE id = 1 FOR UPDATE", changes: &self.cache => {
             let rows: Vec<AllRow> = sqlx::query_as(SELECT_ALL).fetch_all(&mut *tx).await?;

@@ -2,6 +2,7 @@
 //! far it was read, the totals so far. Written only by the usage pass;
 //! requests read the totals with the run (`runs.rs` joins them).
 
+use super::Written;
 use sqlx::FromRow;
 
 use super::{Result, Store, StoreError, on_db};
@@ -106,7 +107,7 @@ impl Store {
 
     /// Records the session id read from a run's CLI (Codex), once.
     pub async fn set_cli_session_id(&self, run_id: i64, id: &str) -> Result<()> {
-        let _counted = self.writing_runs();
+        let _counted = self.writing(Written::Runs);
         on_db!(self.db(), pool => {
             sqlx::query("UPDATE runs SET cli_session_id = $1 WHERE id = $2 AND cli_session_id IS NULL")
                 .bind(id)
