@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod domain;
 pub mod http;
 pub mod issues;
+pub mod knob;
 pub mod lock;
 pub mod notifications;
 pub mod provider;

@@ -5,6 +5,7 @@
 //! by the caller, through the workspace module).
 
 use crate::domain::{Change, Defaults};
+pub mod config_file;
 pub mod issue_source;
 
 use crate::provider::{self, Provider};
@@ -51,6 +52,13 @@ pub struct Repo {
     pub budget: RepoBudget,
     /// Memory and process caps of its runs; `None` inherits the global ones.
     pub limits: RepoLimits,
+    /// The repo's knobs (issue 27), over the global ones.
+    pub knobs: crate::knob::Set,
+    /// The models its issues may ask for, in the catalog's casing; empty:
+    /// the provider's whole catalog.
+    pub allowed_models: Vec<String>,
+    /// What lab last made of the repo's `.lab.toml`.
+    pub config: config_file::ConfigState,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -145,6 +153,11 @@ pub struct RepoPatch {
     pub afk_run_timeout_minutes: Change<i64>,
     pub memory_max_mb: Change<i64>,
     pub pids_max: Change<i64>,
+    /// The knobs that replace the repo's (`None`: keep them).
+    pub knobs: Option<crate::knob::Input>,
+    /// The models that replace the allowed list (`None`: keep it; empty:
+    /// the whole catalog).
+    pub allowed_models: Option<Vec<String>>,
 }
 
 /// A new repo from a create request. Its id and times are the store's.
@@ -165,6 +178,9 @@ pub fn create(patch: &RepoPatch) -> Result<Repo, Invalid> {
         budget: RepoBudget::default(),
         limits: RepoLimits::default(),
         issues: IssueConfig::default(),
+        knobs: crate::knob::Set::new(),
+        allowed_models: Vec::new(),
+        config: config_file::ConfigState::default(),
         created_at: 0,
         updated_at: 0,
     };
@@ -249,6 +265,25 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
             next.provider = new_provider.clone();
             next.defaults =
                 settings::apply_defaults(p, &current.defaults, &patch.defaults, "", &mut errs);
+            match &patch.allowed_models {
+                Some(list) => {
+                    if let Some(l) = errs.check(allowed_models(p, list)) {
+                        next.allowed_models = l;
+                    }
+                }
+                // Kept models must fit a new provider too.
+                None if new_provider != current.provider => {
+                    if let Err(mut e) = allowed_models(p, &current.allowed_models) {
+                        e.message = format!(
+                            "{}; it does not fit the new provider {new_provider}: set \
+                             allowed_models in the same request",
+                            e.message
+                        );
+                        errs.push(e);
+                    }
+                }
+                None => {}
+            }
             if new_provider != current.provider {
                 // Stored values that the patch leaves alone must fit the new
                 // provider: report them, never drop them silently.
@@ -354,8 +389,65 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
         ),
     };
     next.issues = crate::repo::issue_source::apply(&current.issues, &patch.issues, &mut errs);
+    if let Some(input) = &patch.knobs {
+        next.knobs = errs
+            .check_all(crate::knob::parse("knobs", input))
+            .unwrap_or_else(|| current.knobs.clone());
+    }
     errs.finish()?;
     Ok(next)
+}
+
+/// The most models an allowed list may name.
+pub const MAX_ALLOWED_MODELS: usize = 64;
+
+/// The models a repo's issues may ask for: each in the provider's catalog,
+/// in its casing, once.
+pub fn allowed_models(p: &dyn Provider, list: &[String]) -> Result<Vec<String>, FieldError> {
+    if list.len() > MAX_ALLOWED_MODELS {
+        return Err(FieldError::new(
+            "allowed_models",
+            format!("at most {MAX_ALLOWED_MODELS} models"),
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for m in list.iter().filter(|m| !m.trim().is_empty()) {
+        let m = validate::model(p, "allowed_models", m)?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+impl Repo {
+    /// Whether an issue of this repo may ask for this model (in the
+    /// catalog's casing).
+    pub fn allows_model(&self, model: &str) -> bool {
+        self.allowed_models.is_empty() || self.allowed_models.iter().any(|m| m == model)
+    }
+
+    /// The repo's `.lab.toml`, when lab holds a valid one.
+    pub fn file(&self) -> Option<&config_file::RepoFile> {
+        self.config.file.as_ref()
+    }
+
+    /// The check command its AFK runs get: the operator's, else the
+    /// `.lab.toml`'s.
+    pub fn effective_check_command(&self) -> Option<&str> {
+        self.check_command
+            .as_deref()
+            .or_else(|| self.file().and_then(|f| f.check_command.as_deref()))
+    }
+
+    /// The label its AFK runs take issues by: the operator's when they set
+    /// one other than the default, else the `.lab.toml`'s, else the default.
+    pub fn effective_label(&self) -> &str {
+        match self.file().and_then(|f| f.label.as_deref()) {
+            Some(l) if self.afk_label == DEFAULT_AFK_LABEL => l,
+            _ => &self.afk_label,
+        }
+    }
 }
 
 /// The stored values a patch leaves as they were.

@@ -161,6 +161,28 @@ pub fn resolve_request(
     model: Option<&str>,
     effort: Option<&str>,
 ) -> Result<Resolved, Invalid> {
+    resolve_layers(repo, global, kind, model, effort, None)
+}
+
+/// An AFK run's configuration for one issue: the repo's AFK layering with
+/// the issue's own model, effort and options above it (already checked
+/// against the repo by [`IssueLayer::parse`]).
+pub fn resolve_afk(
+    repo: &Repo,
+    global: &Defaults,
+    issue: Option<&IssueLayer>,
+) -> Result<Resolved, Invalid> {
+    resolve_layers(repo, global, RunKind::Afk, None, None, issue)
+}
+
+fn resolve_layers(
+    repo: &Repo,
+    global: &Defaults,
+    kind: RunKind,
+    model: Option<&str>,
+    effort: Option<&str>,
+    issue_layer: Option<&IssueLayer>,
+) -> Result<Resolved, Invalid> {
     let p = repo.provider()?;
     let mut errs = Errors::default();
     if kind == RunKind::Afk {
@@ -178,7 +200,10 @@ pub fn resolve_request(
         effort: given(effort).and_then(|e| errs.check(validate::effort(p, "effort", e))),
     };
     errs.finish()?;
-    let r = resolve(p, kind, global, &repo.defaults, &request);
+    let mut r = resolve(p, kind, global, &repo.defaults, &request);
+    if kind == RunKind::Afk {
+        issue::above(&mut r, repo.file(), issue_layer);
+    }
     let stale = |what: &str, v: &Sourced, check: Result<String, FieldError>| {
         check.err().map(|e| FieldError {
             message: format!(
@@ -213,6 +238,9 @@ pub fn resolve_request(
     errs.finish()?;
     Ok(r)
 }
+
+mod issue;
+pub use issue::{ISSUE_KEYS, IssueBudget, IssueLayer, KnobContext, run_knobs};
 
 #[cfg(test)]
 mod tests;

@@ -110,6 +110,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, Defaults>,
     pub afk: AfkLimits,
     pub runs: RunSettings,
+    /// The global knobs (issue 27): each repo and issue inherits them.
+    pub knobs: crate::knob::Set,
 }
 
 impl Settings {
@@ -170,6 +172,8 @@ pub struct SettingsPatch {
     /// The notification endpoints that replace the stored ones (`None`:
     /// keep them).
     pub notifications: Option<Vec<notifications::EndpointInput>>,
+    /// The knobs that replace the global ones (`None`: keep them).
+    pub knobs: Option<crate::knob::Input>,
 }
 
 /// Applies a settings change, or names every field that was wrong.
@@ -308,6 +312,11 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
         next.runs.carry_cli_keys = errs
             .check(carry_keys(keys))
             .unwrap_or_else(|| current.runs.carry_cli_keys.clone());
+    }
+    if let Some(input) = &patch.knobs {
+        next.knobs = errs
+            .check_all(crate::knob::parse("knobs", input))
+            .unwrap_or_else(|| current.knobs.clone());
     }
     errs.finish()?;
     Ok(next)

@@ -121,6 +121,9 @@ mod tests {
             labels: vec![],
             url: None,
             comments: vec![],
+            knobs: Default::default(),
+            author: None,
+            author_association: None,
         };
         expect![[r#"
             You are an autonomous AFK run of lab, with nobody watching. Resolve exactly one issue, open a pull request, and stop.

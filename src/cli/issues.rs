@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use super::client::{CliError, CliResult, Client, Exit, seg};
 use super::output::{self, table};
-use crate::http::issues::{LabelsBody, NewIssueBody};
+use crate::http::issues::{IssuePatchBody, LabelsBody, NewIssueBody};
 use crate::http::runs::RunBody;
 use crate::issues::Issue;
 
@@ -49,6 +49,30 @@ pub enum IssueCommand {
         /// Repeatable.
         #[arg(long = "label")]
         labels: Vec<String>,
+        /// A directive for its AFK run, KEY=VALUE (repeatable; built-in
+        /// tracker only): a knob (`labctl knobs`), model, effort, a provider
+        /// option, max_tokens, max_cost_usd or run_timeout_minutes. VALUE is
+        /// read as JSON when it is JSON (true, 3, 2.5, ["src/**"]), else as
+        /// text.
+        #[arg(long = "knob", value_name = "KEY=VALUE", value_parser = super::knob_args::knob_arg)]
+        knobs: Vec<(String, serde_json::Value)>,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a built-in issue's directives for its AFK run, replacing the ones
+    /// set (refused once an AFK run has claimed it).
+    Knobs {
+        /// The issue's number.
+        number: i64,
+        #[command(flatten)]
+        repo: RepoArg,
+        /// KEY=VALUE, as for `issue create --knob` (repeatable).
+        #[arg(long = "knob", value_name = "KEY=VALUE", value_parser = super::knob_args::knob_arg, required_unless_present = "clear")]
+        knobs: Vec<(String, serde_json::Value)>,
+        /// Clear every directive.
+        #[arg(long, conflicts_with = "knobs")]
+        clear: bool,
         /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
@@ -166,6 +190,9 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
             if let Some(u) = &v.url {
                 println!("{u}");
             }
+            if !v.knobs.is_empty() {
+                println!("knobs: {}", super::knob_args::knobs_line(&v.knobs));
+            }
             println!("\n{}", v.body);
             for c in &v.comments {
                 println!("\n--- {} at {}\n{}", c.author, c.created_at, c.body);
@@ -176,6 +203,7 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
             title,
             body,
             labels,
+            knobs,
             json,
         } => {
             let repo = repo_of(client, &repo).await?;
@@ -186,6 +214,7 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
                         title,
                         body,
                         labels,
+                        knobs: (!knobs.is_empty()).then(|| knobs.into_iter().collect()),
                     },
                 )
                 .await?;
@@ -194,6 +223,31 @@ pub async fn issue(client: &Client, cmd: IssueCommand) -> CliResult<()> {
                 return Ok(());
             }
             println!("opened issue #{} in {repo}", v.number);
+        }
+        IssueCommand::Knobs {
+            number,
+            repo,
+            knobs,
+            clear: _,
+            json,
+        } => {
+            let repo = repo_of(client, &repo).await?;
+            let v: Issue = client
+                .patch(
+                    &format!("/api/v1/repos/{}/issues/{number}", seg(&repo)),
+                    &IssuePatchBody {
+                        knobs: knobs.into_iter().collect(),
+                    },
+                )
+                .await?;
+            if json {
+                output::json(&v);
+                return Ok(());
+            }
+            println!(
+                "issue #{number} of {repo}: {}",
+                super::knob_args::knobs_line(&v.knobs)
+            );
         }
         IssueCommand::Close { number, repo } => {
             let repo = repo_of(client, &repo).await?;

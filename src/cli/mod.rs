@@ -5,6 +5,7 @@ mod client;
 mod config;
 mod hook;
 mod issues;
+mod knob_args;
 mod notify;
 mod output;
 mod pulls;
@@ -76,6 +77,13 @@ pub struct Cli {
 enum Command {
     /// List the providers with their models, efforts and options.
     Providers {
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the knobs: the per-issue directives lab knows, their values and
+    /// defaults.
+    Knobs {
         /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
         #[arg(long)]
         json: bool,
@@ -272,6 +280,11 @@ async fn run(cli: Cli) -> CliResult<()> {
             let v: Vec<crate::http::providers::ProviderBody> =
                 client.get("/api/v1/providers").await?;
             output::providers(&v, json);
+            Ok(())
+        }
+        Command::Knobs { json } => {
+            let v: Vec<crate::http::knobs::KnobBody> = client.get("/api/v1/knobs").await?;
+            output::knobs(&v, json);
             Ok(())
         }
         Command::Repo(cmd) => repos::run(&client, *cmd).await,

@@ -111,6 +111,26 @@ pub fn providers(v: &[ProviderBody], as_json: bool) {
     }
 }
 
+pub fn knobs(v: &[crate::http::knobs::KnobBody], as_json: bool) {
+    use crate::http::knobs::Allowed;
+    if as_json {
+        return json(v);
+    }
+    for k in v {
+        let allowed = match &k.allowed {
+            Some(Allowed::Words(w)) => w.join("|"),
+            Some(Allowed::Range { min, max }) => format!("{min}..{max}"),
+            None => k.ty.clone(),
+        };
+        let default = match k.default.shown() {
+            d if d.is_empty() => "none".to_owned(),
+            d => d,
+        };
+        println!("{} ({allowed}, default {default})", k.key);
+        println!("  {}", k.description);
+    }
+}
+
 /// `on` or `off`.
 fn on_off(on: bool) -> &'static str {
     if on { "on" } else { "off" }
@@ -276,7 +296,39 @@ pub fn resolved(repo: &str, v: &ResolvedBody, as_json: bool) {
             o.layer.to_string(),
         ]);
     }
+    for k in &v.knobs {
+        let value = match k.value.shown() {
+            s if s.is_empty() => "-".to_owned(),
+            s => s,
+        };
+        rows.push(vec![
+            format!("knob {}", k.key),
+            value,
+            k.source.as_str().to_owned(),
+        ]);
+    }
+    if let Some(b) = &v.budget {
+        let none = || "no cap".to_owned();
+        rows.push(vec![
+            "max tokens".to_owned(),
+            b.max_tokens.map_or_else(none, |n| n.to_string()),
+            b.max_tokens_source.as_str().to_owned(),
+        ]);
+        rows.push(vec![
+            "max cost".to_owned(),
+            b.max_cost_usd.map_or_else(none, |c| format!("${c:.2}")),
+            b.max_cost_usd_source.as_str().to_owned(),
+        ]);
+        rows.push(vec![
+            "time limit".to_owned(),
+            format!("{} min", b.run_timeout_minutes),
+            b.run_timeout_minutes_source.as_str().to_owned(),
+        ]);
+    }
     table(&["WHAT", "VALUE", "FROM"], &rows);
+    if let Some(why) = &v.issue_directives_ignored {
+        println!("the issue's directives were left out: {why}");
+    }
 }
 
 /// How long ago an RFC 3339 time was, roughly ("3m", "2h").

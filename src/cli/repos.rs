@@ -142,6 +142,19 @@ pub struct RepoFields {
     /// runs.pids_max.
     #[arg(long, value_name = "N")]
     pids_max: Option<String>,
+    /// A knob of the repo (`labctl knobs`), KEY=VALUE; KEY= clears it (it
+    /// inherits the global one). VALUE is read as JSON when it is JSON
+    /// (`["src/**"]`), else as text. Repeatable; the repo's other knobs stay.
+    #[arg(long = "knob", value_name = "KEY=VALUE", value_parser = super::knob_args::knob_arg)]
+    knobs: Vec<(String, serde_json::Value)>,
+    /// A model the repo's issues may ask for (repeatable; the list replaces
+    /// the stored one).
+    #[arg(long = "allowed-model", value_name = "MODEL")]
+    allowed_models: Vec<String>,
+    /// Let the repo's issues ask for any model of its provider's catalog
+    /// (the default).
+    #[arg(long, conflicts_with = "allowed_models")]
+    all_models: bool,
 }
 
 /// A number flag where "" means `null` (inherit); anything else must parse.
@@ -232,6 +245,11 @@ struct RepoChange {
     forge_repo: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     forge_token: Option<String>,
+    /// The whole set of the repo's knobs (a replace-set), when any is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    knobs: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_models: Option<Vec<String>>,
 }
 
 impl RepoFields {
@@ -282,6 +300,10 @@ impl RepoFields {
             forge_url: self.forge_url,
             forge_repo: self.forge_repo,
             forge_token,
+            // Knobs are merged into the repo's by the caller, which knows
+            // them.
+            allowed_models: (!self.allowed_models.is_empty() || self.all_models)
+                .then_some(self.allowed_models),
             ..body
         })
     }
@@ -296,12 +318,16 @@ pub async fn run(client: &Client, cmd: RepoCommand) -> CliResult<()> {
             fields,
             json,
         } => {
-            let body = fields.into_change(RepoChange {
+            let knobs = fields.knobs.clone();
+            let mut body = fields.into_change(RepoChange {
                 name: Some(name),
                 path: path.as_deref().map(absolute),
                 url,
                 ..RepoChange::default()
             })?;
+            if !knobs.is_empty() {
+                body.knobs = Some(super::knob_args::merged(&Default::default(), &knobs));
+            }
             let repo: RepoBody = client.post("/api/v1/repos", &body).await?;
             output::repo(&repo, json);
         }
@@ -321,12 +347,19 @@ pub async fn run(client: &Client, cmd: RepoCommand) -> CliResult<()> {
             fields,
             json,
         } => {
-            let body = fields.into_change(RepoChange {
+            let knobs = fields.knobs.clone();
+            let mut body = fields.into_change(RepoChange {
                 name,
                 path: path.as_deref().map(absolute),
                 url,
                 ..RepoChange::default()
             })?;
+            if !knobs.is_empty() {
+                // The API replaces the set: send the repo's with these.
+                let current: RepoBody =
+                    client.get(&format!("/api/v1/repos/{}", seg(&repo))).await?;
+                body.knobs = Some(super::knob_args::merged(&current.knobs, &knobs));
+            }
             if body == RepoChange::default() {
                 return Err(CliError::invalid(
                     "nothing to change: give at least one --field (see --help)",
@@ -371,6 +404,9 @@ pub struct ResolveArgs {
     /// Manual only: the effort you would ask for.
     #[arg(long)]
     effort: Option<String>,
+    /// AFK only: what a run of this issue would get (its knobs on top).
+    #[arg(long, value_name = "N")]
+    issue: Option<i64>,
     /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
     #[arg(long)]
     json: bool,
@@ -383,6 +419,9 @@ pub async fn resolve(client: &Client, a: ResolveArgs) -> CliResult<()> {
     }
     if let Some(e) = a.effort {
         q.push(("effort", e));
+    }
+    if let Some(n) = a.issue {
+        q.push(("issue", n.to_string()));
     }
     let query: Vec<String> = q.iter().map(|(k, v)| format!("{k}={}", seg(v))).collect();
     let v: ResolvedBody = client

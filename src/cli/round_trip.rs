@@ -248,7 +248,8 @@ fn answers_as_lab_writes_them_round_trip() {
           "runs": {"workspace_retention_hours": null, "allow_unsandboxed": false, "memory_max_mb": 4096,
             "pids_max": null, "log_max_mb": 64, "carry_cli_keys": ["theme"]},
           "notifications": [{"kind": "ntfy", "url": "https://ntfy.sh/…abcd",
-            "events": ["waiting", "failed"], "token_set": true}]}"#,
+            "events": ["waiting", "failed"], "token_set": true}],
+          "knobs": {"changeScope": "surgical", "writes": ["src/**"]}}"#,
     );
     same::<crate::http::repos::RepoBody>(
         r#"{"id": 1, "name": "web", "path": "/src/web", "url": null, "default_branch": "main",
@@ -260,6 +261,10 @@ fn answers_as_lab_writes_them_round_trip() {
           "memory_max_mb": null, "pids_max": null, "issue_source": "github",
           "forge_url": "https://api.github.com", "forge_repo": "o/r", "forge_token": "…1234",
           "forge_identity": {"login": "lab-bot", "is_operator": false},
+          "knobs": {}, "allowed_models": ["opus"],
+          "config_file": {"commit": "abc123", "error": "afk.model: unknown model", "model": "opus",
+            "effort": null, "options": {}, "knobs": {"changeScope": "refactor"},
+            "check_command": "make test", "label": null},
           "created_at": "2026-01-02T03:04:05.678Z", "updated_at": "2026-01-02T03:04:05.678Z"}"#,
     );
     same::<crate::http::afk::AfkStatusBody>(
@@ -286,7 +291,8 @@ fn answers_as_lab_writes_them_round_trip() {
     same::<Vec<crate::issues::Issue>>(
         r#"[{"number": 1, "title": "Add dark mode", "body": "", "state": "open",
           "labels": ["ready-for-agent"], "url": null,
-          "comments": [{"author": "lab", "body": "hi", "created_at": "2026-01-02T03:04:05Z"}]}]"#,
+          "comments": [{"author": "lab", "body": "hi", "created_at": "2026-01-02T03:04:05Z"}],
+          "knobs": {"model": "opus", "max_cost_usd": 2.5}, "author": "ann", "author_association": "MEMBER"}]"#,
     );
     same::<crate::http::status::DoctorBody>(
         r#"{"worst": "warn", "findings": [{"area": "tmux", "level": "ok", "message": "tmux 3.4"},

@@ -92,6 +92,12 @@ pub struct SetArgs {
     /// Carry no key of your CLI config into runs (the default).
     #[arg(long, conflicts_with = "carry_cli_keys")]
     carry_no_cli_keys: bool,
+    /// A global knob (`labctl knobs`), KEY=VALUE; KEY= clears it (every
+    /// repo and issue then inherits the knob's default). VALUE is read as
+    /// JSON when it is JSON (`["src/**"]`), else as text. Repeatable; the
+    /// other knobs stay as they are.
+    #[arg(long = "knob", value_name = "KEY=VALUE", value_parser = super::knob_args::knob_arg)]
+    knobs: Vec<(String, serde_json::Value)>,
     /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
     #[arg(long)]
     json: bool,
@@ -108,6 +114,9 @@ struct SettingsChange {
     afk: AfkChange,
     #[serde(skip_serializing_if = "RunsChange::is_empty")]
     runs: RunsChange,
+    /// The whole set of knobs (a replace-set), when any is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    knobs: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A change to one provider's global defaults (and, flattened, to a repo's
@@ -216,6 +225,7 @@ impl SetArgs {
             providers,
             afk,
             runs,
+            knobs: None,
         })
     }
 }
@@ -229,8 +239,18 @@ pub async fn run(client: &Client, cmd: SettingsCommand) -> CliResult<()> {
         }
         SettingsCommand::Set(a) => {
             let json = a.json;
-            let body = a.into_change()?;
-            if body.providers.is_empty() && body.afk.is_empty() && body.runs.is_empty() {
+            let knobs = a.knobs.clone();
+            let mut body = a.into_change()?;
+            if !knobs.is_empty() {
+                // The API replaces the set: send the current ones with these.
+                let s: SettingsBody = client.get("/api/v1/settings").await?;
+                body.knobs = Some(super::knob_args::merged(&s.knobs, &knobs));
+            }
+            if body.providers.is_empty()
+                && body.afk.is_empty()
+                && body.runs.is_empty()
+                && body.knobs.is_none()
+            {
                 return Err(CliError::invalid(
                     "nothing to change: give at least one setting (see --help)",
                 ));

@@ -9,8 +9,14 @@ use serde::{Deserialize, Serialize};
 pub enum Layer {
     #[serde(rename = "request")]
     Request,
+    /// The AFK run's issue (its knobs, issue 27).
+    #[serde(rename = "issue")]
+    Issue,
     #[serde(rename = "repo.afk")]
     RepoAfk,
+    /// The repo's `.lab.toml`, under the operator's own repo settings.
+    #[serde(rename = "repo file")]
+    RepoFile,
     #[serde(rename = "global.afk")]
     GlobalAfk,
     #[serde(rename = "repo.base")]
@@ -25,7 +31,9 @@ impl Layer {
     pub fn as_str(self) -> &'static str {
         match self {
             Layer::Request => "request",
+            Layer::Issue => "issue",
             Layer::RepoAfk => "repo.afk",
+            Layer::RepoFile => "repo file",
             Layer::GlobalAfk => "global.afk",
             Layer::RepoBase => "repo.base",
             Layer::GlobalBase => "global.base",
@@ -37,7 +45,9 @@ impl Layer {
     pub fn describe(self) -> &'static str {
         match self {
             Layer::Request => "this request",
+            Layer::Issue => "the issue",
             Layer::RepoAfk => "the repo's AFK defaults",
+            Layer::RepoFile => "the repo's .lab.toml",
             Layer::GlobalAfk => "the global AFK defaults",
             Layer::RepoBase => "the repo's defaults",
             Layer::GlobalBase => "the global defaults",

@@ -214,6 +214,17 @@ impl Field<String> {
     }
 }
 
+impl Field<serde_json::Map<String, serde_json::Value>> {
+    /// Knobs replace-set: absent keeps them, `null` and `{}` clear them.
+    pub fn into_knobs(self) -> Option<crate::knob::Input> {
+        match self {
+            Field::Absent => None,
+            Field::Null => Some(crate::knob::Input::Json(Default::default())),
+            Field::Value(m) => Some(crate::knob::Input::Json(m)),
+        }
+    }
+}
+
 impl Field<i64> {
     pub fn change(self) -> Change<i64> {
         match self {

@@ -40,7 +40,7 @@ pub fn source_error(e: SourceError) -> ApiError {
         SourceError::Forge(m) | SourceError::Denied(m) => {
             ApiError::new(StatusCode::BAD_GATEWAY, "forge", m)
         }
-        SourceError::Store(s) => ApiError::internal(s),
+        SourceError::Store(s) => ApiError::from_store(s, || "the issue".to_owned()),
     }
 }
 
@@ -80,6 +80,21 @@ pub struct NewIssueBody {
     #[serde(default)]
     #[schema(schema_with = schema::labels)]
     pub labels: Vec<String>,
+    /// The issue's directives (built-in tracker only; on a forge they are a
+    /// ```` ```lab ```` block in the body).
+    #[serde(default)]
+    #[schema(schema_with = schema::issue_knobs)]
+    pub knobs: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A change to a built-in issue.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssuePatchBody {
+    /// The issue's directives, replacing the ones set (`{}` clears them);
+    /// refused (409) once an AFK run has claimed the issue.
+    #[schema(schema_with = schema::issue_knobs)]
+    pub knobs: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Opens an issue.
@@ -94,11 +109,39 @@ async fn create_issue(
     // The values are checked before the repo is looked up: a bad request is
     // a 400 whatever it names.
     validate::new_issue(&b.title, &b.body, &b.labels)?;
-    let (_, source) = repo_source(&app, &id).await?;
-    let issue = issues::create(source.as_ref(), &b.title, &b.body, &b.labels)
+    let (repo, source) = repo_source(&app, &id).await?;
+    let issue = issues::create(
+        &app.store,
+        &repo,
+        source.as_ref(),
+        &issues::NewIssue {
+            title: &b.title,
+            body: &b.body,
+            labels: &b.labels,
+            knobs: b.knobs.as_ref(),
+        },
+    )
+    .await
+    .map_err(issue_error)?;
+    Ok((StatusCode::CREATED, Json(issue)))
+}
+
+/// Changes a built-in issue: its knobs (issue 27), checked against the
+/// repo (a value that widens what the repo allows is a 400). Refused with
+/// 409 once an AFK run has claimed the issue.
+#[utoipa::path(patch, path = "/repos/{id}/issues/{number}", tag = "issues", request_body = IssuePatchBody,
+    params(("id" = String, Path, description = "repo id or name"), ("number" = i64, Path)),
+    responses((status = 200, body = Issue), (status = 409, description = "the issue is claimed by an AFK run", body = ErrorBody), ForgeErrors))]
+async fn patch_issue(
+    State(app): State<AppState>,
+    ApiPath((id, number)): ApiPath<(String, i64)>,
+    ApiJson(b): ApiJson<IssuePatchBody>,
+) -> ApiResult<Json<Issue>> {
+    let (repo, source) = repo_source(&app, &id).await?;
+    let issue = issues::set_knobs(&app.store, &repo, source.as_ref(), number, &b.knobs)
         .await
         .map_err(issue_error)?;
-    Ok((StatusCode::CREATED, Json(issue)))
+    Ok(Json(issue))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -291,7 +334,7 @@ async fn open_pull(
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_issue, list_issues))
-        .routes(routes!(get_issue))
+        .routes(routes!(get_issue, patch_issue))
         .routes(routes!(close_issue))
         .routes(routes!(reopen_issue))
         .routes(routes!(edit_labels))

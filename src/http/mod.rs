@@ -12,6 +12,7 @@ mod dto;
 pub mod error;
 pub mod extract;
 pub mod issues;
+pub mod knobs;
 mod openapi;
 pub mod providers;
 pub mod repos;
@@ -38,6 +39,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             "/api/v1",
             OpenApiRouter::new()
                 .merge(providers::router())
+                .merge(knobs::router())
                 .merge(settings::router())
                 .merge(repos::router())
                 .merge(runs::router())

@@ -76,8 +76,58 @@ pub struct RepoBody {
     /// looks like the operator's own; `null` until read (or for the
     /// built-in tracker).
     pub forge_identity: Option<crate::issues::ForgeIdentity>,
+    /// The repo's knobs (`GET /knobs`), over the global ones.
+    #[serde(default)]
+    #[schema(schema_with = schema::knobs_shown)]
+    pub knobs: crate::knob::Set,
+    /// The models its issues may ask for; `[]`: the provider's catalog.
+    #[serde(default)]
+    pub allowed_models: Vec<String>,
+    /// What lab last made of the repo's `.lab.toml`; `null` when it has
+    /// none.
+    #[serde(default)]
+    pub config_file: Option<ConfigFileBody>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// A repo's `.lab.toml` as lab last read it: the commit of the valid
+/// version it keeps and uses, what that version sets, and why the newest
+/// read was refused, when it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ConfigFileBody {
+    /// The default branch's commit the kept version was read at; `null`
+    /// when no valid version was ever read.
+    pub commit: Option<String>,
+    /// Why the newest version was refused (the kept one is older); `null`
+    /// when it was valid.
+    pub error: Option<String>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub options: BTreeMap<String, String>,
+    #[schema(schema_with = schema::knobs_shown)]
+    pub knobs: crate::knob::Set,
+    pub check_command: Option<String>,
+    pub label: Option<String>,
+}
+
+impl ConfigFileBody {
+    fn of(c: &crate::repo::config_file::ConfigState) -> Option<ConfigFileBody> {
+        if c.file.is_none() && c.error.is_none() {
+            return None;
+        }
+        let f = c.file.clone().unwrap_or_default();
+        Some(ConfigFileBody {
+            commit: c.commit.clone(),
+            error: c.error.clone(),
+            model: f.model,
+            effort: f.effort,
+            options: f.options,
+            knobs: f.knobs,
+            check_command: f.check_command,
+            label: f.label,
+        })
+    }
 }
 
 impl From<Repo> for RepoBody {
@@ -110,6 +160,9 @@ impl From<Repo> for RepoBody {
             forge_url: r.issues.forge_url,
             forge_repo: r.issues.forge_repo,
             forge_identity: None,
+            config_file: ConfigFileBody::of(&r.config),
+            knobs: r.knobs,
+            allowed_models: r.allowed_models,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }
@@ -204,6 +257,14 @@ pub struct RepoPatchBody {
     #[schema(schema_with = schema::forge_token)]
     #[serde(default)]
     pub forge_token: Field<String>,
+    #[schema(schema_with = schema::knobs_patch)]
+    #[serde(default)]
+    pub knobs: Field<serde_json::Map<String, serde_json::Value>>,
+    /// The models the repo's issues may ask for (each in its provider's
+    /// catalog), replacing the list; `[]` or `null`: the whole catalog.
+    #[schema(schema_with = schema::allowed_models_patch)]
+    #[serde(default)]
+    pub allowed_models: Field<Vec<String>>,
 }
 
 refined_body!(
@@ -249,6 +310,12 @@ impl RepoPatchBody {
                 forge_url: self.forge_url.change(),
                 forge_repo: self.forge_repo.change(),
                 forge_token: self.forge_token.change(),
+            },
+            knobs: self.knobs.into_knobs(),
+            allowed_models: match self.allowed_models {
+                Field::Absent => None,
+                Field::Null => Some(Vec::new()),
+                Field::Value(v) => Some(v),
             },
         })
     }
@@ -362,6 +429,9 @@ pub struct ResolveQuery {
     /// Manual only: the effort asked for, of the repo's provider's catalog.
     #[param(value_type = String, required = false)]
     pub effort: Option<String>,
+    /// AFK only: resolve for this issue, its directives (knobs) on top.
+    #[param(value_type = i64, required = false)]
+    pub issue: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize, ToSchema)]
@@ -372,6 +442,17 @@ pub struct ResolvedBody {
     pub model: Sourced,
     pub effort: Sourced,
     pub options: BTreeMap<String, Sourced>,
+    /// AFK: every knob's value and where it came from; manual runs have
+    /// none.
+    #[serde(default)]
+    pub knobs: Vec<crate::http::knobs::SourcedKnobBody>,
+    /// AFK: the budgets, and where each came from.
+    #[serde(default)]
+    pub budget: Option<crate::http::knobs::BudgetBody>,
+    /// With `issue`: why its directives were left out (its author may not
+    /// write to the repo); `null` when they were used or there were none.
+    #[serde(default)]
+    pub issue_directives_ignored: Option<String>,
 }
 
 impl From<Resolved> for ResolvedBody {
@@ -382,6 +463,9 @@ impl From<Resolved> for ResolvedBody {
             model: r.model,
             effort: r.effort,
             options: r.options,
+            knobs: Vec::new(),
+            budget: None,
+            issue_directives_ignored: None,
         }
     }
 }
@@ -408,14 +492,73 @@ async fn resolve_repo(
         .repo_with_global(&key)
         .await
         .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
-    let resolved = resolve::resolve_request(
+    if kind != RunKind::Afk {
+        if q.issue.is_some() {
+            return Err(validate::FieldError::new(
+                "issue",
+                "only AFK runs have an issue: add kind=afk",
+            )
+            .into());
+        }
+        let resolved = resolve::resolve_request(
+            &repo,
+            &global,
+            kind,
+            q.model.as_deref(),
+            q.effort.as_deref(),
+        )?;
+        return Ok(Json(resolved.into()));
+    }
+    let settings = app.store.settings().await.map_err(ApiError::internal)?;
+    let cx = resolve::KnobContext {
+        repo: &repo,
+        settings: &settings,
+    };
+    let mut ignored = None;
+    let directives = match q.issue {
+        None => crate::issues::directives::Directives::None,
+        Some(n) => {
+            let source = app.scheduler.sources().of(&repo);
+            let issue = source.issue(n).await.map_err(super::issues::source_error)?;
+            crate::issues::directives::of(source.as_ref(), &issue, cx)
+                .await
+                .map_err(super::issues::source_error)?
+        }
+    };
+    match &directives {
+        crate::issues::directives::Directives::Invalid(e) => {
+            return Err(ApiError::invalid(e.clone()));
+        }
+        crate::issues::directives::Directives::Ignored { author } => {
+            ignored = Some(format!(
+                "its author ({}) may not write to the repo",
+                validate::shown(author)
+            ));
+        }
+        _ => {}
+    }
+    // The query's model and effort are refused for AFK runs, as ever.
+    resolve::resolve_request(
         &repo,
         &global,
         kind,
         q.model.as_deref(),
         q.effort.as_deref(),
     )?;
-    Ok(Json(resolved.into()))
+    let layer = directives.layer();
+    let resolved = resolve::resolve_afk(&repo, &global, layer)?;
+    let mut body = ResolvedBody::from(resolved);
+    body.knobs = resolve::run_knobs(cx, layer)
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    body.budget = Some(crate::http::knobs::BudgetBody::of(
+        &repo,
+        &settings,
+        layer.map(|l| &l.budget),
+    ));
+    body.issue_directives_ignored = ignored;
+    Ok(Json(body))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -18,7 +18,9 @@ use crate::repo::AFK_MAX_CONCURRENT;
 use crate::repo::issue_source::SOURCE_KINDS;
 use crate::validate::{MAX_LABEL, MAX_PROMPT, MAX_TEXT, MAX_TITLE};
 
+mod knobs;
 mod limits;
+pub use knobs::*;
 pub use limits::*;
 
 /// What `char::is_control` refuses (Unicode Cc), inside a character class.

@@ -28,6 +28,10 @@ pub struct SettingsBody {
     /// Where lab posts when a run starts waiting, ends, fails or opens a
     /// pull request.
     pub notifications: Vec<NotificationBody>,
+    /// The global knobs (`GET /knobs`): every repo and issue inherits them.
+    #[serde(default)]
+    #[schema(schema_with = schema::knobs_shown)]
+    pub knobs: crate::knob::Set,
 }
 
 /// A notification endpoint as lab shows it: its URL redacted, its token
@@ -166,6 +170,7 @@ impl SettingsBody {
                 carry_cli_keys: s.runs.carry_cli_keys.clone(),
             },
             notifications: endpoints.iter().map(NotificationBody::from).collect(),
+            knobs: s.knobs.clone(),
         }
     }
 }
@@ -186,6 +191,9 @@ pub struct SettingsPatchBody {
     #[schema(max_items = 20)]
     #[serde(default, deserialize_with = "object_list")]
     pub notifications: Option<Vec<NotificationPatchBody>>,
+    #[schema(schema_with = schema::knobs_patch)]
+    #[serde(default)]
+    pub knobs: Field<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `null` keeps workspaces until their run is removed.
@@ -283,6 +291,7 @@ impl SettingsPatchBody {
                     .map(NotificationPatchBody::into_input)
                     .collect()
             }),
+            knobs: self.knobs.into_knobs(),
         })
     }
 }

@@ -39,6 +39,9 @@ fn issue(r: IssueRow) -> Issue {
         labels: r.labels,
         url: None,
         comments: Vec::new(),
+        knobs: r.knobs,
+        author: None,
+        author_association: None,
     }
 }
 
@@ -103,9 +106,25 @@ impl IssueSource for Builtin {
     async fn create_issue(&self, title: &str, body: &str, labels: &[String]) -> Result<Issue> {
         Ok(issue(
             self.store
-                .create_issue(self.repo_id, title, body, labels)
+                .create_issue(self.repo_id, title, body, labels, &Default::default())
                 .await?,
         ))
+    }
+
+    async fn set_knobs(
+        &self,
+        number: i64,
+        knobs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<()> {
+        self.store
+            .set_issue_knobs(self.repo_id, number, knobs)
+            .await
+            .map_err(|e| {
+                not_found(
+                    e,
+                    format!("repo '{}' has no issue {number}", self.repo_name),
+                )
+            })
     }
 
     async fn close_issue(&self, number: i64) -> Result<()> {

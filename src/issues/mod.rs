@@ -5,6 +5,7 @@
 //! reach a run's environment, workspace or log.
 
 mod builtin;
+pub mod directives;
 mod forge;
 pub mod pull_status;
 
@@ -34,6 +35,29 @@ pub struct Issue {
     pub url: Option<String>,
     /// Filled when one issue is asked for.
     pub comments: Vec<Comment>,
+    /// Its directives (issue 27): on the built-in tracker as set
+    /// (canonical); on a forge, the `key: value` lines of the ```` ```lab ````
+    /// block in its body, as written (`{}` when there is none, or the block
+    /// is broken).
+    #[serde(default)]
+    #[schema(schema_with = crate::issues::knobs_schema)]
+    pub knobs: serde_json::Map<String, serde_json::Value>,
+    /// Who opened it, on a forge (`null` on the built-in tracker, where the
+    /// operator does).
+    #[serde(default)]
+    pub author: Option<String>,
+    /// GitHub's word for the author's standing in the repo (`OWNER`,
+    /// `MEMBER`, `COLLABORATOR`, `CONTRIBUTOR`, …); `null` elsewhere.
+    #[serde(default)]
+    pub author_association: Option<String>,
+}
+
+/// The schema of an issue's `knobs`: values by key.
+pub fn knobs_schema() -> utoipa::openapi::schema::ObjectBuilder {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::FreeForm(true)))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -199,6 +223,26 @@ pub trait IssueSource: Send + Sync {
             merged: p.state == "merged",
             closed: p.state == "closed",
         })
+    }
+    /// Replaces an issue's directives (issue 27), already checked against
+    /// its repo. Only the built-in tracker keeps them; on a forge they are
+    /// the ```` ```lab ```` block of the issue's body.
+    async fn set_knobs(
+        &self,
+        _number: i64,
+        _knobs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<()> {
+        Err(SourceError::Invalid(
+            "on a forge an issue's knobs are the ```lab block of its body (one `key: value` line \
+             each): edit the issue on the forge"
+                .to_owned(),
+        ))
+    }
+    /// Whether the issue's author may direct its AFK run (issue 27): write
+    /// access to the repo. Everyone may on the built-in tracker, where only
+    /// the operator opens issues.
+    async fn may_direct(&self, _issue: &Issue) -> Result<bool> {
+        Ok(true)
     }
     /// Puts `add` on an issue and takes `remove` off it, a label at a time
     /// (taking off a label the issue does not have is no error).

@@ -45,14 +45,83 @@ pub async fn source(
 }
 
 /// Opens an issue: every value is checked before the source is asked.
+/// `knobs` (issue 27) are checked against the repo first too; only the
+/// built-in tracker keeps them.
 pub async fn create(
+    store: &Store,
+    repo: &Repo,
     source: &dyn IssueSource,
-    title: &str,
-    body: &str,
-    labels: &[String],
+    new: &NewIssue<'_>,
 ) -> IssueResult<Issue> {
-    let (title, body, labels) = validate::new_issue(title, body, labels)?;
-    Ok(source.create_issue(&title, &body, &labels).await?)
+    let mut errs = validate::Errors::default();
+    let checked = errs.check_all(validate::new_issue(new.title, new.body, new.labels));
+    let knobs = match new.knobs.filter(|k| !k.is_empty()) {
+        Some(k) => errs.check_all(issue_knobs(store, repo, k).await?),
+        None => Some(serde_json::Map::new()),
+    };
+    errs.finish()?;
+    let (Some((title, body, labels)), Some(knobs)) = (checked, knobs) else {
+        unreachable!("every error was reported");
+    };
+    if !knobs.is_empty() && source.kind() != crate::repo::issue_source::SourceKind::Builtin {
+        return Err(SourceError::Invalid(
+            "knobs: on a forge an issue's knobs are a ```lab block in its body (one `key: value` \
+             line each), not a field"
+                .to_owned(),
+        )
+        .into());
+    }
+    let mut issue = source.create_issue(&title, &body, &labels).await?;
+    if !knobs.is_empty() {
+        source.set_knobs(issue.number, &knobs).await?;
+        issue.knobs = knobs;
+    }
+    Ok(issue)
+}
+
+/// A new issue's values, unchecked.
+pub struct NewIssue<'a> {
+    pub title: &'a str,
+    pub body: &'a str,
+    pub labels: &'a [String],
+    pub knobs: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+/// An issue's knobs checked against its repo and the settings (the issue
+/// layer's rules, `resolve::IssueLayer::parse`), canonical; `Err` inside
+/// names every wrong entry.
+async fn issue_knobs(
+    store: &Store,
+    repo: &Repo,
+    knobs: &serde_json::Map<String, serde_json::Value>,
+) -> ServiceResult<Result<serde_json::Map<String, serde_json::Value>, Invalid>> {
+    let settings = store
+        .settings()
+        .await
+        .map_err(|e| ServiceError::from_store(e, || "the settings".to_owned()))?;
+    Ok(crate::resolve::IssueLayer::parse(
+        "knobs",
+        &crate::knob::Input::Json(knobs.clone()),
+        crate::resolve::KnobContext {
+            repo,
+            settings: &settings,
+        },
+    )
+    .map(|l| l.to_json()))
+}
+
+/// Replaces a built-in issue's knobs (issue 27), checked against its repo;
+/// a claimed issue's are fixed (a conflict). The issue as it is after.
+pub async fn set_knobs(
+    store: &Store,
+    repo: &Repo,
+    source: &dyn IssueSource,
+    number: i64,
+    knobs: &serde_json::Map<String, serde_json::Value>,
+) -> IssueResult<Issue> {
+    let checked = issue_knobs(store, repo, knobs).await??;
+    source.set_knobs(number, &checked).await?;
+    Ok(source.issue(number).await?)
 }
 
 /// Puts labels on an issue and takes others off; the issue as it is after.

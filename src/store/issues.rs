@@ -14,6 +14,9 @@ pub struct IssueRow {
     pub state: IssueState,
     pub labels: Vec<String>,
     pub created_at: i64,
+    /// The issue's directives as set (issue 27), canonical: checked against
+    /// its repo when set, and again when it is claimed.
+    pub knobs: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(FromRow)]
@@ -23,6 +26,7 @@ struct Row {
     body: String,
     state: IssueState,
     created_at: i64,
+    knobs: String,
 }
 
 #[derive(FromRow)]
@@ -33,6 +37,11 @@ struct ListedRow {
     state: IssueState,
     created_at: i64,
     labels: String,
+    knobs: String,
+}
+
+fn knobs_object(json: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
+    serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("issues.knobs: {e}")))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
@@ -79,15 +88,17 @@ impl Store {
         title: &str,
         body: &str,
         labels: &[String],
+        knobs: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<IssueRow> {
         let now = now_ms();
+        let knobs_text = serde_json::to_string(knobs).unwrap_or_else(|_| "{}".to_owned());
         // The number is computed inside the insert; two writers racing for
         // it collide on the unique index, and the loser takes the next one.
         for _ in 0..5 {
             let inserted: std::result::Result<(i64, i64), sqlx::Error> = on_db!(self.db(), pool => {
                 sqlx::query_as(
-                    "INSERT INTO issues (repo_id, number, title, body, state, created_at, updated_at) \
-                     SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, $4, $5, $5 FROM issues WHERE repo_id = $1 \
+                    "INSERT INTO issues (repo_id, number, title, body, state, created_at, updated_at, knobs) \
+                     SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, $4, $5, $5, $6 FROM issues WHERE repo_id = $1 \
                      RETURNING id, number",
                 )
                 .bind(repo_id)
@@ -95,6 +106,7 @@ impl Store {
                 .bind(body)
                 .bind(IssueState::Open)
                 .bind(now)
+                .bind(&knobs_text)
                 .fetch_one(pool)
                 .await
             });
@@ -116,6 +128,7 @@ impl Store {
                         state: IssueState::Open,
                         labels: labels.to_vec(),
                         created_at: now,
+                        knobs: knobs.clone(),
                     });
                 }
                 Err(sqlx::Error::Database(d)) if d.is_unique_violation() => continue,
@@ -158,7 +171,7 @@ impl Store {
             }
         };
         let sql = format!(
-            "SELECT i.number, i.title, i.body, i.state, i.created_at, {labels} AS labels \
+            "SELECT i.number, i.title, i.body, i.state, i.created_at, {labels} AS labels, i.knobs \
              FROM issues i WHERE {cond} ORDER BY i.number"
         );
         let rows: Vec<ListedRow> = on_db!(self.db(), pool => {
@@ -183,6 +196,7 @@ impl Store {
                     body: r.body,
                     state: r.state,
                     created_at: r.created_at,
+                    knobs: knobs_object(&r.knobs)?,
                 })
             })
             .collect()
@@ -203,7 +217,7 @@ impl Store {
     pub async fn issue(&self, repo_id: i64, number: i64) -> Result<(IssueRow, Vec<CommentRow>)> {
         let id = self.issue_id(repo_id, number).await?;
         let (row, labels, comments) = on_db!(self.db(), pool => {
-            let row: Row = sqlx::query_as("SELECT number, title, body, state, created_at FROM issues WHERE id = $1")
+            let row: Row = sqlx::query_as("SELECT number, title, body, state, created_at, knobs FROM issues WHERE id = $1")
                 .bind(id)
                 .fetch_one(pool)
                 .await?;
@@ -226,9 +240,45 @@ impl Store {
                 state: row.state,
                 labels: labels.into_iter().map(|(l,)| l).collect(),
                 created_at: row.created_at,
+                knobs: knobs_object(&row.knobs)?,
             },
             comments,
         ))
+    }
+
+    /// Replaces an issue's directives (issue 27), unless an AFK run has
+    /// claimed it: a claimed issue's directives are what its run works
+    /// with (`Conflict`). `NotFound` when there is no such issue.
+    pub async fn set_issue_knobs(
+        &self,
+        repo_id: i64,
+        number: i64,
+        knobs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<()> {
+        let id = self.issue_id(repo_id, number).await?;
+        let text = serde_json::to_string(knobs).unwrap_or_else(|_| "{}".to_owned());
+        let changed = on_db!(self.db(), pool => {
+            sqlx::query(
+                "UPDATE issues SET knobs = $1, updated_at = $2 WHERE id = $3 AND NOT EXISTS \
+                 (SELECT 1 FROM afk_claims c WHERE c.repo_id = $4 AND c.issue_number = $5 AND c.active)",
+            )
+            .bind(&text)
+            .bind(now_ms())
+            .bind(id)
+            .bind(repo_id)
+            .bind(number)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        if changed == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict(format!(
+                "issue {number} is claimed by an AFK run: its knobs are what that run works with; \
+                 change them once the run has ended"
+            )))
+        }
     }
 
     pub async fn comment_issue(

@@ -381,6 +381,30 @@ fn parse_options(field: &str, json: &str) -> Result<std::collections::BTreeMap<S
     serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("{field}: {e}")))
 }
 
+/// A stored set of knobs (issue 27), checked again as it is read. A knob
+/// that left the registry, or a value that no longer fits its type, is left
+/// out (and logged): the row still loads, and the knob takes the next
+/// layer's value, as if it were unset here.
+fn knobs_column(field: &str, json: &str) -> Result<crate::knob::Set> {
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("{field}: {e}")))?;
+    let mut set = crate::knob::Set::new();
+    for (key, raw) in object {
+        let one = serde_json::Map::from_iter([(key.clone(), raw)]);
+        match crate::knob::parse(field, &crate::knob::Input::Json(one)) {
+            Ok(v) => set.extend(v),
+            Err(e) => {
+                tracing::warn!(field, key, error = %e, "a stored knob no longer fits; left out")
+            }
+        }
+    }
+    Ok(set)
+}
+
+fn knobs_json(set: &crate::knob::Set) -> String {
+    serde_json::to_string(set).unwrap_or_else(|_| "{}".to_owned())
+}
+
 fn options_json(o: &std::collections::BTreeMap<String, String>) -> String {
     serde_json::to_string(o).unwrap_or_else(|_| "{}".to_owned())
 }

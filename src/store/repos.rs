@@ -8,6 +8,7 @@ use super::{
     parse_options,
 };
 use crate::domain::Defaults;
+use crate::repo::config_file::ConfigState;
 use crate::repo::issue_source::{IssueConfig, SourceKind};
 use crate::repo::{Repo, RepoBudget, RepoLimits, RepoSource};
 
@@ -43,7 +44,8 @@ const COLUMNS: &str = "r.id, r.name, r.path, r.url, r.default_branch, r.provider
      r.effort_default, r.afk_model_default, r.afk_effort_default, r.afk_options, r.afk_enabled, \
      r.afk_label, r.afk_max_concurrent, r.afk_paused, r.issue_source, r.forge_url, r.forge_repo, r.forge_token, \
      r.allow_unsandboxed, r.check_command, r.afk_max_tokens, r.afk_max_cost_nano_usd, r.afk_run_timeout_minutes, \
-     r.memory_max_mb, r.pids_max, r.created_at, r.updated_at";
+     r.memory_max_mb, r.pids_max, r.knobs, r.allowed_models, r.config_commit, r.config_file, r.config_error, \
+     r.created_at, r.updated_at";
 
 #[derive(FromRow)]
 struct RepoRow {
@@ -73,6 +75,11 @@ struct RepoRow {
     afk_run_timeout_minutes: Option<i64>,
     memory_max_mb: Option<i64>,
     pids_max: Option<i64>,
+    knobs: String,
+    allowed_models: String,
+    config_commit: Option<String>,
+    config_file: Option<String>,
+    config_error: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -124,6 +131,19 @@ impl TryFrom<RepoRow> for Repo {
             limits: RepoLimits {
                 memory_max_mb: r.memory_max_mb,
                 pids_max: r.pids_max,
+            },
+            knobs: super::knobs_column("repos.knobs", &r.knobs)?,
+            allowed_models: serde_json::from_str(&r.allowed_models)
+                .map_err(|e| StoreError::Corrupt(format!("repos.allowed_models: {e}")))?,
+            config: ConfigState {
+                commit: r.config_commit,
+                file: r
+                    .config_file
+                    .as_deref()
+                    .map(serde_json::from_str)
+                    .transpose()
+                    .map_err(|e| StoreError::Corrupt(format!("repos.config_file: {e}")))?,
+                error: r.config_error,
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -237,9 +257,10 @@ impl Store {
             "INSERT INTO repos (name, path, url, default_branch, provider, model_default, effort_default, \
              afk_model_default, afk_effort_default, afk_options, afk_enabled, afk_label, afk_max_concurrent, \
              afk_paused, issue_source, forge_url, forge_repo, forge_token, allow_unsandboxed, check_command, afk_max_tokens, \
-             afk_max_cost_nano_usd, afk_run_timeout_minutes, memory_max_mb, pids_max, created_at, updated_at) \
+             afk_max_cost_nano_usd, afk_run_timeout_minutes, memory_max_mb, pids_max, knobs, allowed_models, \
+             created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $20, \
-             $21, $22, $23, $24, $25, $26, $14, $14) \
+             $21, $22, $23, $24, $25, $26, $27, $28, $14, $14) \
              RETURNING {}",
             COLUMNS.replace("r.", "")
         );
@@ -271,6 +292,8 @@ impl Store {
                 .bind(repo.budget.run_timeout_minutes)
                 .bind(repo.limits.memory_max_mb)
                 .bind(repo.limits.pids_max)
+                .bind(super::knobs_json(&repo.knobs))
+                .bind(models_json(&repo.allowed_models))
                 .fetch_one(pool)
                 .await
                 .map_err(|e| conflict_on_unique(e, || format!("a repo named '{}' already exists", repo.name)))?
@@ -306,7 +329,8 @@ impl Store {
                              afk_max_concurrent = $13, updated_at = $14, afk_paused = $16, issue_source = $17, \
                              forge_url = $18, forge_repo = $19, forge_token = $20, allow_unsandboxed = $21, \
                              check_command = $22, afk_max_tokens = $23, afk_max_cost_nano_usd = $24, \
-                             afk_run_timeout_minutes = $25, memory_max_mb = $26, pids_max = $27 WHERE id = $15",
+                             afk_run_timeout_minutes = $25, memory_max_mb = $26, pids_max = $27, knobs = $28, \
+                             allowed_models = $29 WHERE id = $15",
                         )
                         .bind(&next.name)
                         .bind(next.path())
@@ -335,6 +359,8 @@ impl Store {
                         .bind(next.budget.run_timeout_minutes)
                         .bind(next.limits.memory_max_mb)
                         .bind(next.limits.pids_max)
+                        .bind(super::knobs_json(&next.knobs))
+                        .bind(models_json(&next.allowed_models))
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| conflict_on_unique(e, || format!("a repo named '{name}' already exists")))?;
@@ -342,6 +368,28 @@ impl Store {
                     }
                 },
             }
+        })
+    }
+
+    /// Records what lab made of a repo's `.lab.toml` (issue 27): a valid
+    /// read replaces the kept file and clears the error; a refused one keeps
+    /// the file and records its error. False when the repo is gone.
+    pub async fn set_repo_config(&self, id: i64, state: &ConfigState) -> Result<bool> {
+        let file = state
+            .file
+            .as_ref()
+            .map(|f| serde_json::to_string(f).unwrap_or_else(|_| "{}".to_owned()));
+        in_tx!(self.db(), tx, pg_lock: "", changes: &self.cache => {
+            let done = sqlx::query(
+                "UPDATE repos SET config_commit = $1, config_file = $2, config_error = $3 WHERE id = $4",
+            )
+            .bind(&state.commit)
+            .bind(&file)
+            .bind(&state.error)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            Ok(done.rows_affected() == 1)
         })
     }
 
@@ -358,4 +406,8 @@ impl Store {
             if done == 0 { Err(StoreError::NotFound) } else { Ok(()) }
         })
     }
+}
+
+fn models_json(models: &[String]) -> String {
+    serde_json::to_string(models).unwrap_or_else(|_| "[]".to_owned())
 }

@@ -52,6 +52,7 @@ struct GlobalRow {
     run_pids_max: Option<i64>,
     run_log_max_mb: i64,
     carry_cli_keys: String,
+    knobs: String,
 }
 
 /// Everything in one round trip: the global row, joined with each provider
@@ -59,7 +60,7 @@ struct GlobalRow {
 const SELECT_ALL: &str = "SELECT g.afk_max_concurrent, g.afk_tick_seconds, g.afk_run_timeout_minutes, \
      g.afk_max_rounds, g.afk_max_attempts, g.afk_max_tokens, g.afk_max_cost_nano_usd, g.afk_memory_per_run_mb, \
      g.workspace_retention_hours, g.allow_unsandboxed, g.run_memory_max_mb, g.run_pids_max, \
-     g.run_log_max_mb, g.carry_cli_keys, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
+     g.run_log_max_mb, g.carry_cli_keys, g.knobs, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
      p.afk_effort_default, p.afk_options FROM global_settings g LEFT JOIN provider_settings p ON 1 = 1 \
      WHERE g.id = 1 ORDER BY p.provider";
 
@@ -97,6 +98,7 @@ fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
         run_pids_max: first.g.run_pids_max,
         run_log_max_mb: first.g.run_log_max_mb,
         carry_cli_keys: first.g.carry_cli_keys.clone(),
+        knobs: first.g.knobs.clone(),
     };
     let providers = rows
         .filter_map(|r| {
@@ -135,6 +137,7 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
                 super::StoreError::Corrupt(format!("global_settings.carry_cli_keys: {e}"))
             })?,
         },
+        knobs: super::knobs_column("global_settings.knobs", &g.knobs)?,
         ..Settings::default()
     };
     for row in rows {
@@ -234,6 +237,13 @@ impl Store {
                         .bind(now)
                         .execute(&mut *tx)
                         .await?;
+                    }
+                    if next.knobs != current.knobs {
+                        sqlx::query("UPDATE global_settings SET knobs = $1, updated_at = $2 WHERE id = 1")
+                            .bind(super::knobs_json(&next.knobs))
+                            .bind(now)
+                            .execute(&mut *tx)
+                            .await?;
                     }
                     if next.afk != current.afk || next.runs != current.runs {
                         sqlx::query(

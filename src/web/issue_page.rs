@@ -256,6 +256,9 @@ mod tests {
             labels: vec![],
             url: None,
             comments: vec![],
+            knobs: Default::default(),
+            author: None,
+            author_association: None,
         };
         let p = manual_prompt("r", &issue);
         assert!(

@@ -287,10 +287,15 @@ async fn create(
     let body = form.get("body").unwrap_or("").replace("\r\n", "\n");
     let labels = split_labels(form.get("labels").unwrap_or(""));
     let result = issues::create(
+        &app.store,
+        &repo,
         source.as_ref(),
-        form.get("title").unwrap_or(""),
-        &body,
-        &labels,
+        &issues::NewIssue {
+            title: form.get("title").unwrap_or(""),
+            body: &body,
+            labels: &labels,
+            knobs: None,
+        },
     )
     .await;
     let invalid = match result {

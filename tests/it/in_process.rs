@@ -14,9 +14,9 @@ use crate::support::Backend;
 use crate::support::git::init_repo;
 
 /// The application of one test, and how to call it.
-struct App {
+pub(crate) struct App {
     router: axum::Router,
-    state: lab::state::AppState,
+    pub(crate) state: lab::state::AppState,
     token: String,
     dir: TempDir,
     database_url: Option<String>,
@@ -24,19 +24,19 @@ struct App {
 
 /// A request's answer: status and body (JSON when it is JSON, else the
 /// text as a string).
-struct Answer {
-    status: StatusCode,
-    body: Value,
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) body: Value,
 }
 
 impl Answer {
-    fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         self.body.as_str().unwrap_or("")
     }
 }
 
 impl App {
-    async fn new(b: &Backend) -> App {
+    pub(crate) async fn new(b: &Backend) -> App {
         let dir = tempfile::Builder::new()
             .prefix("lab-inproc-")
             .tempdir()
@@ -47,7 +47,7 @@ impl App {
 
     /// The application over `dir`'s data and `database_url` (what a lab
     /// started again finds).
-    async fn open(dir: TempDir, database_url: Option<String>) -> App {
+    pub(crate) async fn open(dir: TempDir, database_url: Option<String>) -> App {
         let cfg = crate::support::server::config(&dir, database_url.clone());
         let (router, state) = lab::server::in_process(&cfg).await.expect("the app builds");
         let token = std::fs::read_to_string(dir.path().join("data/token"))
@@ -63,7 +63,7 @@ impl App {
         }
     }
 
-    async fn send(&self, req: Request<Body>) -> Answer {
+    pub(crate) async fn send(&self, req: Request<Body>) -> Answer {
         let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let bytes = axum::body::to_bytes(resp.into_body(), 1 << 22)
@@ -75,7 +75,7 @@ impl App {
     }
 
     /// An API call with the admin token.
-    async fn api(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
+    pub(crate) async fn api(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
         let mut req = Request::builder()
             .method(method)
             .uri(format!("/api/v1{path}"))
@@ -91,7 +91,7 @@ impl App {
     }
 
     /// A page, as a person logged in sees it.
-    async fn page(&self, path: &str) -> Answer {
+    pub(crate) async fn page(&self, path: &str) -> Answer {
         let set = lab::auth::browser::start(&self.state.store, false)
             .await
             .unwrap();
@@ -105,7 +105,7 @@ impl App {
     }
 
     /// Registers the repo `name` (a new git repository in the test's dir).
-    async fn repo(&self, name: &str) {
+    pub(crate) async fn repo(&self, name: &str) {
         let path = init_repo(self.dir.path(), name);
         let a = self
             .api(
@@ -118,7 +118,7 @@ impl App {
     }
 
     /// Runs `sql` on the database, as a person editing it by hand would.
-    async fn edit_by_hand(&self, sql: &'static str) {
+    pub(crate) async fn edit_by_hand(&self, sql: &'static str) {
         use sqlx::Connection;
         match &self.database_url {
             Some(url) => {

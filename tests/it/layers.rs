@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
         "diff",
     ],
     &["validate"],
+    &["knob"],
     &["domain"],
     &["usage"],
     &["settings"],

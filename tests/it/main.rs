@@ -30,6 +30,7 @@ mod hostile_host;
 mod in_process;
 mod issue_api;
 mod issue_pages;
+mod knobs;
 mod labctl;
 mod labctl_limits;
 mod labctl_pulls;

@@ -276,6 +276,33 @@ impl IssueSource for Forge {
         Ok(())
     }
 
+    /// GitHub says the author's standing on the issue itself
+    /// (`author_association`); Gitea is asked for the author's permission
+    /// on the repo (`GET /repos/{owner}/{repo}/collaborators/{user}/permission`:
+    /// `owner`, `admin` or `write`). A user the forge does not know, or
+    /// cannot say about (404), may not.
+    async fn may_direct(&self, issue: &Issue) -> Result<bool> {
+        if self.kind == SourceKind::Github {
+            return Ok(issue
+                .author_association
+                .as_deref()
+                .is_some_and(super::directives::github_may_write));
+        }
+        let Some(author) = issue.author.as_deref().filter(|a| !a.is_empty()) else {
+            return Ok(false);
+        };
+        let url = format!("{}/collaborators/{}/permission", self.repo_api, enc(author));
+        #[derive(serde::Deserialize)]
+        struct Permission {
+            permission: String,
+        }
+        match self.json::<Permission>(self.req(Method::GET, &url)).await {
+            Ok(p) => Ok(matches!(p.permission.as_str(), "owner" | "admin" | "write")),
+            Err(SourceError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     // Gitea and GitHub both reopen with the close's PATCH, state "open".
     async fn reopen_issue(&self, number: i64) -> Result<()> {
         self.send(

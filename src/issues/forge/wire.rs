@@ -44,6 +44,11 @@ pub struct ForgeIssue {
     pub labels: Vec<IssueLabel>,
     #[serde(default)]
     html_url: Option<String>,
+    #[serde(default)]
+    user: Option<User>,
+    /// GitHub's: the author's standing in the repo.
+    #[serde(default)]
+    author_association: Option<String>,
     /// GitHub lists pull requests among issues; they carry this key (an
     /// object, or null on Gitea's issues).
     #[serde(default)]
@@ -102,14 +107,23 @@ impl ForgePull {
 
 impl From<ForgeIssue> for Issue {
     fn from(i: ForgeIssue) -> Self {
+        let body = i.body.unwrap_or_default();
+        let knobs = crate::issues::directives::fenced(&body)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
         Issue {
             number: i.number,
             title: i.title,
-            body: i.body.unwrap_or_default(),
+            body,
             state: i.state,
             labels: i.labels.into_iter().map(IssueLabel::name).collect(),
             url: i.html_url,
             comments: Vec::new(),
+            knobs,
+            author: i.user.map(|u| u.login),
+            author_association: i.author_association,
         }
     }
 }

@@ -1,0 +1,47 @@
+//! `writes`: the workspace paths the run may change, as globs. Empty (the
+//! default) is unrestricted. lab checks the globs now; enforcing them (a
+//! write outside refused, the branch checked) comes with the AFK phases.
+
+use super::{Knob, Phase, Type, Value};
+
+pub struct Writes;
+
+impl Knob for Writes {
+    fn key(&self) -> &'static str {
+        "writes"
+    }
+
+    fn description(&self) -> &'static str {
+        "The paths the run may change, as workspace-relative globs (src/**, docs/*.md); \
+         empty means unrestricted. An issue's list may only narrow its repo's."
+    }
+
+    fn ty(&self) -> Type {
+        Type::Globs
+    }
+
+    fn default(&self) -> Value {
+        Value::List(Vec::new())
+    }
+
+    fn phases(&self) -> &'static [Phase] {
+        &[Phase::Work]
+    }
+
+    fn fragment(&self, phase: Phase, value: &Value) -> Option<String> {
+        let globs = value.as_list().filter(|l| !l.is_empty())?;
+        match phase {
+            // Globs are of a narrow alphabet (`check.rs`): no prose can
+            // travel in them.
+            Phase::Work => Some(format!(
+                "Scope of files: change only paths that match {}; leave every other path as it \
+                 is.",
+                globs
+                    .iter()
+                    .map(|g| format!("`{g}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}

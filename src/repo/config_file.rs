@@ -1,0 +1,244 @@
+//! A repo's configuration as code (issue 27): `.lab.toml` on its default
+//! branch may hold the repo's AFK defaults (`[afk]`: `model`, `effort`, the
+//! provider's options), knobs (`[knobs]`), `check_command` and `label`.
+//! It is checked with the same validators and registry as the API, and
+//! refused whole when anything in it is wrong: lab then keeps the last
+//! valid version it read. What it sets sits under the operator's own repo
+//! settings (the operator's word wins; provenance says `repo file`).
+//!
+//! The file comes from the repo's default branch, which the operator's
+//! repo owns: it is not run data. Its values still reach a run only as
+//! checked values (a catalog's model, a registered knob's value).
+//!
+//! Invariant: no IO; the bytes are read by `run::repo_file`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::provider::Provider;
+use crate::validate::{self, Errors, FieldError, Invalid};
+
+/// The file's name, at the top of the default branch.
+pub const FILE: &str = ".lab.toml";
+
+/// The largest file lab reads.
+pub const MAX_BYTES: usize = 64 * 1024;
+
+/// What a valid `.lab.toml` says, checked and canonical.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: crate::knob::Set,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// What lab last made of a repo's `.lab.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigState {
+    /// The commit of the default branch the kept file was read at.
+    pub commit: Option<String>,
+    /// The last valid file (`None`: there never was one, or the repo has
+    /// none now).
+    pub file: Option<RepoFile>,
+    /// Why the newest read was refused, when it was (the kept file is then
+    /// an older one).
+    pub error: Option<String>,
+}
+
+const TOP_KEYS: &[&str] = &["afk", "knobs", "check_command", "label"];
+
+/// The file's text checked against the repo's provider: every wrong key and
+/// value, named as `.lab.toml`'s own paths (`afk.model`, `knobs.writes`).
+pub fn parse(provider: &dyn Provider, text: &str) -> Result<RepoFile, Invalid> {
+    if text.len() > MAX_BYTES {
+        return Err(FieldError::new(
+            FILE,
+            format!("is {} bytes; at most {MAX_BYTES} are read", text.len()),
+        )
+        .into());
+    }
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        FieldError::new(FILE, format!("is not valid TOML: {}", e.message().trim()))
+    })?;
+    let mut errs = Errors::default();
+    let mut out = RepoFile::default();
+    for (key, item) in doc.as_table().iter() {
+        match key {
+            "afk" => match item.as_table_like() {
+                Some(t) => afk(provider, t, &mut out, &mut errs),
+                None => errs.push(FieldError::new("afk", "must be a table ([afk])")),
+            },
+            "knobs" => match item.as_table_like() {
+                Some(t) => {
+                    let object = t
+                        .iter()
+                        .map(|(k, v)| (k.to_owned(), json(v)))
+                        .collect::<serde_json::Map<_, _>>();
+                    if let Some(set) = errs.check_all(crate::knob::parse(
+                        "knobs",
+                        &crate::knob::Input::Json(object),
+                    )) {
+                        out.knobs = set;
+                    }
+                }
+                None => errs.push(FieldError::new("knobs", "must be a table ([knobs])")),
+            },
+            "check_command" => match item.as_str() {
+                Some(s) if s.trim().is_empty() => {}
+                Some(s) => {
+                    out.check_command = errs.check(validate::check_command("check_command", s))
+                }
+                None => errs.push(FieldError::new("check_command", "must be a string")),
+            },
+            "label" => match item.as_str() {
+                Some(s) => out.label = errs.check(validate::label("label", s)),
+                None => errs.push(FieldError::new("label", "must be a string")),
+            },
+            other => errs.push(
+                FieldError::new(
+                    other,
+                    format!(
+                        "unknown key '{}'; known keys: {}",
+                        validate::shown(other),
+                        TOP_KEYS.join(", ")
+                    ),
+                )
+                .with_allowed(TOP_KEYS),
+            ),
+        }
+    }
+    errs.finish()?;
+    Ok(out)
+}
+
+fn afk(
+    provider: &dyn Provider,
+    table: &dyn toml_edit::TableLike,
+    out: &mut RepoFile,
+    errs: &mut Errors,
+) {
+    for (key, item) in table.iter() {
+        let field = format!("afk.{key}");
+        let text = match item.as_value() {
+            Some(toml_edit::Value::String(s)) => s.value().clone(),
+            Some(toml_edit::Value::Boolean(b)) => b.value().to_string(),
+            _ => {
+                errs.push(FieldError::new(
+                    &field,
+                    "must be a string (or a bool for a bool option)",
+                ));
+                continue;
+            }
+        };
+        match key {
+            "model" => out.model = errs.check(validate::model(provider, &field, &text)),
+            "effort" => out.effort = errs.check(validate::effort(provider, &field, &text)),
+            option => {
+                if let Some(v) = errs.check(validate::option(provider, &field, option, &text)) {
+                    out.options.insert(option.to_owned(), v);
+                }
+            }
+        }
+    }
+}
+
+/// A TOML value as the JSON a knob's check takes.
+fn json(item: &toml_edit::Item) -> serde_json::Value {
+    use serde_json::Value as J;
+    match item.as_value() {
+        Some(toml_edit::Value::String(s)) => J::String(s.value().clone()),
+        Some(toml_edit::Value::Boolean(b)) => J::Bool(*b.value()),
+        Some(toml_edit::Value::Integer(i)) => J::from(*i.value()),
+        Some(toml_edit::Value::Array(a)) => J::Array(
+            a.iter()
+                .map(|v| match v {
+                    toml_edit::Value::String(s) => J::String(s.value().clone()),
+                    other => J::String(other.to_string()),
+                })
+                .collect(),
+        ),
+        Some(other) => J::String(other.to_string()),
+        None => J::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude() -> &'static dyn Provider {
+        crate::provider::get("claude-code").unwrap()
+    }
+
+    #[test]
+    fn a_whole_file_is_read_in_canonical_casing() {
+        let f = parse(
+            claude(),
+            r#"
+check_command = "cargo test"
+label = "agent"
+
+[afk]
+model = "OPUS"
+effort = "High"
+ultracode = true
+
+[knobs]
+changeScope = "Surgical"
+writes = ["src/**"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(f.model.as_deref(), Some("opus"));
+        assert_eq!(f.effort.as_deref(), Some("high"));
+        assert_eq!(f.options["ultracode"], "true");
+        assert_eq!(
+            f.knobs["changeScope"],
+            crate::knob::Value::Text("surgical".into())
+        );
+        assert_eq!(f.check_command.as_deref(), Some("cargo test"));
+        assert_eq!(f.label.as_deref(), Some("agent"));
+    }
+
+    #[test]
+    fn every_error_is_named_and_the_file_refused_whole() {
+        let e = parse(
+            claude(),
+            "colour = 1\n[afk]\nmodel = \"gpt-5.5\"\nsandbox = \"read-only\"\n[knobs]\nchangeScope = \"huge\"\n",
+        )
+        .unwrap_err();
+        let fields: Vec<&str> = e.0.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["colour", "afk.model", "afk.sandbox", "knobs.changeScope"]
+        );
+        assert!(
+            e.0[0]
+                .message
+                .contains("known keys: afk, knobs, check_command, label")
+        );
+    }
+
+    #[test]
+    fn broken_or_huge_files_are_refused() {
+        let e = parse(claude(), "[afk\nmodel=").unwrap_err();
+        assert!(
+            e.0[0].message.starts_with("is not valid TOML"),
+            "{}",
+            e.0[0].message
+        );
+        let big = format!("label = \"{}\"", "x".repeat(MAX_BYTES));
+        assert!(parse(claude(), &big).is_err());
+        assert_eq!(parse(claude(), "").unwrap(), RepoFile::default());
+    }
+}
