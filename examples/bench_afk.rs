@@ -96,7 +96,13 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         for n in 0..ISSUES {
             running
                 .store
-                .create_issue(*id, &format!("Issue {n}"), "Something to fix.", &labels, &Default::default())
+                .create_issue(
+                    *id,
+                    &format!("Issue {n}"),
+                    "Something to fix.",
+                    &labels,
+                    &Default::default(),
+                )
                 .await
                 .unwrap();
         }

@@ -21,25 +21,45 @@ async fn the_registry_lists_every_knob_with_its_contract_fields(b: Backend) {
     let app = App::new(&b).await;
     let a = app.api(Method::GET, "/knobs", None).await;
     assert_eq!(a.status, StatusCode::OK);
-    let keys: Vec<&str> = a.body.as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+    let keys: Vec<&str> = a
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
     assert_eq!(keys, ["changeScope", "writes"]);
     let scope = &a.body[0];
     assert_eq!(scope["type"], "choice");
-    assert_eq!(scope["allowed"], json!(["surgical", "moderate", "refactor"]));
+    assert_eq!(
+        scope["allowed"],
+        json!(["surgical", "moderate", "refactor"])
+    );
     assert_eq!(scope["default"], "moderate");
     assert_eq!(scope["phases"], json!(["work"]));
     assert!(scope["description"].as_str().unwrap().contains("surgical"));
     let writes = &a.body[1];
-    assert_eq!((&writes["type"], &writes["allowed"], &writes["default"]), (&json!("globs"), &Value::Null, &json!([])));
+    assert_eq!(
+        (&writes["type"], &writes["allowed"], &writes["default"]),
+        (&json!("globs"), &Value::Null, &json!([]))
+    );
 }
 
 async fn settings_and_repo_knobs_are_replaced_whole_and_checked(b: Backend) {
     let app = App::new(&b).await;
     let a = app
-        .api(Method::PATCH, "/settings", Some(json!({"knobs": {"changeScope": "SURGICAL", "writes": ["src/**"]}})))
+        .api(
+            Method::PATCH,
+            "/settings",
+            Some(json!({"knobs": {"changeScope": "SURGICAL", "writes": ["src/**"]}})),
+        )
         .await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    assert_eq!(a.body["knobs"], json!({"changeScope": "surgical", "writes": ["src/**"]}), "canonical casing");
+    assert_eq!(
+        a.body["knobs"],
+        json!({"changeScope": "surgical", "writes": ["src/**"]}),
+        "canonical casing"
+    );
     // A wrong key and a wrong value: both named, nothing written (the
     // valid limit beside them neither).
     let a = app
@@ -51,15 +71,26 @@ async fn settings_and_repo_knobs_are_replaced_whole_and_checked(b: Backend) {
         .await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
     let text = a.body.to_string();
-    assert!(text.contains("knobs.scope") && text.contains("known knobs: changeScope, writes"), "{text}");
+    assert!(
+        text.contains("knobs.scope") && text.contains("known knobs: changeScope, writes"),
+        "{text}"
+    );
     assert!(text.contains("knobs.writes"), "{text}");
     let s = app.api(Method::GET, "/settings", None).await.body;
     assert_eq!(s["afk"]["max_rounds"], 3, "a refused change writes nothing");
     assert_eq!(s["knobs"]["changeScope"], "surgical");
     // Replace-set: what is not sent goes; `{}` clears.
-    let a = app.api(Method::PATCH, "/settings", Some(json!({"knobs": {"writes": ["docs/**"]}}))).await;
+    let a = app
+        .api(
+            Method::PATCH,
+            "/settings",
+            Some(json!({"knobs": {"writes": ["docs/**"]}})),
+        )
+        .await;
     assert_eq!(a.body["knobs"], json!({"writes": ["docs/**"]}));
-    let a = app.api(Method::PATCH, "/settings", Some(json!({"knobs": {}}))).await;
+    let a = app
+        .api(Method::PATCH, "/settings", Some(json!({"knobs": {}})))
+        .await;
     assert_eq!(a.body["knobs"], json!({}));
 
     app.repo("r").await;
@@ -71,14 +102,36 @@ async fn settings_and_repo_knobs_are_replaced_whole_and_checked(b: Backend) {
         )
         .await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    assert_eq!(a.body["knobs"], json!({"changeScope": "refactor"}), "\"\" leaves a knob unset");
+    assert_eq!(
+        a.body["knobs"],
+        json!({"changeScope": "refactor"}),
+        "\"\" leaves a knob unset"
+    );
     assert_eq!(a.body["allowed_models"], json!(["sonnet", "opus"]));
     assert!(a.body["config_file"].is_null(), "no .lab.toml: {}", a.body);
-    let a = app.api(Method::PATCH, "/repos/r", Some(json!({"allowed_models": ["gpt-5.5"]}))).await;
+    let a = app
+        .api(
+            Method::PATCH,
+            "/repos/r",
+            Some(json!({"allowed_models": ["gpt-5.5"]})),
+        )
+        .await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
-    assert!(a.body.to_string().contains("unknown model 'gpt-5.5' for provider claude-code"), "{}", a.body);
+    assert!(
+        a.body
+            .to_string()
+            .contains("unknown model 'gpt-5.5' for provider claude-code"),
+        "{}",
+        a.body
+    );
     // A provider whose catalog lacks the allowed models: said, not dropped.
-    let a = app.api(Method::PATCH, "/repos/r", Some(json!({"provider": "codex"}))).await;
+    let a = app
+        .api(
+            Method::PATCH,
+            "/repos/r",
+            Some(json!({"provider": "codex"})),
+        )
+        .await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
     assert!(a.body.to_string().contains("allowed_models"), "{}", a.body);
 }
@@ -108,26 +161,62 @@ async fn an_issue_s_knobs_narrow_its_repo_and_are_fixed_once_claimed(b: Backend)
         "stored canonical"
     );
     let n = a.body["number"].as_i64().unwrap();
-    assert_eq!(app.api(Method::GET, &format!("/repos/r/issues/{n}"), None).await.body["knobs"]["model"], "haiku");
+    assert_eq!(
+        app.api(Method::GET, &format!("/repos/r/issues/{n}"), None)
+            .await
+            .body["knobs"]["model"],
+        "haiku"
+    );
     // Each way to widen the repo is a 400 naming it; nothing is written.
     for (knobs, says) in [
-        (json!({"max_cost_usd": 6}), "an issue may only lower a budget"),
+        (
+            json!({"max_cost_usd": 6}),
+            "an issue may only lower a budget",
+        ),
         (json!({"model": "opus"}), "allowed: sonnet, haiku"),
-        (json!({"writes": ["lib/**"]}), "may only narrow the repo's writes"),
+        (
+            json!({"writes": ["lib/**"]}),
+            "may only narrow the repo's writes",
+        ),
         (json!({"writes": []}), "unrestricted"),
         (json!({"sandbox": "read-only"}), "unknown key 'sandbox'"),
     ] {
-        let a = app.api(Method::PATCH, &format!("/repos/r/issues/{n}"), Some(json!({"knobs": knobs}))).await;
+        let a = app
+            .api(
+                Method::PATCH,
+                &format!("/repos/r/issues/{n}"),
+                Some(json!({"knobs": knobs})),
+            )
+            .await;
         assert_eq!(a.status, StatusCode::BAD_REQUEST, "{knobs}: {}", a.body);
         assert!(a.body.to_string().contains(says), "{knobs}: {}", a.body);
     }
-    let a = app.api(Method::POST, "/repos/r/issues", Some(json!({"title": "u", "knobs": {"model": "opus"}}))).await;
+    let a = app
+        .api(
+            Method::POST,
+            "/repos/r/issues",
+            Some(json!({"title": "u", "knobs": {"model": "opus"}})),
+        )
+        .await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
     let list = app.api(Method::GET, "/repos/r/issues", None).await.body;
-    assert_eq!(list.as_array().unwrap().len(), 1, "a refused create opens nothing");
-    assert_eq!(list[0]["knobs"]["model"], "haiku", "a refused change writes nothing");
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        1,
+        "a refused create opens nothing"
+    );
+    assert_eq!(
+        list[0]["knobs"]["model"], "haiku",
+        "a refused change writes nothing"
+    );
     // Replaced whole.
-    let a = app.api(Method::PATCH, &format!("/repos/r/issues/{n}"), Some(json!({"knobs": {"effort": "low"}}))).await;
+    let a = app
+        .api(
+            Method::PATCH,
+            &format!("/repos/r/issues/{n}"),
+            Some(json!({"knobs": {"effort": "low"}})),
+        )
+        .await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(a.body["knobs"], json!({"effort": "low"}));
     // Claimed: fixed.
@@ -136,19 +225,53 @@ async fn an_issue_s_knobs_narrow_its_repo_and_are_fixed_once_claimed(b: Backend)
          SELECT id, name, 1, 'n', 0 FROM repos WHERE name = 'r'",
     )
     .await;
-    let a = app.api(Method::PATCH, &format!("/repos/r/issues/{n}"), Some(json!({"knobs": {}}))).await;
+    let a = app
+        .api(
+            Method::PATCH,
+            &format!("/repos/r/issues/{n}"),
+            Some(json!({"knobs": {}})),
+        )
+        .await;
     assert_eq!(a.status, StatusCode::CONFLICT, "{}", a.body);
-    assert!(a.body["error"]["message"].as_str().unwrap().contains("claimed by an AFK run"), "{}", a.body);
-    assert_eq!(app.api(Method::GET, &format!("/repos/r/issues/{n}"), None).await.body["knobs"], json!({"effort": "low"}));
-    let a = app.api(Method::PATCH, "/repos/r/issues/99", Some(json!({"knobs": {}}))).await;
+    assert!(
+        a.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("claimed by an AFK run"),
+        "{}",
+        a.body
+    );
+    assert_eq!(
+        app.api(Method::GET, &format!("/repos/r/issues/{n}"), None)
+            .await
+            .body["knobs"],
+        json!({"effort": "low"})
+    );
+    let a = app
+        .api(
+            Method::PATCH,
+            "/repos/r/issues/99",
+            Some(json!({"knobs": {}})),
+        )
+        .await;
     assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.body);
 }
 
 async fn an_afk_resolve_for_an_issue_shows_where_each_value_came_from(b: Backend) {
     let app = App::new(&b).await;
     app.repo("r").await;
-    app.api(Method::PATCH, "/settings", Some(json!({"knobs": {"changeScope": "refactor"}}))).await;
-    app.api(Method::PATCH, "/repos/r", Some(json!({"afk_max_tokens": 100000, "knobs": {"writes": ["src/**"]}}))).await;
+    app.api(
+        Method::PATCH,
+        "/settings",
+        Some(json!({"knobs": {"changeScope": "refactor"}})),
+    )
+    .await;
+    app.api(
+        Method::PATCH,
+        "/repos/r",
+        Some(json!({"afk_max_tokens": 100000, "knobs": {"writes": ["src/**"]}})),
+    )
+    .await;
     let a = app
         .api(
             Method::POST,
@@ -157,29 +280,62 @@ async fn an_afk_resolve_for_an_issue_shows_where_each_value_came_from(b: Backend
         )
         .await;
     assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
-    let r = app.api(Method::GET, "/repos/r/resolve?kind=afk&issue=1", None).await;
+    let r = app
+        .api(Method::GET, "/repos/r/resolve?kind=afk&issue=1", None)
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let b = &r.body;
-    assert_eq!((&b["model"]["value"], &b["model"]["source"]), (&json!("opus"), &json!("issue")));
-    assert_eq!(b["options"]["ultracode"], json!({"value": "true", "source": "issue"}));
+    assert_eq!(
+        (&b["model"]["value"], &b["model"]["source"]),
+        (&json!("opus"), &json!("issue"))
+    );
+    assert_eq!(
+        b["options"]["ultracode"],
+        json!({"value": "true", "source": "issue"})
+    );
     assert_eq!(b["effort"]["source"], "provider.default");
     assert_eq!(
         b["knobs"],
         json!([{"key": "changeScope", "value": "surgical", "source": "issue"},
                {"key": "writes", "value": ["src/**"], "source": "repo"}])
     );
-    assert_eq!((&b["budget"]["max_tokens"], &b["budget"]["max_tokens_source"]), (&json!(5000), &json!("issue")));
+    assert_eq!(
+        (
+            &b["budget"]["max_tokens"],
+            &b["budget"]["max_tokens_source"]
+        ),
+        (&json!(5000), &json!("issue"))
+    );
     assert_eq!(b["budget"]["run_timeout_minutes_source"], "settings");
     // Without the issue: the repo's and the settings' word.
-    let r = app.api(Method::GET, "/repos/r/resolve?kind=afk", None).await.body;
-    assert_eq!(r["knobs"][0], json!({"key": "changeScope", "value": "refactor", "source": "settings"}));
+    let r = app
+        .api(Method::GET, "/repos/r/resolve?kind=afk", None)
+        .await
+        .body;
+    assert_eq!(
+        r["knobs"][0],
+        json!({"key": "changeScope", "value": "refactor", "source": "settings"})
+    );
     assert_eq!(r["budget"]["max_tokens_source"], "repo");
     let r = app.api(Method::GET, "/repos/r/resolve?issue=1", None).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     assert!(r.body["knobs"].is_null());
     // The repo narrows after the issue was written: the resolve says so.
-    app.api(Method::PATCH, "/repos/r", Some(json!({"allowed_models": ["sonnet"]}))).await;
-    let r = app.api(Method::GET, "/repos/r/resolve?kind=afk&issue=1", None).await;
+    app.api(
+        Method::PATCH,
+        "/repos/r",
+        Some(json!({"allowed_models": ["sonnet"]})),
+    )
+    .await;
+    let r = app
+        .api(Method::GET, "/repos/r/resolve?kind=afk&issue=1", None)
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-    assert!(r.body.to_string().contains("not one this repo's issues may ask for"), "{}", r.body);
+    assert!(
+        r.body
+            .to_string()
+            .contains("not one this repo's issues may ask for"),
+        "{}",
+        r.body
+    );
 }
