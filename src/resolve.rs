@@ -240,7 +240,9 @@ fn resolve_layers(
 }
 
 mod issue;
-pub use issue::{ISSUE_KEYS, IssueBudget, IssueLayer, KnobContext, run_knobs};
+pub use issue::{
+    ISSUE_KEYS, IssueBudget, IssueLayer, KnobContext, SourcedBudget, budget, run_knobs,
+};
 
 #[cfg(test)]
 mod tests;

@@ -138,9 +138,15 @@ async fn patch_issue(
     ApiJson(b): ApiJson<IssuePatchBody>,
 ) -> ApiResult<Json<Issue>> {
     let (repo, source) = repo_source(&app, &id).await?;
-    let issue = issues::set_knobs(&app.store, &repo, source.as_ref(), number, &b.knobs)
-        .await
-        .map_err(issue_error)?;
+    let issue = issues::set_knobs(
+        &app.store,
+        &repo,
+        source.as_ref(),
+        number,
+        &crate::knob::Input::Json(b.knobs),
+    )
+    .await
+    .map_err(issue_error)?;
     Ok(Json(issue))
 }
 

@@ -90,48 +90,15 @@ pub struct BudgetBody {
     pub run_timeout_minutes_source: crate::knob::Source,
 }
 
-impl BudgetBody {
-    /// The budgets of a repo's AFK runs, lowered by an issue's.
-    pub fn of(
-        repo: &crate::repo::Repo,
-        settings: &crate::settings::Settings,
-        issue: Option<&crate::resolve::IssueBudget>,
-    ) -> BudgetBody {
-        use crate::knob::Source;
-        let pick = |issue: Option<i64>, repo: Option<i64>, global: Option<i64>| match (issue, repo)
-        {
-            (Some(i), _) => (Some(i), Source::Issue),
-            (None, Some(r)) => (Some(r), Source::Repo),
-            (None, None) => (global, Source::Settings),
-        };
-        let i = issue.copied().unwrap_or_default();
-        let b = i.lower(repo.budget.over(&settings.afk));
-        // The lowered value is the issue's only where it is the lower one.
-        let src = |own: Option<i64>, lowered: Option<i64>, r: Option<i64>, g: Option<i64>| {
-            pick(own.filter(|o| Some(*o) == lowered), r, g).1
-        };
+impl From<crate::resolve::SourcedBudget> for BudgetBody {
+    fn from(b: crate::resolve::SourcedBudget) -> Self {
         BudgetBody {
-            max_tokens: b.max_tokens,
-            max_tokens_source: src(
-                i.max_tokens,
-                b.max_tokens,
-                repo.budget.max_tokens,
-                settings.afk.max_tokens,
-            ),
-            max_cost_usd: b.max_cost_nano_usd.map(crate::domain::nano_to_usd),
-            max_cost_usd_source: src(
-                i.max_cost_nano_usd,
-                b.max_cost_nano_usd,
-                repo.budget.max_cost_nano_usd,
-                settings.afk.max_cost_nano_usd,
-            ),
-            run_timeout_minutes: b.run_timeout_minutes,
-            run_timeout_minutes_source: src(
-                i.run_timeout_minutes,
-                Some(b.run_timeout_minutes),
-                repo.budget.run_timeout_minutes,
-                Some(settings.afk.run_timeout_minutes),
-            ),
+            max_tokens: b.max_tokens.0,
+            max_tokens_source: b.max_tokens.1,
+            max_cost_usd: b.max_cost_nano_usd.0.map(crate::domain::nano_to_usd),
+            max_cost_usd_source: b.max_cost_nano_usd.1,
+            run_timeout_minutes: b.run_timeout_minutes.0,
+            run_timeout_minutes_source: b.run_timeout_minutes.1,
         }
     }
 }

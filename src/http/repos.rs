@@ -552,11 +552,7 @@ async fn resolve_repo(
         .into_iter()
         .map(Into::into)
         .collect();
-    body.budget = Some(crate::http::knobs::BudgetBody::of(
-        &repo,
-        &settings,
-        layer.map(|l| &l.budget),
-    ));
+    body.budget = Some(resolve::budget(cx, layer.map(|l| &l.budget)).into());
     body.issue_directives_ignored = ignored;
     Ok(Json(body))
 }

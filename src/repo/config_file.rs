@@ -55,6 +55,43 @@ pub struct ConfigState {
     pub error: Option<String>,
 }
 
+/// What lab keeps after reading the file again: `read` is the default
+/// branch's commit and what its file said (`None`: the branch has no
+/// `.lab.toml`). A valid file replaces the kept one; a refused one keeps the
+/// last valid version and records why the newer one was refused.
+pub fn next_state(
+    current: &ConfigState,
+    read: Option<(String, Result<RepoFile, Invalid>)>,
+) -> ConfigState {
+    match read {
+        None => ConfigState::default(),
+        Some((commit, Ok(file))) => ConfigState {
+            commit: Some(commit),
+            file: Some(file),
+            error: None,
+        },
+        Some((commit, Err(e))) => ConfigState {
+            commit: current.commit.clone(),
+            file: current.file.clone(),
+            error: Some(format!(
+                "{FILE} at {} is refused: {e}",
+                commit.chars().take(12).collect::<String>()
+            )),
+        },
+    }
+}
+
+/// The file's bytes as its text, checked: not UTF-8, or longer than
+/// [`MAX_BYTES`], is refused like a wrong value.
+pub fn read(provider: &dyn Provider, bytes: &[u8], cut: bool) -> Result<RepoFile, Invalid> {
+    if cut || bytes.len() > MAX_BYTES {
+        return Err(FieldError::new(FILE, format!("is longer than {MAX_BYTES} bytes")).into());
+    }
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| FieldError::new(FILE, "is not UTF-8 text"))?;
+    parse(provider, text)
+}
+
 const TOP_KEYS: &[&str] = &["afk", "knobs", "check_command", "label"];
 
 /// The file's text checked against the repo's provider: every wrong key and
@@ -227,6 +264,41 @@ writes = ["src/**"]
                 .message
                 .contains("known keys: afk, knobs, check_command, label")
         );
+    }
+
+    #[test]
+    fn a_refused_file_keeps_the_last_valid_one() {
+        let good = parse(claude(), "label = \"a\"").unwrap();
+        let s1 = next_state(
+            &ConfigState::default(),
+            Some(("c1".into(), Ok(good.clone()))),
+        );
+        assert_eq!(
+            (s1.commit.as_deref(), s1.file.as_ref(), s1.error.as_deref()),
+            (Some("c1"), Some(&good), None)
+        );
+        let bad = parse(claude(), "label = 3");
+        let s2 = next_state(&s1, Some(("c2".into(), bad)));
+        assert_eq!(
+            s2.commit.as_deref(),
+            Some("c1"),
+            "the last valid version stays"
+        );
+        assert_eq!(s2.file.as_ref(), Some(&good));
+        assert!(
+            s2.error
+                .as_deref()
+                .unwrap()
+                .starts_with(".lab.toml at c2 is refused: label"),
+            "{s2:?}"
+        );
+        assert_eq!(
+            next_state(&s2, None),
+            ConfigState::default(),
+            "a removed file is none"
+        );
+        assert!(read(claude(), b"\xff", false).is_err());
+        assert!(read(claude(), b"label = \"x\"", true).is_err(), "cut short");
     }
 
     #[test]

@@ -435,6 +435,48 @@ fn sourced(v: &str, layer: Layer) -> Sourced {
     }
 }
 
+/// An AFK run's budgets, each with where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourcedBudget {
+    pub max_tokens: (Option<i64>, knob::Source),
+    pub max_cost_nano_usd: (Option<i64>, knob::Source),
+    pub run_timeout_minutes: (i64, knob::Source),
+}
+
+/// The budgets of a repo's AFK runs, lowered by an issue's, each with its
+/// source: the issue where its value is the lower one, else the repo's own
+/// override, else the global settings.
+pub fn budget(cx: KnobContext<'_>, issue: Option<&IssueBudget>) -> SourcedBudget {
+    use knob::Source;
+    let i = issue.copied().unwrap_or_default();
+    let b = i.lower(cx.budget());
+    let src = |own: Option<i64>, lowered: Option<i64>, repo: Option<i64>| match own {
+        Some(o) if Some(o) == lowered => Source::Issue,
+        _ if repo.is_some() => Source::Repo,
+        _ => Source::Settings,
+    };
+    let r = cx.repo.budget;
+    SourcedBudget {
+        max_tokens: (b.max_tokens, src(i.max_tokens, b.max_tokens, r.max_tokens)),
+        max_cost_nano_usd: (
+            b.max_cost_nano_usd,
+            src(
+                i.max_cost_nano_usd,
+                b.max_cost_nano_usd,
+                r.max_cost_nano_usd,
+            ),
+        ),
+        run_timeout_minutes: (
+            b.run_timeout_minutes,
+            src(
+                i.run_timeout_minutes,
+                Some(b.run_timeout_minutes),
+                r.run_timeout_minutes,
+            ),
+        ),
+    }
+}
+
 /// Every registered knob's value for an AFK run of this repo and issue.
 pub fn run_knobs(cx: KnobContext<'_>, issue: Option<&IssueLayer>) -> Vec<knob::Resolved> {
     knob::resolve(knob::Layers {

@@ -30,6 +30,7 @@ mod pty;
 mod quiet;
 mod reconcile;
 pub mod relay;
+mod repo_file;
 mod resume;
 mod runner;
 pub mod sandbox;

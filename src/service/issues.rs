@@ -56,7 +56,9 @@ pub async fn create(
     let mut errs = validate::Errors::default();
     let checked = errs.check_all(validate::new_issue(new.title, new.body, new.labels));
     let knobs = match new.knobs.filter(|k| !k.is_empty()) {
-        Some(k) => errs.check_all(issue_knobs(store, repo, k).await?),
+        Some(k) => {
+            errs.check_all(issue_knobs(store, repo, &crate::knob::Input::Json(k.clone())).await?)
+        }
         None => Some(serde_json::Map::new()),
     };
     errs.finish()?;
@@ -93,7 +95,7 @@ pub struct NewIssue<'a> {
 async fn issue_knobs(
     store: &Store,
     repo: &Repo,
-    knobs: &serde_json::Map<String, serde_json::Value>,
+    knobs: &crate::knob::Input,
 ) -> ServiceResult<Result<serde_json::Map<String, serde_json::Value>, Invalid>> {
     let settings = store
         .settings()
@@ -101,7 +103,7 @@ async fn issue_knobs(
         .map_err(|e| ServiceError::from_store(e, || "the settings".to_owned()))?;
     Ok(crate::resolve::IssueLayer::parse(
         "knobs",
-        &crate::knob::Input::Json(knobs.clone()),
+        knobs,
         crate::resolve::KnobContext {
             repo,
             settings: &settings,
@@ -117,7 +119,7 @@ pub async fn set_knobs(
     repo: &Repo,
     source: &dyn IssueSource,
     number: i64,
-    knobs: &serde_json::Map<String, serde_json::Value>,
+    knobs: &crate::knob::Input,
 ) -> IssueResult<Issue> {
     let checked = issue_knobs(store, repo, knobs).await??;
     source.set_knobs(number, &checked).await?;

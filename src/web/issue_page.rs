@@ -11,13 +11,14 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 
-use super::forms::Form;
+use super::forms::{Form, FormErrors};
 use super::issues_page::issue_error_page;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::{IssueState, Outcome, Usage, compact_cost, compact_tokens, rfc3339};
 use crate::issues::{Issue, IssueSource};
 use crate::repo::Repo;
+use crate::service::issues::IssueError;
 use crate::service::{ServiceError, ServiceResult, issues};
 use crate::state::AppState;
 use crate::store::{Claim, RepoKey};
@@ -101,6 +102,8 @@ struct IssuePage {
     attempts: Vec<Attempt>,
     /// The start form, with this repo and a prompt from the issue.
     start_link: String,
+    /// Its directives (issue 27) and what its AFK run gets.
+    knobs: super::issue_knobs::IssueKnobs,
 }
 
 /// The most characters of an issue's body a manual run's prompt carries;
@@ -153,7 +156,20 @@ async fn show(
     session: BrowserSession,
     Path((name, n)): Path<(String, String)>,
 ) -> Response {
-    let (n, repo, source) = match issue_of(&app, &name, &n).await {
+    render(&app, &session, &name, &n, None, FormErrors::default()).await
+}
+
+/// The issue's page; `form` and `errors` are a refused directives post's
+/// (the page then answers 400 with what was typed).
+async fn render(
+    app: &AppState,
+    session: &BrowserSession,
+    name: &str,
+    n: &str,
+    form: Option<&Form>,
+    mut errors: FormErrors,
+) -> Response {
+    let (n, repo, source) = match issue_of(app, name, n).await {
         Ok(x) => x,
         Err(e) => return super::service_error(e),
     };
@@ -165,21 +181,54 @@ async fn show(
         Ok(a) => a,
         Err(e) => return super::service_error(e),
     };
-    Page::ok(&IssuePage {
-        chrome: Chrome::new(&session, "issues", &format!("#{n} {}", issue.title)),
-        source: source.kind().as_str(),
-        open: issue.state == IssueState::Open,
-        ready: issue.labels.contains(&repo.afk_label),
-        ready_label: repo.afk_label.clone(),
-        afk_enabled: repo.afk_enabled,
-        attempts: attempts
-            .into_iter()
-            .map(|(c, r)| attempt(c, r.and_then(|r| r.usage)))
-            .collect(),
-        start_link: start_link(&repo.name, &manual_prompt(&repo.name, &issue)),
-        repo: repo.name,
-        issue,
-    })
+    let (settings, global) = match (
+        app.store.settings().await,
+        app.store.repo_with_global(&RepoKey::Id(repo.id)).await,
+    ) {
+        (Ok(s), Ok((_, g))) => (s, g),
+        (Err(e), _) | (_, Err(e)) => return super::internal(e),
+    };
+    let cx = crate::resolve::KnobContext {
+        repo: &repo,
+        settings: &settings,
+    };
+    let directives = match crate::issues::directives::of(source.as_ref(), &issue, cx).await {
+        Ok(d) => d,
+        Err(e) => return issue_error_page(e.into()),
+    };
+    let knobs = super::issue_knobs::view(
+        &repo,
+        &global,
+        &settings,
+        &issue,
+        &directives,
+        form,
+        &mut errors,
+    );
+    let status = if form.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    Page::render(
+        status,
+        &IssuePage {
+            chrome: Chrome::new(session, "issues", &format!("#{n} {}", issue.title)),
+            source: source.kind().as_str(),
+            open: issue.state == IssueState::Open,
+            ready: issue.labels.contains(&repo.afk_label),
+            ready_label: repo.afk_label.clone(),
+            afk_enabled: repo.afk_enabled,
+            attempts: attempts
+                .into_iter()
+                .map(|(c, r)| attempt(c, r.and_then(|r| r.usage)))
+                .collect(),
+            start_link: start_link(&repo.name, &manual_prompt(&repo.name, &issue)),
+            repo: repo.name,
+            issue,
+            knobs,
+        },
+    )
 }
 
 /// What a post on an issue does: the last segment of its path.
@@ -189,6 +238,7 @@ enum Act {
     Reopen,
     Ready,
     NotReady,
+    Knobs,
 }
 
 impl Act {
@@ -198,6 +248,7 @@ impl Act {
             "reopen" => Act::Reopen,
             "ready" => Act::Ready,
             "not-ready" => Act::NotReady,
+            "knobs" => Act::Knobs,
             _ => return None,
         })
     }
@@ -216,7 +267,7 @@ async fn act(
     let Some(act) = Act::parse(&act) else {
         return Page::error(
             StatusCode::NOT_FOUND,
-            "An issue takes close, reopen, ready or not-ready.",
+            "An issue takes close, reopen, ready, not-ready or knobs.",
         );
     };
     let (n, repo, source) = match issue_of(&app, &name, &n).await {
@@ -224,11 +275,30 @@ async fn act(
         Err(e) => return super::service_error(e),
     };
     let source = source.as_ref();
+    if let Act::Knobs = act {
+        let input = super::issue_knobs::input(&form);
+        return match issues::set_knobs(&app.store, &repo, source, n, &input).await {
+            Ok(_) => Redirect::to(&format!("/repos/{}/issues/{n}", repo.name)).into_response(),
+            Err(IssueError::Service(crate::service::ServiceError::Invalid(i))) => {
+                render(
+                    &app,
+                    &session,
+                    &repo.name,
+                    &n.to_string(),
+                    Some(&form),
+                    FormErrors::from(i),
+                )
+                .await
+            }
+            Err(e) => issue_error_page(e),
+        };
+    }
     let done = match act {
         Act::Close => issues::set_open(source, n, false).await,
         Act::Reopen => issues::set_open(source, n, true).await,
         Act::Ready => issues::set_ready(&repo, source, n, true).await,
         Act::NotReady => issues::set_ready(&repo, source, n, false).await,
+        Act::Knobs => unreachable!("handled above"),
     };
     match done {
         Ok(_) => Redirect::to(&format!("/repos/{}/issues/{n}", repo.name)).into_response(),

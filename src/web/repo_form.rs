@@ -92,6 +92,7 @@ fn default_choice(
 pub(super) fn sections(
     repo: &Repo,
     global: &Defaults,
+    global_knobs: &crate::knob::Set,
     form: Option<&Form>,
     errors: &mut FormErrors,
 ) -> Vec<Section> {
@@ -375,6 +376,46 @@ pub(super) fn sections(
                 .error_from(errors),
             ],
         },
+        Section {
+            title: "Knobs".into(),
+            intro: "Directives this repo's AFK runs get unless their issue sets them (labctl \
+                    knobs lists them); an issue may only narrow what the repo allows. An empty \
+                    choice inherits the repo's .lab.toml, then the global settings."
+                .into(),
+            fields: {
+                let mut f = super::knob_form::fields(
+                    &repo.knobs,
+                    form,
+                    &|key| {
+                        let from_file = repo.file().and_then(|f| f.knobs.get(key));
+                        match (from_file, global_knobs.get(key)) {
+                            (Some(v), _) => super::knob_form::inherited(v, "the repo's .lab.toml"),
+                            (None, Some(v)) => super::knob_form::inherited(v, "the global settings"),
+                            (None, None) => super::knob_form::inherited(
+                                &crate::knob::get(key)
+                                    .map(|k| k.default())
+                                    .unwrap_or(crate::knob::Value::List(Vec::new())),
+                                "the knob's default",
+                            ),
+                        }
+                    },
+                    errors,
+                );
+                f.push(
+                    FormField::new(
+                        "allowed_models",
+                        "Models its issues may ask for",
+                        Kind::Text {
+                            value: v("allowed_models", Some(&repo.allowed_models.join(", "))),
+                            placeholder: "any of the provider's".into(),
+                        },
+                    )
+                    .help("Separated by commas; empty: every model of the provider's catalog.")
+                    .error_from(errors),
+                );
+                f
+            },
+        },
     ]
 }
 
@@ -436,6 +477,14 @@ pub(super) fn patch_from(
             patch.memory_max_mb = number(form, "memory_max_mb", &mut errs);
             patch.pids_max = number(form, "pids_max", &mut errs);
         }
+        patch.knobs = super::knob_form::input(form);
+        patch.allowed_models = form.get("allowed_models").map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_owned)
+                .collect()
+        });
         patch.issues = crate::repo::issue_source::IssueConfigPatch {
             source: change(form, "issue_source"),
             forge_url: change(form, "forge_url"),

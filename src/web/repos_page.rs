@@ -41,6 +41,21 @@ pub fn resolved_rows(r: &Resolved) -> Vec<Shown> {
     v
 }
 
+/// Knobs as the page lists them: each value and where it came from.
+pub fn knob_rows(knobs: &[crate::knob::Resolved]) -> Vec<Shown> {
+    knobs
+        .iter()
+        .map(|k| Shown {
+            what: k.key.clone(),
+            value: match k.value.shown() {
+                v if v.is_empty() => "none".to_owned(),
+                v => v,
+            },
+            from: k.source.describe().to_owned(),
+        })
+        .collect()
+}
+
 #[derive(Template)]
 #[template(path = "repos.html")]
 struct ReposPage {
@@ -62,6 +77,8 @@ struct RepoPage {
     sections: Vec<Section>,
     manual: Vec<Shown>,
     afk: Vec<Shown>,
+    /// What lab last made of the repo's `.lab.toml`, when it has one.
+    config_file: Option<crate::repo::config_file::ConfigState>,
     saved: bool,
     problems: Vec<String>,
     failed: bool,
@@ -152,14 +169,30 @@ async fn render_repo(
         &repo.defaults,
         &Request::default(),
     ));
-    let afk = resolved_rows(&resolve(
-        p,
-        RunKind::Afk,
-        &global,
-        &repo.defaults,
-        &Request::default(),
-    ));
-    let sections = sections(&repo, &global, form, &mut errors);
+    let settings = match app.store.settings().await {
+        Ok(s) => s,
+        Err(e) => return super::internal(e),
+    };
+    let mut afk = resolved_rows(
+        &crate::resolve::resolve_afk(&repo, &global, None).unwrap_or_else(|_| {
+            resolve(
+                p,
+                RunKind::Afk,
+                &global,
+                &repo.defaults,
+                &Request::default(),
+            )
+        }),
+    );
+    afk.extend(knob_rows(&crate::resolve::run_knobs(
+        crate::resolve::KnobContext {
+            repo: &repo,
+            settings: &settings,
+        },
+        None,
+    )));
+    let config_file = Some(repo.config.clone()).filter(|c| c.file.is_some() || c.error.is_some());
+    let sections = sections(&repo, &global, &settings.knobs, form, &mut errors);
     // The forge account is read once (and not waited for long).
     let sources = &app.scheduler.sources();
     if sources.known_identity(&repo).is_none() {
@@ -181,6 +214,7 @@ async fn render_repo(
             sections,
             manual,
             afk,
+            config_file,
             saved,
             problems: errors.rest(),
             failed: form.is_some(),

@@ -400,6 +400,23 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
             .error_from(errors),
         ],
     });
+    out.push(Section {
+        title: "Knobs".into(),
+        intro: "Directives every AFK run gets unless its repo or its issue sets them (labctl \
+                knobs lists them). A knob at its default adds nothing to the prompt."
+            .into(),
+        fields: super::knob_form::fields(
+            &s.knobs,
+            form,
+            &|key| {
+                let d = crate::knob::get(key)
+                    .map(|k| k.default())
+                    .unwrap_or(crate::knob::Value::List(vec![]));
+                super::knob_form::inherited(&d, "the knob's default")
+            },
+            errors,
+        ),
+    });
     out
 }
 
@@ -450,6 +467,7 @@ fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
                 .collect()
         }),
     };
+    patch.knobs = super::knob_form::input(form);
     errs.finish()?;
     Ok(patch)
 }

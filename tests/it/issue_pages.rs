@@ -25,7 +25,12 @@ pub(crate) fn csrf_of(page: &str) -> String {
 }
 
 /// Posts a urlencoded form as a logged-in browser of this site.
-async fn post_form(s: &TestServer, cookie: &str, path: &str, body: &str) -> reqwest::Response {
+pub(crate) async fn post_form(
+    s: &TestServer,
+    cookie: &str,
+    path: &str,
+    body: &str,
+) -> reqwest::Response {
     client()
         .post(format!("{}{path}", s.url))
         .header(COOKIE, cookie)

@@ -7,8 +7,12 @@ use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::in_process::App;
+use crate::issue_pages::post_form;
 use crate::on_both;
-use crate::support::Backend;
+use crate::pages_input::{csrf_of, session, visit};
+use crate::support::{Backend, TestServer};
+
+on_both!(the_pages_show_and_save_knobs_from_the_registry,);
 
 on_both!(
     the_registry_lists_every_knob_with_its_contract_fields,
@@ -338,4 +342,143 @@ async fn an_afk_resolve_for_an_issue_shows_where_each_value_came_from(b: Backend
         "{}",
         r.body
     );
+}
+
+async fn page(s: &TestServer, cookie: &str, path: &str) -> String {
+    let r = visit(s, cookie, reqwest::Method::GET, path).await;
+    assert_eq!(r.status(), 200, "{path}");
+    r.text().await.unwrap()
+}
+
+/// The settings, repo and issue pages list every registered knob (no
+/// template names one), save them, refuse a wrong one inline (400, what was
+/// typed kept, nothing written), and the issue page says what its AFK run
+/// gets and from where.
+async fn the_pages_show_and_save_knobs_from_the_registry(b: Backend) {
+    let s = TestServer::start(b).await;
+    let cookie = session(&s).await;
+    let settings = page(&s, &cookie, "/settings").await;
+    for k in ["changeScope", "writes"] {
+        assert!(
+            settings.contains(&format!("name=\"knobs.{k}\"")),
+            "{k} on the settings page"
+        );
+    }
+    assert!(
+        settings.contains("same as the knob&#39;s default: moderate"),
+        "the inherit entry names the default"
+    );
+    let csrf = csrf_of(&settings);
+    let r = post_form(&s, &cookie, "/settings", &format!("csrf={csrf}&knobs.shown=1&knobs.changeScope=surgical&knobs.writes=src%2F**%2C+docs%2F**")).await;
+    assert_eq!(r.status(), 303, "{}", r.text().await.unwrap());
+    let v = s.get("/api/v1/settings").await.ok();
+    assert_eq!(
+        v["knobs"],
+        json!({"changeScope": "surgical", "writes": ["src/**", "docs/**"]})
+    );
+    let r = post_form(
+        &s,
+        &cookie,
+        "/settings",
+        &format!("csrf={csrf}&knobs.shown=1&knobs.changeScope=refactor&knobs.writes=..%2Fx"),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("must not have a . or .. part"),
+        "the error is shown"
+    );
+    assert!(
+        body.contains("value=\"..&#47;x\"") || body.contains("value=\"../x\""),
+        "what was typed is kept"
+    );
+    assert_eq!(
+        s.get("/api/v1/settings").await.ok()["knobs"]["changeScope"],
+        "surgical",
+        "nothing written"
+    );
+
+    s.add_repo("r").await;
+    let repo = page(&s, &cookie, "/repos/r").await;
+    assert!(
+        repo.contains("name=\"knobs.writes\""),
+        "knobs on the repo page"
+    );
+    assert!(
+        repo.contains("same as the global settings: surgical"),
+        "inherited from the settings"
+    );
+    assert!(repo.contains("data-what=\"afk-changeScope\"><strong>surgical</strong> <span class=\"from\">from the global settings"), "what runs get");
+    let v = s.get("/api/v1/repos/r").await.ok();
+    let path = v["path"].as_str().unwrap().to_owned();
+    let r = post_form(
+        &s,
+        &cookie,
+        "/repos/r",
+        &format!("csrf={}&path={}&knobs.shown=1&knobs.changeScope=&knobs.writes=src%2F**&allowed_models=sonnet%2C+haiku", csrf_of(&repo), path),
+    )
+    .await;
+    assert_eq!(r.status(), 303, "{}", r.text().await.unwrap());
+    let v = s.get("/api/v1/repos/r").await.ok();
+    assert_eq!(v["knobs"], json!({"writes": ["src/**"]}));
+    assert_eq!(v["allowed_models"], json!(["sonnet", "haiku"]));
+
+    let i = s
+        .post("/api/v1/repos/r/issues", json!({"title": "t"}))
+        .await
+        .ok();
+    let n = i["number"].as_i64().unwrap();
+    let issue = page(&s, &cookie, &format!("/repos/r/issues/{n}")).await;
+    assert!(
+        issue.contains("None set: its AFK run gets the repo"),
+        "{issue}"
+    );
+    assert!(
+        issue.contains("name=\"knobs.max_cost_usd\""),
+        "the issue layer's keys"
+    );
+    let at = format!("/repos/r/issues/{n}/knobs");
+    let r = post_form(
+        &s,
+        &cookie,
+        &at,
+        &format!(
+            "csrf={}&knobs.model=opus&knobs.changeScope=",
+            csrf_of(&issue)
+        ),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("not one this repo&#39;s issues may ask for"),
+        "a widening refused inline"
+    );
+    let r = post_form(
+        &s,
+        &cookie,
+        &at,
+        &format!(
+            "csrf={}&knobs.model=haiku&knobs.writes=src%2Fapi%2F**&knobs.max_tokens=5000",
+            csrf_of(&issue)
+        ),
+    )
+    .await;
+    assert_eq!(r.status(), 303, "{}", r.text().await.unwrap());
+    let i = s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok();
+    assert_eq!(
+        i["knobs"],
+        json!({"writes": ["src/api/**"], "model": "haiku", "max_tokens": 5000})
+    );
+    let issue = page(&s, &cookie, &format!("/repos/r/issues/{n}")).await;
+    assert!(issue.contains("Its AFK run works with these."), "{issue}");
+    assert!(
+        issue.contains(
+            "data-what=\"issue-model\"><strong>haiku</strong> <span class=\"from\">from the issue"
+        ),
+        "{issue}"
+    );
+    assert!(issue.contains("data-what=\"issue-max tokens\"><strong>5000</strong> <span class=\"from\">from the issue"), "{issue}");
+    s.stop().await;
 }
