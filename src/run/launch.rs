@@ -27,8 +27,8 @@ pub enum LaunchError {
     #[error(transparent)]
     Unavailable(#[from] BinaryError),
     /// The run would act unattended and cannot be sandboxed here.
-    #[error("{0}")]
-    Unsandboxed(String),
+    #[error(transparent)]
+    Unsandboxed(super::confine::Unsandboxed),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
