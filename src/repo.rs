@@ -7,7 +7,7 @@
 use crate::domain::{Change, Defaults};
 pub mod issue_source;
 
-use crate::provider::{self, Provider};
+use crate::provider::{self, ProviderId};
 use issue_source::{IssueConfig, IssueConfigPatch};
 
 use crate::settings::{self, DefaultsPatch};
@@ -72,7 +72,7 @@ impl Repo {
 
     /// The repo's provider. Stored ids are validated on write, so this only
     /// fails for a database edited by hand.
-    pub fn provider(&self) -> Result<&'static dyn Provider, FieldError> {
+    pub fn provider(&self) -> Result<ProviderId, FieldError> {
         validate::provider_id("provider", &self.provider)
     }
 }
@@ -241,11 +241,12 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
         Change::Clear => provider::DEFAULT_PROVIDER.to_owned(),
         Change::Set(v) => errs
             .check(validate::provider_id("provider", v.trim()))
-            .map(|p| p.id().to_owned())
+            .map(|p| p.as_str().to_owned())
             .unwrap_or_else(|| current.provider.clone()),
     };
     match validate::provider_id("provider", &new_provider) {
         Ok(p) => {
+            let p = p.provider();
             next.provider = new_provider.clone();
             next.defaults =
                 settings::apply_defaults(p, &current.defaults, &patch.defaults, "", &mut errs);

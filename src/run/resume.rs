@@ -12,7 +12,7 @@ use super::launch_file::{Start, StartError};
 use super::runner::{RunError, Runner};
 use crate::auth::{digest, new_token};
 use crate::domain::{Run, RunKind, RunState};
-use crate::provider::{self, Provider, SpawnSpec};
+use crate::provider::{Provider, ProviderId, SpawnSpec};
 use crate::repo::Repo;
 use crate::store::{Ending, RepoKey, StoreError};
 
@@ -89,13 +89,14 @@ impl Runner {
             },
             None => return Ok(Err(NotResumable::NoRepo { id })),
         };
-        let Some(p) = provider::get(&run.provider) else {
+        let Ok(provider) = run.provider.parse::<ProviderId>() else {
             return Ok(Err(NotResumable::UnknownProvider {
                 id,
                 provider: run.provider.clone(),
             }));
         };
-        let program = match self.binary_for(p) {
+        let p = provider.provider();
+        let program = match self.binary_for(provider) {
             Ok(b) => b,
             Err(error) => return Ok(Err(NotResumable::NoBinary { id, error })),
         };

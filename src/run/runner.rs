@@ -12,7 +12,7 @@ use super::proctree;
 use super::tmux::Tmux;
 use super::workspace::Workspaces;
 use crate::domain::{Run, RunState, StopCause};
-use crate::provider::{self, SpawnSpec};
+use crate::provider::{self, ProviderId, SpawnSpec};
 use crate::store::{Ending, Store, StoreError};
 
 /// How this node runs agents.
@@ -26,7 +26,7 @@ pub struct RunnerConfig {
     /// How runs reach lab (`LAB_URL` in their environment).
     pub lab_url: String,
     /// Provider binaries set explicitly (`LAB_<ID>_BIN`), by provider id.
-    pub bins: HashMap<String, PathBuf>,
+    pub bins: HashMap<ProviderId, PathBuf>,
     pub reconcile_every: Duration,
     /// How long a stopped process tree gets between SIGTERM and SIGKILL.
     pub stop_grace: Duration,

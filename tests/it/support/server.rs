@@ -247,8 +247,8 @@ pub fn config(dir: &TempDir, database_url: Option<String>) -> lab::server::Serve
         no_relay: false,
         lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
         provider_bins: [
-            ("claude-code".to_owned(), agent.clone()),
-            ("codex".to_owned(), agent),
+            ("claude-code".parse().unwrap(), agent.clone()),
+            ("codex".parse().unwrap(), agent),
         ]
         .into(),
         agent_home: Some(dir.path().join("home")),
