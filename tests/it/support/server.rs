@@ -151,6 +151,20 @@ impl TestServer {
         .await;
     }
 
+    /// Waits until the reconcile loop finished `n` more passes (each reads
+    /// the screens of runs whose output grew): what a check that the screen
+    /// check did *not* change something waits for, rather than a quiet
+    /// window (a stalled loop fails it instead of passing it).
+    pub async fn after_passes(&self, n: usize) {
+        let from = self.runner().passes();
+        super::wait::until(
+            format_args!("{n} more reconcile passes (from {from})"),
+            super::wait::secs(30).every_ms(50),
+            async || self.runner().passes() >= from + n,
+        )
+        .await;
+    }
+
     pub fn runner(&self) -> &lab::run::Runner {
         &self.running.as_ref().expect("server running").runner
     }
