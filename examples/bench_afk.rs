@@ -49,7 +49,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         forge_poll_ms: 60_000,
         no_relay: false,
         lab_exe: Some(lab_bin()),
-        provider_bins: [("claude-code".to_owned(), agent.to_path_buf())].into(),
+        provider_bins: [("claude-code".parse().unwrap(), agent.to_path_buf())].into(),
         agent_home: Some(t.join("home")),
         run_env: Vec::new(),
         bwrap: None,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{Defaults, RunKind};
 use crate::issues::{ForgeIdentity, SourceError, Sources, TokenNeed};
-use crate::provider::{self, Provider, SpawnSpec, Verdict};
+use crate::provider::{Provider, ProviderId, SpawnSpec, Verdict};
 use crate::repo::Repo;
 use crate::resolve::{Request, resolve};
 use crate::run::{Runner, cli_check};
@@ -70,9 +70,9 @@ pub async fn diagnose(runner: &Runner, sources: &Sources) -> Vec<Finding> {
         .and_then(Result::ok)
         .unwrap_or_default();
     let providers = async {
-        let each = provider::all().iter().map(|p| {
-            let in_use = repos.iter().any(|r| r.provider == p.id());
-            provider_findings(runner, *p, in_use, deadline)
+        let each = ProviderId::all().map(|id| {
+            let in_use = repos.iter().any(|r| id == r.provider.as_str());
+            provider_findings(runner, id, in_use, deadline)
         });
         futures_util::future::join_all(each).await.concat()
     };
@@ -419,12 +419,13 @@ async fn database(runner: &Runner) -> Finding {
 
 async fn provider_findings(
     runner: &Runner,
-    p: &dyn Provider,
+    id: ProviderId,
     in_use: bool,
     deadline: Instant,
 ) -> Vec<Finding> {
+    let p = id.provider();
     let area = p.id();
-    let bin = match runner.binary_for(p) {
+    let bin = match runner.binary_for(id) {
         Ok(b) => b,
         Err(e) => {
             // Broken only when a repo needs it.
@@ -442,7 +443,7 @@ async fn provider_findings(
     let cli = format!("{} at {}", p.binary(), bin.display());
     let (version, argv) = tokio::join!(
         within(deadline, area, &cli, version_finding(p, &bin)),
-        within(deadline, area, &cli, argv_finding(runner, p, &bin)),
+        within(deadline, area, &cli, argv_finding(runner, id, &bin)),
     );
     [version, argv].concat()
 }
@@ -481,10 +482,11 @@ async fn version_finding(p: &dyn Provider, bin: &Path) -> Vec<Finding> {
 }
 
 /// Would the CLI take what lab gives it? An AFK run with every default.
-async fn argv_finding(runner: &Runner, p: &dyn Provider, bin: &Path) -> Vec<Finding> {
+async fn argv_finding(runner: &Runner, id: ProviderId, bin: &Path) -> Vec<Finding> {
+    let p = id.provider();
     let area = p.id();
     let r = resolve(
-        p,
+        id,
         RunKind::Afk,
         &Defaults::default(),
         &Defaults::default(),

@@ -8,7 +8,7 @@ use crate::domain::{Change, Defaults};
 pub mod config_file;
 pub mod issue_source;
 
-use crate::provider::{self, Provider};
+use crate::provider::{self, ProviderId};
 use issue_source::{IssueConfig, IssueConfigPatch};
 
 use crate::settings::{self, DefaultsPatch};
@@ -80,7 +80,7 @@ impl Repo {
 
     /// The repo's provider. Stored ids are validated on write, so this only
     /// fails for a database edited by hand.
-    pub fn provider(&self) -> Result<&'static dyn Provider, FieldError> {
+    pub fn provider(&self) -> Result<ProviderId, FieldError> {
         validate::provider_id("provider", &self.provider)
     }
 }
@@ -257,11 +257,12 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
         Change::Clear => provider::DEFAULT_PROVIDER.to_owned(),
         Change::Set(v) => errs
             .check(validate::provider_id("provider", v.trim()))
-            .map(|p| p.id().to_owned())
+            .map(|p| p.as_str().to_owned())
             .unwrap_or_else(|| current.provider.clone()),
     };
     match validate::provider_id("provider", &new_provider) {
         Ok(p) => {
+            let p = p.provider();
             next.provider = new_provider.clone();
             next.defaults =
                 settings::apply_defaults(p, &current.defaults, &patch.defaults, "", &mut errs);
@@ -403,7 +404,10 @@ pub const MAX_ALLOWED_MODELS: usize = 64;
 
 /// The models a repo's issues may ask for: each in the provider's catalog,
 /// in its casing, once.
-pub fn allowed_models(p: &dyn Provider, list: &[String]) -> Result<Vec<String>, FieldError> {
+pub fn allowed_models(
+    p: &dyn crate::provider::Provider,
+    list: &[String],
+) -> Result<Vec<String>, FieldError> {
     if list.len() > MAX_ALLOWED_MODELS {
         return Err(FieldError::new(
             "allowed_models",

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::domain::{Defaults, Layer, RunKind, Sourced};
-use crate::provider::Provider;
+use crate::provider::ProviderId;
 use crate::repo::Repo;
 use crate::validate::{self, Errors, FieldError, Invalid};
 
@@ -24,7 +24,7 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     pub kind: RunKind,
-    pub provider: &'static str,
+    pub provider: ProviderId,
     pub model: Sourced,
     pub effort: Sourced,
     pub options: BTreeMap<String, Sourced>,
@@ -78,12 +78,13 @@ fn first(layers: &[(Option<&str>, Layer)], fallback: &str) -> Sourced {
 ///
 /// `request` is ignored for AFK runs: they have no per-run override.
 pub fn resolve(
-    provider: &dyn Provider,
+    id: ProviderId,
     kind: RunKind,
     global: &Defaults,
     repo: &Defaults,
     request: &Request,
 ) -> Resolved {
+    let provider = id.provider();
     let (model, effort) = match kind {
         RunKind::Manual => (
             first(
@@ -143,7 +144,7 @@ pub fn resolve(
     };
     Resolved {
         kind,
-        provider: provider.id(),
+        provider: id,
         model,
         effort,
         options,
@@ -183,7 +184,8 @@ fn resolve_layers(
     effort: Option<&str>,
     issue_layer: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
-    let p = repo.provider()?;
+    let id = repo.provider()?;
+    let p = id.provider();
     let mut errs = Errors::default();
     if kind == RunKind::Afk {
         for (name, v) in [("model", model), ("effort", effort)] {
@@ -200,7 +202,7 @@ fn resolve_layers(
         effort: given(effort).and_then(|e| errs.check(validate::effort(p, "effort", e))),
     };
     errs.finish()?;
-    let mut r = resolve(p, kind, global, &repo.defaults, &request);
+    let mut r = resolve(id, kind, global, &repo.defaults, &request);
     if kind == RunKind::Afk {
         issue::above(&mut r, repo.file(), issue_layer);
     }

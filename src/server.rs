@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::app;
 use crate::auth::{self, Auth};
-use crate::provider;
+use crate::provider::ProviderId;
 use crate::run::{Runner, RunnerConfig};
 use crate::state::AppState;
 use crate::store::Store;
@@ -57,7 +57,7 @@ pub struct ServeConfig {
     pub lab_exe: Option<PathBuf>,
     /// Provider binaries by provider id; `LAB_<ID>_BIN` fills this.
     #[arg(skip)]
-    pub provider_bins: HashMap<String, PathBuf>,
+    pub provider_bins: HashMap<ProviderId, PathBuf>,
     /// The agents' home (default: lab's own `HOME`).
     #[arg(skip)]
     pub agent_home: Option<PathBuf>,
@@ -391,9 +391,10 @@ async fn runner_config(
         None => std::env::current_exe().context("cannot find lab's own binary")?,
     };
     let mut bins = HashMap::new();
-    for p in provider::all() {
-        if let Some(v) = std::env::var_os(p.binary_env_var()).filter(|v| !v.is_empty()) {
-            bins.insert(p.id().to_owned(), PathBuf::from(v));
+    for id in ProviderId::all() {
+        let var = id.provider().binary_env_var();
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            bins.insert(id, PathBuf::from(v));
         }
     }
     bins.extend(cfg.provider_bins.clone());

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::domain::{Change, Defaults};
-use crate::provider::{self, Provider};
+use crate::provider::{Provider, ProviderId};
 
 use crate::validate::{self, Errors, FieldError, Invalid};
 
@@ -107,7 +107,7 @@ pub const WORKSPACE_RETENTION_HOURS: (i64, i64) = (0, 24 * 365);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// Keyed by provider id; a provider with no row has empty defaults.
-    pub providers: BTreeMap<String, Defaults>,
+    pub providers: BTreeMap<ProviderId, Defaults>,
     pub afk: AfkLimits,
     pub runs: RunSettings,
     /// The global knobs (issue 27): each repo and issue inherits them.
@@ -116,8 +116,8 @@ pub struct Settings {
 
 impl Settings {
     /// The defaults of one provider (empty when never set).
-    pub fn provider(&self, id: &str) -> Defaults {
-        self.providers.get(id).cloned().unwrap_or_default()
+    pub fn provider(&self, id: ProviderId) -> Defaults {
+        self.providers.get(&id).cloned().unwrap_or_default()
     }
 }
 
@@ -185,9 +185,9 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
         let Some(prov) = errs.check(validate::provider_id(&field, id)) else {
             continue;
         };
-        let cur = current.provider(id);
-        let new = apply_defaults(prov, &cur, p, &format!("{field}."), &mut errs);
-        next.providers.insert(id.clone(), new);
+        let cur = current.provider(prov);
+        let new = apply_defaults(prov.provider(), &cur, p, &format!("{field}."), &mut errs);
+        next.providers.insert(prov, new);
     }
     let limit = |c: &Change<i64>,
                  cur: i64,
@@ -519,11 +519,8 @@ pub fn check_defaults(p: &dyn Provider, d: &Defaults, prefix: &str) -> Result<()
 }
 
 /// Every provider id, with its defaults (empty for a provider never set).
-pub fn all_providers(s: &Settings) -> BTreeMap<&'static str, Defaults> {
-    provider::all()
-        .iter()
-        .map(|p| (p.id(), s.provider(p.id())))
-        .collect()
+pub fn all_providers(s: &Settings) -> BTreeMap<ProviderId, Defaults> {
+    ProviderId::all().map(|id| (id, s.provider(id))).collect()
 }
 
 #[cfg(test)]

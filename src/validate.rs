@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::provider::{self, OptionType, Provider};
+use crate::provider::{self, OptionType, Provider, ProviderId};
 
 /// One rejected field: what was wrong and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -129,8 +129,8 @@ fn catalog_match(catalog: &[&'static str], value: &str) -> Option<&'static str> 
 }
 
 /// The provider with this id.
-pub fn provider_id(field: &str, id: &str) -> Result<&'static dyn Provider, FieldError> {
-    provider::get(id).ok_or_else(|| {
+pub fn provider_id(field: &str, id: &str) -> Result<ProviderId, FieldError> {
+    id.parse().map_err(|_| {
         let ids = provider::ids();
         FieldError::new(
             field,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::Scheduler;
 use crate::domain::{AgentState, Run};
-use crate::provider::{self, Auth, Provider};
+use crate::provider::{Auth, Provider, ProviderId};
 use crate::store::now_ms;
 
 /// How often a held provider's CLI is checked again.
@@ -35,7 +35,7 @@ pub const QUICK_EXIT_MS: i64 = 30_000;
 /// A provider whose CLI cannot work, as its own check says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CliHold {
-    pub provider: String,
+    pub provider: ProviderId,
     /// In lab's words: `not logged in`.
     pub reason: String,
     /// What the operator does about it.
@@ -47,12 +47,13 @@ pub struct CliHold {
 /// The CLI holds of this node, and its recent checks.
 #[derive(Debug, Default)]
 pub struct CliHolds {
-    held: Mutex<HashMap<String, CliHold>>,
+    held: Mutex<HashMap<ProviderId, CliHold>>,
     /// The last check per provider: when (ms), and why it cannot work.
-    checked: Mutex<HashMap<String, (i64, Option<String>)>>,
+    checked: Mutex<HashMap<ProviderId, (i64, Option<String>)>>,
 }
 
 impl CliHolds {
+    /// The hold on the provider a row names (none on one lab does not know).
     pub fn holds(&self, provider: &str) -> Option<CliHold> {
         self.held.lock().expect("poisoned").get(provider).cloned()
     }
@@ -65,7 +66,7 @@ impl CliHolds {
             .values()
             .cloned()
             .collect();
-        v.sort_by(|a, b| a.provider.cmp(&b.provider));
+        v.sort_by_key(|h| h.provider);
         v
     }
 }
@@ -110,7 +111,7 @@ impl Scheduler {
     /// Why a live AFK run's CLI cannot work, as its screen says: the run
     /// ends at once with it.
     pub(super) async fn unusable(&self, run: &Run) -> Option<String> {
-        let p = provider::get(&run.provider)?;
+        let p = run.provider_id().ok()?.provider();
         let why = screen_says(self, run, p).await?;
         Some(format!("{} cannot work here: {why}", p.name()))
     }
@@ -118,25 +119,25 @@ impl Scheduler {
     /// Checks `provider`'s CLI (at most once a [`CACHE`] unless `fresh`),
     /// and holds the provider back or lets it go as the check says. Why it
     /// cannot work, when it cannot.
-    pub async fn check_cli(&self, provider: &str, fresh: bool) -> Option<String> {
-        let p = provider::get(provider)?;
+    pub async fn check_cli(&self, provider: ProviderId, fresh: bool) -> Option<String> {
+        let p = provider.provider();
         let now = now_ms();
         if !fresh
-            && let Some((at, why)) = self.cli.checked.lock().expect("poisoned").get(provider)
+            && let Some((at, why)) = self.cli.checked.lock().expect("poisoned").get(&provider)
             && now - at < CACHE.as_millis() as i64
         {
             return why.clone();
         }
-        let why = match self.runner.binary_for(p) {
+        let why = match self.runner.binary_for(provider) {
             Err(e) => Some(e.to_string()),
             Ok(bin) => match crate::run::cli_check::version(p, &bin).await {
                 Err(e) => Some(format!("it does not start: {e}")),
-                Ok(_) => match self.runner.cli_auth(p).await {
+                Ok(_) => match self.runner.cli_auth(provider).await {
                     Auth::SignedOut(why) => Some(why),
                     Auth::SignedIn => None,
                     // A check lab cannot read holds nothing back.
                     Auth::Unknown(what) => {
-                        tracing::info!(provider, %what, "the CLI's sign-in check said nothing lab reads");
+                        tracing::info!(%provider, %what, "the CLI's sign-in check said nothing lab reads");
                         None
                     }
                 },
@@ -146,17 +147,17 @@ impl Scheduler {
             .checked
             .lock()
             .expect("poisoned")
-            .insert(provider.to_owned(), (now, why.clone()));
+            .insert(provider, (now, why.clone()));
         let mut held = self.cli.held.lock().expect("poisoned");
         match &why {
             Some(reason) => {
-                if !held.contains_key(provider) {
-                    tracing::warn!(provider, %reason, "the CLI cannot work: its AFK runs are held back");
+                if !held.contains_key(&provider) {
+                    tracing::warn!(%provider, %reason, "the CLI cannot work: its AFK runs are held back");
                 }
                 held.insert(
-                    provider.to_owned(),
+                    provider,
                     CliHold {
-                        provider: provider.to_owned(),
+                        provider,
                         reason: reason.clone(),
                         fix: fix(p),
                         next_check_ms: now + RECHECK.as_millis() as i64,
@@ -164,8 +165,8 @@ impl Scheduler {
                 );
             }
             None => {
-                if held.remove(provider).is_some() {
-                    tracing::info!(provider, "the CLI works again: its AFK runs go on");
+                if held.remove(&provider).is_some() {
+                    tracing::info!(%provider, "the CLI works again: its AFK runs go on");
                 }
             }
         }
@@ -175,7 +176,7 @@ impl Scheduler {
     /// Checks again each held provider whose time has come.
     pub(super) async fn recheck_clis(&self) {
         let now = now_ms();
-        let due: Vec<String> = self
+        let due: Vec<ProviderId> = self
             .cli
             .all()
             .into_iter()
@@ -183,7 +184,7 @@ impl Scheduler {
             .map(|h| h.provider)
             .collect();
         for provider in due {
-            self.check_cli(&provider, true).await;
+            self.check_cli(provider, true).await;
         }
     }
 }

@@ -154,7 +154,7 @@ impl Scheduler {
             .all()
             .into_iter()
             .map(|h| Limited {
-                provider: h.provider,
+                provider: h.provider.to_string(),
                 until_ms: h.next_check_ms,
                 reason: h.reason,
                 kind: HoldKind::Cli,

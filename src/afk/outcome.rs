@@ -77,7 +77,9 @@ impl Scheduler {
                         continue;
                     }
                 }
-                self.check_cli(&run.provider, false).await;
+                if let Ok(provider) = run.provider_id() {
+                    self.check_cli(provider, false).await;
+                }
             }
             if run.state.is_active() {
                 let waiting = self.follow_limit(&claim, &run).await;
@@ -134,7 +136,8 @@ impl Scheduler {
             // its check makes the ending the CLI's fault.
             if outcome == Outcome::Failed
                 && quick_exit(&run)
-                && let Some(why) = self.check_cli(&run.provider, false).await
+                && let Ok(provider) = run.provider_id()
+                && let Some(why) = self.check_cli(provider, false).await
             {
                 outcome = Outcome::CliUnusable;
                 detail = format!(

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::Sourced;
+use crate::provider::{ProviderId, UnknownProvider};
 
 /// Whether an operator started the run or the AFK scheduler did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -182,6 +183,14 @@ pub struct Run {
     pub round: i64,
     /// How it ended for its issue (AFK runs, once settled).
     pub outcome: Option<super::Outcome>,
+}
+
+impl Run {
+    /// Its provider, unless that left lab's catalog since the run started
+    /// (the row keeps the id it was started with).
+    pub fn provider_id(&self) -> Result<ProviderId, UnknownProvider> {
+        self.provider.parse()
+    }
 }
 
 /// The issue a run works on, as it was when the run started.

@@ -16,6 +16,7 @@ use super::repos::RepoBody;
 use super::runs::RunBody;
 use crate::afk::StartError;
 use crate::domain::{Change, Outcome};
+use crate::provider::ProviderId;
 use crate::repo::RepoPatch;
 use crate::service::runs::launch_error;
 use crate::state::AppState;
@@ -281,13 +282,13 @@ async fn check_provider(
     State(app): State<AppState>,
     ApiPath(provider): ApiPath<String>,
 ) -> ApiResult<Json<CliCheckBody>> {
-    if crate::provider::get(&provider).is_none() {
+    let Ok(id) = provider.parse::<ProviderId>() else {
         return Err(ApiError::not_found(format!(
             "provider '{provider}' (lab knows: {})",
             crate::provider::ids().join(", ")
         )));
-    }
-    let reason = app.scheduler.check_cli(&provider, true).await;
+    };
+    let reason = app.scheduler.check_cli(id, true).await;
     Ok(Json(CliCheckBody {
         provider,
         works: reason.is_none(),

@@ -459,7 +459,7 @@ impl From<Resolved> for ResolvedBody {
     fn from(r: Resolved) -> Self {
         ResolvedBody {
             kind: r.kind,
-            provider: r.provider.to_owned(),
+            provider: r.provider.to_string(),
             model: r.model,
             effort: r.effort,
             options: r.options,

@@ -158,7 +158,7 @@ impl SettingsBody {
         SettingsBody {
             providers: settings::all_providers(s)
                 .into_iter()
-                .map(|(id, d)| (id.to_owned(), DefaultsBody::from(d)))
+                .map(|(id, d)| (id.to_string(), DefaultsBody::from(d)))
                 .collect(),
             afk: AfkBody::from(&s.afk),
             runs: RunsBody {

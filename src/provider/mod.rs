@@ -10,6 +10,7 @@ mod claude_code;
 mod codex;
 pub mod config;
 pub mod hooks;
+mod id;
 pub mod limits;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 pub use claude_code::ClaudeCode;
 pub use codex::Codex;
 pub use config::{CliFile, CliHome, ConfigEdit, ConfigFile, ConfigValue, FileKind};
+pub use id::{ProviderId, UnknownProvider};
 
 /// The CLI versions lab's catalogs, flags and config edits were checked
 /// against, by provider id. The contract tests run these versions; `lab

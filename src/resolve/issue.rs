@@ -114,7 +114,7 @@ impl IssueLayer {
     /// every value of its type, and none widening what the repo allows.
     /// Every wrong entry is reported, under `field.key`.
     pub fn parse(field: &str, input: &Input, cx: KnobContext<'_>) -> Result<IssueLayer, Invalid> {
-        let p = cx.repo.provider()?;
+        let p = cx.repo.provider()?.provider();
         let mut errs = Errors::default();
         let mut out = IssueLayer::default();
         let mut knobs = Vec::new();

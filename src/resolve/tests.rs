@@ -1,5 +1,9 @@
 use super::*;
-use crate::provider;
+use crate::provider::{Provider, ProviderId};
+
+fn id(s: &str) -> ProviderId {
+    s.parse().unwrap()
+}
 
 /// The layers of ADR 2, each with a distinct value so a wrong pick
 /// shows up as a wrong value as well as a wrong source.
@@ -98,13 +102,14 @@ fn build(c: Combo, v: &[String; 6], model: bool) -> (Defaults, Defaults, Request
 #[test]
 fn model_and_effort_follow_the_chain_for_every_layer_combination() {
     let mut checked = 0;
-    for p in provider::all() {
+    for id in ProviderId::all() {
+        let p = id.provider();
         for is_model in [true, false] {
-            let v = layer_values(*p, is_model);
+            let v = layer_values(p, is_model);
             for c in Combo::all() {
                 for kind in [RunKind::Manual, RunKind::Afk] {
                     let (global, repo, req) = build(c, &v, is_model);
-                    let r = resolve(*p, kind, &global, &repo, &req);
+                    let r = resolve(id, kind, &global, &repo, &req);
                     let got = if is_model { &r.model } else { &r.effort };
                     let want = c.expected_source(kind);
                     assert_eq!(got.layer, want, "{} {kind} {c:?} model={is_model}", p.id());
@@ -120,7 +125,7 @@ fn model_and_effort_follow_the_chain_for_every_layer_combination() {
 
 #[test]
 fn empty_strings_inherit_like_absent_values() {
-    let p = provider::get("claude-code").unwrap();
+    let p = id("claude-code");
     let blank = Some(String::new());
     let global = Defaults {
         model_default: Some("opus".into()),
@@ -150,7 +155,7 @@ fn empty_strings_inherit_like_absent_values() {
 
 #[test]
 fn afk_ignores_the_request() {
-    let p = provider::get("codex").unwrap();
+    let p = id("codex");
     let req = Request {
         model: Some("gpt-6-sol".into()),
         effort: Some("low".into()),
@@ -175,7 +180,8 @@ fn opts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 #[test]
 fn every_option_key_follows_repo_then_global_then_spec_default() {
-    for p in provider::all() {
+    for id in ProviderId::all() {
+        let p = id.provider();
         for spec in p.spawn_options() {
             // Two non-default values (bools only have one: reuse it).
             let others: Vec<&str> = spec
@@ -205,10 +211,10 @@ fn every_option_key_follows_repo_then_global_then_spec_default() {
                     },
                     ..Defaults::default()
                 };
-                let manual = resolve(*p, RunKind::Manual, &global, &repo, &Request::default());
+                let manual = resolve(id, RunKind::Manual, &global, &repo, &Request::default());
                 assert!(manual.options.is_empty(), "manual runs get no options");
 
-                let afk = resolve(*p, RunKind::Afk, &global, &repo, &Request::default());
+                let afk = resolve(id, RunKind::Afk, &global, &repo, &Request::default());
                 let got = &afk.options[spec.key];
                 let want = match (repo_set, global_set) {
                     (true, _) => Sourced {
@@ -246,7 +252,7 @@ fn every_option_key_follows_repo_then_global_then_spec_default() {
 
 #[test]
 fn an_explicit_repo_false_wins_over_a_global_true() {
-    let p = provider::get("claude-code").unwrap();
+    let p = id("claude-code");
     let global = Defaults {
         afk_options: opts(&[("ultracode", "true")]),
         ..Defaults::default()
@@ -267,7 +273,7 @@ fn an_explicit_repo_false_wins_over_a_global_true() {
 
 #[test]
 fn keys_the_provider_does_not_declare_never_reach_it() {
-    let p = provider::get("codex").unwrap();
+    let p = id("codex");
     let global = Defaults {
         afk_options: opts(&[("ultracode", "true")]),
         ..Defaults::default()

@@ -149,9 +149,10 @@ impl Runner {
                     },
                 );
             }
-            let Some(p) = crate::provider::get(&run.provider) else {
+            let Ok(id) = run.provider_id() else {
                 continue;
             };
+            let p = id.provider();
             if let Some((state, why)) = screen_change(run, p, p.attention(&screen))
                 && self
                     .store

@@ -113,12 +113,13 @@ impl super::Runner {
     /// variables a run inherits, lab's command line. Nothing of a run's is
     /// read: this is lab's own check, on the operator's side of the trust
     /// boundary.
-    pub async fn cli_auth(&self, p: &dyn Provider) -> crate::provider::Auth {
+    pub async fn cli_auth(&self, id: crate::provider::ProviderId) -> crate::provider::Auth {
         use crate::provider::Auth;
+        let p = id.provider();
         let Some(args) = p.auth_args() else {
             return Auth::Unknown("lab has no sign-in check for this CLI".into());
         };
-        let bin = match self.binary_for(p) {
+        let bin = match self.binary_for(id) {
             Ok(b) => b,
             Err(e) => return Auth::Unknown(e.to_string()),
         };

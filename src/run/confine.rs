@@ -6,12 +6,42 @@ use std::path::{Path, PathBuf};
 use super::agent_config::Seeded;
 use super::git::Jail;
 use super::launch::{LaunchError, LaunchRequest, create_private_dir};
+use super::launch_file::LaunchFileError;
 use super::runner::Runner;
 use super::sandbox;
-use crate::domain::{Run, RunLimits};
+use crate::domain::{Run, RunKind, RunLimits};
 use crate::provider::Provider;
 use crate::repo::Repo;
 use crate::resolve;
+
+/// Why this machine cannot confine a run as lab means to, and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unconfined {
+    /// No bubblewrap sandbox (or no user namespaces for it).
+    #[error("lab cannot sandbox it here: {why}. Fix: {fix}")]
+    NoSandbox { why: String, fix: String },
+    /// No control groups to limit its memory and processes.
+    #[error(
+        "lab cannot limit its memory and processes here ({why}). Fix: run lab where \
+         cgroups can be written (as root, or with the cgroup v2 controllers delegated \
+         to it: systemd's Delegate=yes)"
+    )]
+    NoLimits { why: String },
+}
+
+/// A run refused because it would act without asking anyone where lab
+/// cannot confine it, and nobody allowed that.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this {kind} run would act without asking anyone, and {why}; or for this repo \
+     only: labctl repo set {repo} --allow-unsandboxed true"
+)]
+pub struct Unsandboxed {
+    pub kind: RunKind,
+    /// The repo's name.
+    pub repo: String,
+    pub why: Unconfined,
+}
 
 impl Runner {
     /// Whether the run starts sandboxed; refused when this machine cannot
@@ -26,14 +56,11 @@ impl Runner {
     ) -> Result<bool, LaunchError> {
         let sandboxed = self.cfg.sandbox.bwrap().is_some();
         let missing = match (&self.cfg.sandbox, &self.cfg.cgroups) {
-            (sandbox::Availability::Missing { why, fix }, _) => {
-                format!("lab cannot sandbox it here: {why}. Fix: {fix}")
-            }
-            (_, super::cgroup::Cgroups::None { why }) => format!(
-                "lab cannot limit its memory and processes here ({why}). Fix: run lab where \
-                 cgroups can be written (as root, or with the cgroup v2 controllers delegated \
-                 to it: systemd's Delegate=yes)"
-            ),
+            (sandbox::Availability::Missing { why, fix }, _) => Unconfined::NoSandbox {
+                why: why.clone(),
+                fix: fix.clone(),
+            },
+            (_, super::cgroup::Cgroups::None { why }) => Unconfined::NoLimits { why: why.clone() },
             _ => return Ok(true),
         };
         if !p.unattended(&resolved.option_values()) {
@@ -46,11 +73,11 @@ impl Runner {
         if allowed {
             return Ok(sandboxed);
         }
-        Err(LaunchError::Unsandboxed(format!(
-            "this {} run would act without asking anyone, and {missing}; or for this repo \
-             only: labctl repo set {} --allow-unsandboxed true",
-            req.kind, req.repo.name
-        )))
+        Err(LaunchError::Unsandboxed(Unsandboxed {
+            kind: req.kind,
+            repo: req.repo.name.clone(),
+            why: missing,
+        }))
     }
 
     /// The caps a run of `repo` gets here (the repo's, else the global
@@ -97,9 +124,11 @@ impl Runner {
         workspace: &Path,
         program: &Path,
         seeded: &Seeded,
-    ) -> Result<(Vec<String>, PathBuf), String> {
-        let (real, install) = sandbox::install_of(program)
-            .ok_or_else(|| format!("cannot find the CLI {}", program.display()))?;
+    ) -> Result<(Vec<String>, PathBuf), LaunchFileError> {
+        let (real, install) =
+            sandbox::install_of(program).ok_or_else(|| LaunchFileError::NoCli {
+                program: program.to_owned(),
+            })?;
         let mut ro = self.repo_view(Some(repo));
         ro.push(install);
         let args = sandbox::RunSandbox {
@@ -163,5 +192,41 @@ impl Runner {
             args,
             scratch: Some(scratch),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The refusal's text, as the API's 409 says it.
+    #[test]
+    fn an_unsandboxed_refusal_says_why_and_the_way_out() {
+        let refused = |why| {
+            LaunchError::Unsandboxed(Unsandboxed {
+                kind: RunKind::Afk,
+                repo: "app".into(),
+                why,
+            })
+            .to_string()
+        };
+        assert_eq!(
+            refused(Unconfined::NoSandbox {
+                why: "bwrap is not installed".into(),
+                fix: "install bubblewrap".into(),
+            }),
+            "this afk run would act without asking anyone, and lab cannot sandbox it here: \
+             bwrap is not installed. Fix: install bubblewrap; or for this repo only: labctl \
+             repo set app --allow-unsandboxed true"
+        );
+        assert_eq!(
+            refused(Unconfined::NoLimits {
+                why: "no cgroup v2".into()
+            }),
+            "this afk run would act without asking anyone, and lab cannot limit its memory and \
+             processes here (no cgroup v2). Fix: run lab where cgroups can be written (as root, \
+             or with the cgroup v2 controllers delegated to it: systemd's Delegate=yes); or for \
+             this repo only: labctl repo set app --allow-unsandboxed true"
+        );
     }
 }

@@ -13,7 +13,7 @@ use super::{branch_name, session_name};
 use crate::auth::{digest, new_token};
 use crate::domain::{Defaults, RunKind};
 use crate::domain::{Run, RunIssue};
-use crate::provider::{Provider, SpawnSpec};
+use crate::provider::{Provider, ProviderId, SpawnSpec};
 use crate::repo::Repo;
 use crate::resolve;
 use crate::store::{Ending, NewRun, RunPlaces, StoreError};
@@ -27,8 +27,8 @@ pub enum LaunchError {
     #[error(transparent)]
     Unavailable(#[from] BinaryError),
     /// The run would act unattended and cannot be sandboxed here.
-    #[error("{0}")]
-    Unsandboxed(String),
+    #[error(transparent)]
+    Unsandboxed(super::confine::Unsandboxed),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -174,8 +174,9 @@ impl Drop for InFlight<'_> {
 impl Runner {
     /// The binary of a provider: `LAB_<ID>_BIN` when set, else the CLI's
     /// name on `PATH`.
-    pub fn binary_for(&self, p: &dyn Provider) -> Result<PathBuf, BinaryError> {
-        if let Some(b) = self.cfg.bins.get(p.id()) {
+    pub fn binary_for(&self, id: ProviderId) -> Result<PathBuf, BinaryError> {
+        let p = id.provider();
+        if let Some(b) = self.cfg.bins.get(&id) {
             return if super::on_path::is_executable(b) {
                 Ok(b.clone())
             } else {
@@ -229,8 +230,8 @@ impl Runner {
             req.effort.as_deref(),
         )?;
         let prompt = validate::prompt("prompt", &req.prompt).map_err(Invalid::from)?;
-        let p = req.repo.provider().map_err(Invalid::from)?;
-        let program = self.binary_for(p)?;
+        let p = resolved.provider.provider();
+        let program = self.binary_for(resolved.provider)?;
         let sandboxed = self.may_run(p, &resolved, &req).await?;
         let limits = self.limits_for(&req.repo).await?;
         let token = new_token();

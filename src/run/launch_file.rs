@@ -32,6 +32,19 @@ pub enum PrepareError {
     },
 }
 
+/// Why a run's launch file could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchFileError {
+    /// The sandbox cannot show the CLI: its binary's real path is not there.
+    #[error("cannot find the CLI {}", .program.display())]
+    NoCli { program: PathBuf },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Why a start (a launch or a resume) failed; its text is the failed run's
 /// reason.
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +55,8 @@ pub enum StartError {
     Prepare(#[from] PrepareError),
     /// The launch file could not be written, or the sandbox refused what
     /// it would hold.
-    #[error("{0}")]
-    LaunchFile(String),
+    #[error(transparent)]
+    LaunchFile(LaunchFileError),
     #[error("could not start the tmux session: {0}")]
     Session(super::tmux::TmuxError),
     #[error("could not record the run as running: {0}")]
@@ -152,7 +165,7 @@ impl Runner {
 
     /// The agent's environment and sandbox, written to the run's launch
     /// file. Returns the file's path; errors are the reason the start failed.
-    fn write_launch(&self, s: Start<'_>) -> Result<PathBuf, String> {
+    fn write_launch(&self, s: Start<'_>) -> Result<PathBuf, LaunchFileError> {
         let Start {
             run,
             provider: p,
@@ -222,7 +235,10 @@ impl Runner {
         let launch_file = dir.join("launch.json");
         launch
             .write(&launch_file)
-            .map_err(|e| format!("cannot write {}: {e}", launch_file.display()))?;
+            .map_err(|source| LaunchFileError::Write {
+                path: launch_file.clone(),
+                source,
+            })?;
         Ok(launch_file)
     }
 

@@ -23,10 +23,65 @@ use crate::repo::{Repo, RepoSource};
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
     /// It cannot be done safely; the message says why and what to do.
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     #[error(transparent)]
     Git(#[from] WorkspaceError),
+}
+
+/// Each reason lab refuses a merge (it changed nothing); the message says
+/// why and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// lab holds only a mirror of a repo given by URL.
+    #[error(
+        "the repo is given by URL: lab holds only a mirror of it, which its next fetch \
+         overwrites; merge the branch where the repo lives"
+    )]
+    ByUrl,
+    #[error("the repo has no branch '{target}' to merge into")]
+    NoTarget { target: String },
+    #[error("the branch '{branch}' is not in the repo (any more)")]
+    NoBranch { branch: String },
+    /// Merging would make an empty merge commit.
+    #[error("the branch '{branch}' has no commit that '{target}' lacks: there is nothing to merge")]
+    NothingToMerge { branch: String, target: String },
+    #[error(
+        "the branch '{branch}' is checked out in {}; switch that working tree to another \
+         branch first",
+        .tree.display()
+    )]
+    BranchCheckedOut { branch: String, tree: PathBuf },
+    #[error(
+        "'{target}' is checked out in {} with local changes; commit or stash them (lab never \
+         touches a working tree a person may be using), then merge again",
+        .tree.display()
+    )]
+    LocalChanges { target: String, tree: PathBuf },
+    /// Not a fast-forward, and `git merge-tree` conflicts (at most 20 files
+    /// named).
+    #[error(
+        "the branch is not a fast-forward and conflicts with '{target}' in: {}; rebase or \
+         merge it by hand",
+        .files.join(", ")
+    )]
+    Conflicts { target: String, files: Vec<String> },
+    /// The target is checked out and its tree's `git merge --ff-only` failed.
+    #[error(
+        "'{target}' is checked out in {} and git would not move it: {error}",
+        .tree.display()
+    )]
+    TreeWouldNotMove {
+        target: String,
+        tree: PathBuf,
+        error: WorkspaceError,
+    },
+    /// `git update-ref` with the old value failed: the target moved.
+    #[error("'{target}' moved while lab merged; try again ({error})")]
+    Moved {
+        target: String,
+        error: WorkspaceError,
+    },
 }
 
 /// A merge made.
@@ -160,48 +215,44 @@ impl Workspaces {
         message: &str,
     ) -> Result<Merged, MergeError> {
         if matches!(repo.source, RepoSource::Url(_)) {
-            return Err(MergeError::Refused(
-                "the repo is given by URL: lab holds only a mirror of it, which its next fetch \
-                 overwrites; merge the branch where the repo lives"
-                    .into(),
-            ));
+            return Err(Refusal::ByUrl.into());
         }
         let lock = self.lock(repo.id);
         let _guard = lock.lock().await;
         let dir = git_folder(&self.git_dir(repo));
         let target_ref = format!("refs/heads/{}", repo.default_branch);
         let head_ref = format!("refs/heads/{branch}");
-        let base = commit(&dir, &target_ref).await.ok_or_else(|| {
-            MergeError::Refused(format!(
-                "the repo has no branch '{}' to merge into",
-                repo.default_branch
-            ))
-        })?;
-        let head = commit(&dir, &head_ref).await.ok_or_else(|| {
-            MergeError::Refused(format!(
-                "the branch '{branch}' is not in the repo (any more)"
-            ))
-        })?;
+        let base = commit(&dir, &target_ref)
+            .await
+            .ok_or_else(|| Refusal::NoTarget {
+                target: repo.default_branch.clone(),
+            })?;
+        let head = commit(&dir, &head_ref)
+            .await
+            .ok_or_else(|| Refusal::NoBranch {
+                branch: branch.to_owned(),
+            })?;
         // Nothing of its own: merging would make an empty merge commit.
         if git(&dir, &["merge-base", "--is-ancestor", &head, &base])
             .await
             .is_ok()
         {
-            return Err(MergeError::Refused(format!(
-                "the branch '{branch}' has no commit that '{}' lacks: there is nothing to merge",
-                repo.default_branch
-            )));
+            return Err(Refusal::NothingToMerge {
+                branch: branch.to_owned(),
+                target: repo.default_branch.clone(),
+            }
+            .into());
         }
         let trees = trees(&dir).await?;
         if let Some(t) = trees
             .iter()
             .find(|t| t.branch.as_deref() == Some(&head_ref))
         {
-            return Err(MergeError::Refused(format!(
-                "the branch '{branch}' is checked out in {}; switch that working tree to another \
-                 branch first",
-                t.path.display()
-            )));
+            return Err(Refusal::BranchCheckedOut {
+                branch: branch.to_owned(),
+                tree: t.path.clone(),
+            }
+            .into());
         }
         let checked_out = trees
             .iter()
@@ -209,12 +260,11 @@ impl Workspaces {
         if let Some(t) = checked_out
             && local_changes(&t.path).await?
         {
-            return Err(MergeError::Refused(format!(
-                "'{}' is checked out in {} with local changes; commit or stash them (lab never \
-                 touches a working tree a person may be using), then merge again",
-                repo.default_branch,
-                t.path.display()
-            )));
+            return Err(Refusal::LocalChanges {
+                target: repo.default_branch.clone(),
+                tree: t.path.clone(),
+            }
+            .into());
         }
         let fast_forward = git(&dir, &["merge-base", "--is-ancestor", &base, &head])
             .await
@@ -228,23 +278,19 @@ impl Workspaces {
             Some(t) => {
                 git(&t.path, &["merge", "--ff-only", "--quiet", &sha])
                     .await
-                    .map_err(|e| {
-                        MergeError::Refused(format!(
-                            "'{}' is checked out in {} and git would not move it: {e}",
-                            repo.default_branch,
-                            t.path.display()
-                        ))
+                    .map_err(|error| Refusal::TreeWouldNotMove {
+                        target: repo.default_branch.clone(),
+                        tree: t.path.clone(),
+                        error,
                     })?;
             }
             None => {
                 let msg = format!("lab: {message}");
                 git(&dir, &["update-ref", "-m", &msg, &target_ref, &sha, &base])
                     .await
-                    .map_err(|e| {
-                        MergeError::Refused(format!(
-                            "'{}' moved while lab merged; try again ({e})",
-                            repo.default_branch
-                        ))
+                    .map_err(|error| Refusal::Moved {
+                        target: repo.default_branch.clone(),
+                        error,
                     })?;
             }
         }
@@ -289,13 +335,12 @@ async fn merge_commit(
     match failed {
         None => {}
         Some((Some(1), _)) => {
-            let files: Vec<&str> = fields.filter(|f| !f.is_empty()).take(20).collect();
-            return Err(MergeError::Refused(format!(
-                "the branch is not a fast-forward and conflicts with '{}' in: {}; rebase or \
-                 merge it by hand",
-                target_name,
-                files.join(", ")
-            )));
+            let files = fields.filter(|f| !f.is_empty()).take(20);
+            return Err(Refusal::Conflicts {
+                target: target_name.to_owned(),
+                files: files.map(str::to_owned).collect(),
+            }
+            .into());
         }
         Some((_, err)) => {
             return Err(MergeError::Git(WorkspaceError(format!(
@@ -314,4 +359,82 @@ async fn merge_commit(
         .env(&ident)
         .out(&["commit-tree", &tree, "-p", base, "-p", head, "-m", message])
         .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each refusal's text, as the API's 409 and the page say it.
+    #[test]
+    fn refusals_say_why_and_what_to_do() {
+        let tree = || PathBuf::from("/src/app");
+        let branch = || "lab/run-7".to_owned();
+        let target = || "main".to_owned();
+        let git = || WorkspaceError("fatal: no".into());
+        let cases: Vec<(Refusal, &str)> = vec![
+            (
+                Refusal::ByUrl,
+                "the repo is given by URL: lab holds only a mirror of it, which its next fetch \
+                 overwrites; merge the branch where the repo lives",
+            ),
+            (
+                Refusal::NoTarget { target: target() },
+                "the repo has no branch 'main' to merge into",
+            ),
+            (
+                Refusal::NoBranch { branch: branch() },
+                "the branch 'lab/run-7' is not in the repo (any more)",
+            ),
+            (
+                Refusal::NothingToMerge {
+                    branch: branch(),
+                    target: target(),
+                },
+                "the branch 'lab/run-7' has no commit that 'main' lacks: there is nothing to merge",
+            ),
+            (
+                Refusal::BranchCheckedOut {
+                    branch: branch(),
+                    tree: tree(),
+                },
+                "the branch 'lab/run-7' is checked out in /src/app; switch that working tree to \
+                 another branch first",
+            ),
+            (
+                Refusal::LocalChanges {
+                    target: target(),
+                    tree: tree(),
+                },
+                "'main' is checked out in /src/app with local changes; commit or stash them (lab \
+                 never touches a working tree a person may be using), then merge again",
+            ),
+            (
+                Refusal::Conflicts {
+                    target: target(),
+                    files: vec!["a.rs".into(), "b.rs".into()],
+                },
+                "the branch is not a fast-forward and conflicts with 'main' in: a.rs, b.rs; \
+                 rebase or merge it by hand",
+            ),
+            (
+                Refusal::TreeWouldNotMove {
+                    target: target(),
+                    tree: tree(),
+                    error: git(),
+                },
+                "'main' is checked out in /src/app and git would not move it: fatal: no",
+            ),
+            (
+                Refusal::Moved {
+                    target: target(),
+                    error: git(),
+                },
+                "'main' moved while lab merged; try again (fatal: no)",
+            ),
+        ];
+        for (refusal, said) in cases {
+            assert_eq!(MergeError::from(refusal).to_string(), said);
+        }
+    }
 }

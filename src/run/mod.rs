@@ -41,11 +41,12 @@ mod transcript_read;
 mod usage;
 pub mod workspace;
 
+pub use confine::{Unconfined, Unsandboxed};
 pub use launch::{LaunchError, LaunchRequest, LaunchTimings};
 pub use quiet::{FULL_EVERY, PANES_EVERY};
 pub use reconcile::PassReport;
-pub use resume::RESUME_PROMPT;
-pub use runner::{RunError, Runner, RunnerConfig};
+pub use resume::{NotResumable, RESUME_PROMPT};
+pub use runner::{Conflict, RunError, Runner, RunnerConfig};
 
 /// What leaves lab when an operation on a run's data fails (ADR 24): a
 /// fixed message naming what failed, and an id. The detail, which may hold

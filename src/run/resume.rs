@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::launch::{InFlight, LaunchTimings};
+use super::launch::{BinaryError, InFlight, LaunchTimings};
 use super::launch_file::{Start, StartError};
 use super::runner::{RunError, Runner};
 use crate::auth::{digest, new_token};
 use crate::domain::{Run, RunKind, RunState};
-use crate::provider::{self, Provider, SpawnSpec};
+use crate::provider::{Provider, ProviderId, SpawnSpec};
 use crate::repo::Repo;
 use crate::store::{Ending, RepoKey, StoreError};
 
@@ -20,6 +20,32 @@ use crate::store::{Ending, RepoKey, StoreError};
 /// was lost mid-turn waits at its prompt otherwise.
 pub const RESUME_PROMPT: &str = "lab lost this session (its terminal went away) and resumed it. \
      Continue the task where you left off.";
+
+/// Why a run cannot be resumed (nothing was changed); the API's 409.
+#[derive(Debug, thiserror::Error)]
+pub enum NotResumable {
+    #[error("run {id} is {state} ({}); only a lost run can be resumed",
+        if .state.is_active() { "it is live" } else { "it ended" })]
+    NotLost { id: i64, state: RunState },
+    #[error("run {id} belongs to node '{node}'; resume it there")]
+    OtherNode { id: i64, node: String },
+    #[error("run {id} cannot be resumed: its workspace was removed")]
+    NoWorkspace { id: i64 },
+    #[error("run {id} cannot be resumed: lab never learnt its agent's session id")]
+    NoSessionId { id: i64 },
+    #[error("run {id} cannot be resumed: its repo was removed from lab")]
+    NoRepo { id: i64 },
+    /// The run's provider left lab's catalog.
+    #[error("run {id} cannot be resumed: lab no longer knows its provider '{provider}'")]
+    UnknownProvider { id: i64, provider: String },
+    #[error("run {id} cannot be resumed: {error}")]
+    NoBinary { id: i64, error: BinaryError },
+    #[error("run {id} ran in lab's sandbox, which is not available on this machine now")]
+    NoSandbox { id: i64 },
+    /// Another resume moved the run on first.
+    #[error("run {id} is no longer {from}: another resume came first")]
+    Raced { id: i64, from: RunState },
+}
 
 /// What a resume needs, once it may go ahead.
 type Resumable = (Repo, &'static dyn Provider, PathBuf);
@@ -32,60 +58,50 @@ impl Runner {
         &self,
         run: &Run,
         from: RunState,
-    ) -> Result<Result<Resumable, String>, StoreError> {
+    ) -> Result<Result<Resumable, NotResumable>, StoreError> {
         let id = run.id;
         if run.state == RunState::Exited && from == RunState::Exited {
             // An AFK round of an agent that ended its session.
         } else if run.state != RunState::Lost {
-            let what = if run.state.is_active() {
-                "it is live"
-            } else {
-                "it ended"
-            };
-            return Ok(Err(format!(
-                "run {id} is {} ({what}); only a lost run can be resumed",
-                run.state
-            )));
+            return Ok(Err(NotResumable::NotLost {
+                id,
+                state: run.state,
+            }));
         }
         if run.node != self.cfg.node {
-            return Ok(Err(format!(
-                "run {id} belongs to node '{}'; resume it there",
-                run.node
-            )));
+            return Ok(Err(NotResumable::OtherNode {
+                id,
+                node: run.node.clone(),
+            }));
         }
         let ws = self.workspaces.path_for(id);
         if run.workspace_removed_at.is_some() || !ws.is_dir() {
-            return Ok(Err(format!(
-                "run {id} cannot be resumed: its workspace was removed"
-            )));
+            return Ok(Err(NotResumable::NoWorkspace { id }));
         }
         let Some(_) = run.cli_session_id.as_deref().filter(|s| !s.is_empty()) else {
-            return Ok(Err(format!(
-                "run {id} cannot be resumed: lab never learnt its agent's session id"
-            )));
+            return Ok(Err(NotResumable::NoSessionId { id }));
         };
         let repo = match run.repo_id {
             Some(repo_id) => match self.store.repo(&RepoKey::Id(repo_id)).await {
                 Ok(r) => r,
-                Err(StoreError::NotFound) => return Ok(Err(repo_gone(id))),
+                Err(StoreError::NotFound) => return Ok(Err(NotResumable::NoRepo { id })),
                 Err(e) => return Err(e),
             },
-            None => return Ok(Err(repo_gone(id))),
+            None => return Ok(Err(NotResumable::NoRepo { id })),
         };
-        let Some(p) = provider::get(&run.provider) else {
-            return Ok(Err(format!(
-                "run {id} cannot be resumed: lab no longer knows its provider '{}'",
-                run.provider
-            )));
+        let Ok(provider) = run.provider.parse::<ProviderId>() else {
+            return Ok(Err(NotResumable::UnknownProvider {
+                id,
+                provider: run.provider.clone(),
+            }));
         };
-        let program = match self.binary_for(p) {
+        let p = provider.provider();
+        let program = match self.binary_for(provider) {
             Ok(b) => b,
-            Err(e) => return Ok(Err(format!("run {id} cannot be resumed: {e}"))),
+            Err(error) => return Ok(Err(NotResumable::NoBinary { id, error })),
         };
         if run.sandboxed && self.cfg.sandbox.bwrap().is_none() {
-            return Ok(Err(format!(
-                "run {id} ran in lab's sandbox, which is not available on this machine now"
-            )));
+            return Ok(Err(NotResumable::NoSandbox { id }));
         }
         Ok(Ok((repo, p, program)))
     }
@@ -111,10 +127,7 @@ impl Runner {
         prompt: Option<String>,
     ) -> Result<Run, RunError> {
         let run = self.store.run(id).await?;
-        let (repo, p, program) = self
-            .resumable(&run, from)
-            .await?
-            .map_err(RunError::Conflict)?;
+        let (repo, p, program) = self.resumable(&run, from).await?.map_err(RunError::from)?;
         let token = new_token();
         let _in_flight = InFlight::of_run(self, id);
         if !self
@@ -122,9 +135,7 @@ impl Runner {
             .begin_resume(id, &hex::encode(digest(&token)), from)
             .await?
         {
-            return Err(RunError::Conflict(format!(
-                "run {id} is no longer {from}: another resume came first"
-            )));
+            return Err(NotResumable::Raced { id, from }.into());
         }
         // What the lost shim may have left; a new one writes its own.
         let _ = std::fs::remove_file(self.exit_file(id));
@@ -219,6 +230,69 @@ impl Runner {
     }
 }
 
-fn repo_gone(id: i64) -> String {
-    format!("run {id} cannot be resumed: its repo was removed from lab")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each reason's text, as the API's 409 and the AFK loop's lost-run
+    /// reason say it.
+    #[test]
+    fn each_reason_names_the_run_and_why() {
+        let cases = [
+            (
+                NotResumable::NotLost {
+                    id: 3,
+                    state: RunState::Running,
+                },
+                "run 3 is running (it is live); only a lost run can be resumed",
+            ),
+            (
+                NotResumable::NotLost {
+                    id: 3,
+                    state: RunState::Stopped,
+                },
+                "run 3 is stopped (it ended); only a lost run can be resumed",
+            ),
+            (
+                NotResumable::OtherNode {
+                    id: 3,
+                    node: "n2".into(),
+                },
+                "run 3 belongs to node 'n2'; resume it there",
+            ),
+            (
+                NotResumable::NoWorkspace { id: 3 },
+                "run 3 cannot be resumed: its workspace was removed",
+            ),
+            (
+                NotResumable::NoSessionId { id: 3 },
+                "run 3 cannot be resumed: lab never learnt its agent's session id",
+            ),
+            (
+                NotResumable::NoRepo { id: 3 },
+                "run 3 cannot be resumed: its repo was removed from lab",
+            ),
+            (
+                NotResumable::UnknownProvider {
+                    id: 3,
+                    provider: "gemini".into(),
+                },
+                "run 3 cannot be resumed: lab no longer knows its provider 'gemini'",
+            ),
+            (
+                NotResumable::NoSandbox { id: 3 },
+                "run 3 ran in lab's sandbox, which is not available on this machine now",
+            ),
+            (
+                NotResumable::Raced {
+                    id: 3,
+                    from: RunState::Lost,
+                },
+                "run 3 is no longer lost: another resume came first",
+            ),
+        ];
+        for (why, said) in cases {
+            assert_eq!(RunError::from(why).to_string(), said);
+        }
+    }
 }

@@ -11,8 +11,8 @@ use super::busy::RunSet;
 use super::proctree;
 use super::tmux::Tmux;
 use super::workspace::Workspaces;
-use crate::domain::{Run, StopCause};
-use crate::provider::{self, SpawnSpec};
+use crate::domain::{Run, RunState, StopCause};
+use crate::provider::{self, ProviderId, SpawnSpec};
 use crate::store::{Ending, Store, StoreError};
 
 /// How this node runs agents.
@@ -26,7 +26,7 @@ pub struct RunnerConfig {
     /// How runs reach lab (`LAB_URL` in their environment).
     pub lab_url: String,
     /// Provider binaries set explicitly (`LAB_<ID>_BIN`), by provider id.
-    pub bins: HashMap<String, PathBuf>,
+    pub bins: HashMap<ProviderId, PathBuf>,
     pub reconcile_every: Duration,
     /// How long a stopped process tree gets between SIGTERM and SIGKILL.
     pub stop_grace: Duration,
@@ -57,21 +57,48 @@ pub struct RunnerConfig {
 pub enum RunError {
     #[error("run not found")]
     NotFound,
-    #[error("{0}")]
-    Conflict(String),
+    #[error(transparent)]
+    Conflict(Conflict),
     #[error(transparent)]
     Store(StoreError),
     #[error("{0}")]
     Io(String),
 }
 
+/// Why a run cannot be stopped, removed or resumed now (nothing was
+/// changed); the API's 409.
+#[derive(Debug, thiserror::Error)]
+pub enum Conflict {
+    #[error("run {id} already {state}")]
+    Ended { id: i64, state: RunState },
+    #[error("run {id} lives on lab node '{node}'; stop it there")]
+    OtherNode { id: i64, node: String },
+    #[error("run {id} is still starting; try again in a moment")]
+    Starting { id: i64 },
+    #[error("run {id} is already being stopped")]
+    Stopping { id: i64 },
+    #[error("run {id} is {state}: stop it first")]
+    Live { id: i64, state: RunState },
+    #[error(transparent)]
+    NotResumable(#[from] super::resume::NotResumable),
+    /// The store's word (a write that would break a unique key).
+    #[error("{0}")]
+    Store(String),
+}
+
 impl From<StoreError> for RunError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound => RunError::NotFound,
-            StoreError::Conflict(m) => RunError::Conflict(m),
+            StoreError::Conflict(m) => RunError::Conflict(Conflict::Store(m)),
             other => RunError::Store(other),
         }
+    }
+}
+
+impl From<super::resume::NotResumable> for RunError {
+    fn from(e: super::resume::NotResumable) -> Self {
+        RunError::Conflict(e.into())
     }
 }
 
@@ -288,26 +315,22 @@ impl Runner {
     async fn stop_here(&self, id: i64, cause: StopCause, why: &str) -> Result<Run, RunError> {
         let run = self.store.run(id).await?;
         if !run.state.is_active() {
-            return Err(RunError::Conflict(format!(
-                "run {id} already {}",
-                run.state
-            )));
+            return Err(RunError::Conflict(Conflict::Ended {
+                id,
+                state: run.state,
+            }));
         }
         if run.node != self.cfg.node {
-            return Err(RunError::Conflict(format!(
-                "run {id} lives on lab node '{}'; stop it there",
-                run.node
-            )));
+            return Err(RunError::Conflict(Conflict::OtherNode {
+                id,
+                node: run.node.clone(),
+            }));
         }
         if self.launching.lock().expect("poisoned").contains_key(&id) {
-            return Err(RunError::Conflict(format!(
-                "run {id} is still starting; try again in a moment"
-            )));
+            return Err(RunError::Conflict(Conflict::Starting { id }));
         }
         let Some(_ending) = self.ending.enter(id) else {
-            return Err(RunError::Conflict(format!(
-                "run {id} is already being stopped"
-            )));
+            return Err(RunError::Conflict(Conflict::Stopping { id }));
         };
         self.end_tree(&run, cause, why).await?;
         Ok(self.store.run(id).await?)
@@ -347,10 +370,10 @@ impl Runner {
     async fn remove_here(&self, id: i64) -> Result<(), RunError> {
         let run = self.store.run(id).await?;
         if run.state.is_active() {
-            return Err(RunError::Conflict(format!(
-                "run {id} is {}: stop it first",
-                run.state
-            )));
+            return Err(RunError::Conflict(Conflict::Live {
+                id,
+                state: run.state,
+            }));
         }
         self.remove_workspace(&run).await?;
         self.cfg.cgroups.release(id);

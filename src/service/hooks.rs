@@ -44,9 +44,11 @@ pub async fn report(store: &Store, run: &Run, payload: &Value) -> ServiceResult<
             run.id, run.state
         )));
     }
-    let Some(p) = crate::provider::get(&run.provider) else {
+    // A provider that left the catalog has no hooks lab reads.
+    let Ok(id) = run.provider_id() else {
         return Ok(false);
     };
+    let p = id.provider();
     let Some((state, reason)) = p.hook_signal(payload).and_then(|s| next(run, s)) else {
         return Ok(false);
     };

@@ -188,7 +188,7 @@ pub async fn merge(afk: &Arc<Scheduler>, key: &str, number: i64) -> ServiceResul
             .merge(&repo, &view.pull.head, &message)
             .await
             .map_err(|e| match e {
-                MergeError::Refused(m) => ServiceError::Conflict(m),
+                MergeError::Refused(r) => ServiceError::Conflict(r.to_string()),
                 MergeError::Git(g) => ServiceError::Internal(g.0),
             })?;
         let store = &afk.runner().store();

@@ -16,7 +16,7 @@ pub fn launch_error(e: LaunchError) -> ServiceError {
     match e {
         LaunchError::Invalid(i) => ServiceError::Invalid(i),
         LaunchError::Unavailable(m) => ServiceError::Unavailable(m.to_string()),
-        LaunchError::Unsandboxed(m) => ServiceError::Unsandboxed(m),
+        LaunchError::Unsandboxed(u) => ServiceError::Unsandboxed(u.to_string()),
         LaunchError::Store(s) => ServiceError::from_store(s, || "run".into()),
     }
 }
@@ -25,7 +25,7 @@ pub fn launch_error(e: LaunchError) -> ServiceError {
 pub fn run_error(id: i64) -> impl FnOnce(RunError) -> ServiceError {
     move |e| match e {
         RunError::NotFound => ServiceError::NotFound(format!("run {id} not found")),
-        RunError::Conflict(m) => ServiceError::Conflict(m),
+        RunError::Conflict(c) => ServiceError::Conflict(c.to_string()),
         RunError::Store(s) => ServiceError::Internal(s.to_string()),
         RunError::Io(m) => ServiceError::Internal(m),
     }

@@ -4,6 +4,10 @@ fn set(s: &str) -> Change<String> {
     Change::Set(s.to_owned())
 }
 
+fn id(s: &str) -> ProviderId {
+    s.parse().unwrap()
+}
+
 fn patch_provider(id: &str, p: DefaultsPatch) -> SettingsPatch {
     SettingsPatch {
         providers: [(id.to_owned(), p)].into(),
@@ -26,7 +30,7 @@ fn sets_clears_and_canonicalises() {
         ),
     )
     .unwrap();
-    let d = s.provider("claude-code");
+    let d = s.provider(id("claude-code"));
     assert_eq!(d.model_default.as_deref(), Some("opus"));
     assert_eq!(d.afk_effort_default.as_deref(), Some("max"));
     assert_eq!(d.afk_options["ultracode"], "true");
@@ -45,7 +49,7 @@ fn sets_clears_and_canonicalises() {
         ),
     )
     .unwrap();
-    assert_eq!(s2.provider("claude-code"), Defaults::default());
+    assert_eq!(s2.provider(id("claude-code")), Defaults::default());
 }
 
 #[test]
@@ -72,7 +76,7 @@ fn options_merge_key_by_key() {
         ),
     )
     .unwrap();
-    let o = &s.provider("claude-code").afk_options;
+    let o = &s.provider(id("claude-code")).afk_options;
     assert_eq!(o.len(), 2);
     assert_eq!(o["ultracode"], "true");
     assert_eq!(o["permission_mode"], "dontAsk");
@@ -208,7 +212,7 @@ fn clearing_an_undeclared_key_is_an_error_unless_it_is_stored() {
 
     let mut stored = Settings::default();
     stored.providers.insert(
-        "codex".into(),
+        id("codex"),
         Defaults {
             afk_options: [("ultracode".to_owned(), "true".to_owned())].into(),
             ..Defaults::default()
@@ -225,7 +229,7 @@ fn clearing_an_undeclared_key_is_an_error_unless_it_is_stored() {
         ),
     )
     .unwrap();
-    assert!(s.provider("codex").afk_options.is_empty());
+    assert!(s.provider(id("codex")).afk_options.is_empty());
 }
 
 #[test]

@@ -91,7 +91,7 @@ impl Store {
             .bind(new.kind.as_str())
             .bind(new.repo_id)
             .bind(new.repo_name)
-            .bind(new.resolved.provider)
+            .bind(new.resolved.provider.as_str())
             .bind(&new.resolved.model.value)
             .bind(new.resolved.model.layer.as_str())
             .bind(&new.resolved.effort.value)

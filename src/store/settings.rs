@@ -142,7 +142,10 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
     };
     for row in rows {
         let (id, d) = row.into_defaults()?;
-        s.providers.insert(id, d);
+        // A provider that left lab's catalog keeps its row, unread.
+        if let Ok(id) = id.parse() {
+            s.providers.insert(id, d);
+        }
     }
     Ok(s)
 }
@@ -219,8 +222,12 @@ impl Store {
                                 .await?;
                         }
                     }
-                    for id in patch.providers.keys() {
-                        let d = next.provider(id);
+                    // `apply` checked every id of the patch and set each.
+                    let changed = next
+                        .providers
+                        .iter()
+                        .filter(|(id, _)| patch.providers.contains_key(id.as_str()));
+                    for (id, d) in changed {
                         sqlx::query(
                             "INSERT INTO provider_settings (provider, model_default, effort_default, \
                              afk_model_default, afk_effort_default, afk_options, updated_at) \
@@ -228,7 +235,7 @@ impl Store {
                              ON CONFLICT (provider) DO UPDATE SET model_default = $2, effort_default = $3, \
                              afk_model_default = $4, afk_effort_default = $5, afk_options = $6, updated_at = $7",
                         )
-                        .bind(id)
+                        .bind(id.as_str())
                         .bind(&d.model_default)
                         .bind(&d.effort_default)
                         .bind(&d.afk_model_default)

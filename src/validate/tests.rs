@@ -98,7 +98,7 @@ fn unknown_values_name_the_value_and_list_the_allowed_ones() {
         ]],
     );
     check(
-        err(provider_id("provider", "gemini").map(|p| p.id())),
+        err(provider_id("provider", "gemini").map(|p| p.as_str())),
         expect![[
             r#"provider: unknown provider 'gemini'; allowed: claude-code, codex Some(["claude-code", "codex"])"#
         ]],

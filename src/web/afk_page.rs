@@ -126,13 +126,13 @@ async fn check(
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    if crate::provider::get(&provider).is_none() {
+    let Ok(id) = provider.parse::<crate::provider::ProviderId>() else {
         return Page::error(
             axum::http::StatusCode::NOT_FOUND,
             &format!("There is no provider '{provider}'."),
         );
-    }
-    app.scheduler.check_cli(&provider, true).await;
+    };
+    app.scheduler.check_cli(id, true).await;
     Redirect::to("/afk").into_response()
 }
 

@@ -146,7 +146,7 @@ fn fields(
         .filter_map(|(k, v)| Some((k.clone(), serde_json::from_value(v.clone()).ok()?)))
         .collect();
     let mut out = super::knob_form::fields(&knobs, form, &|_| "the repo's".to_owned(), errors);
-    let Ok(p) = repo.provider() else {
+    let Ok(p) = repo.provider().map(|id| id.provider()) else {
         return out;
     };
     let models: Vec<&str> = if repo.allowed_models.is_empty() {

@@ -6,7 +6,7 @@ use super::form_values::{change, dollars, number, options_patch};
 use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
 use super::settings_page::option_fields;
 use crate::domain::{Change, Defaults, RunKind, Sourced};
-use crate::provider::{self, Provider};
+use crate::provider::{self, Provider, ProviderId};
 use crate::repo::{self, Repo, RepoPatch};
 use crate::resolve::{Request, Resolved, resolve};
 use crate::settings::DefaultsPatch;
@@ -61,7 +61,7 @@ pub(super) fn create_fields(form: Option<&Form>, errors: &mut FormErrors) -> Vec
 
 /// What a repo value would be without the repo's own setting.
 fn inherited(
-    p: &dyn Provider,
+    p: ProviderId,
     global: &Defaults,
     repo: &Defaults,
     kind: RunKind,
@@ -89,26 +89,29 @@ fn default_choice(
     FormField::new(name, label, select(Some(inherit), values, current)).error_from(errors)
 }
 
+/// The repo page's sections, for a repo of provider `id` (a repo whose
+/// provider left the catalog gets a page that says so instead).
 pub(super) fn sections(
     repo: &Repo,
+    id: ProviderId,
     global: &Defaults,
     global_knobs: &crate::knob::Set,
     form: Option<&Form>,
     errors: &mut FormErrors,
 ) -> Vec<Section> {
-    let p = repo.provider().unwrap_or_else(|_| provider::all()[0]);
+    let p = id.provider();
     let d = &repo.defaults;
     let v = |name: &str, stored: Option<&str>| match form {
         Some(f) => f.get(name).unwrap_or("").to_owned(),
         None => stored.unwrap_or("").to_owned(),
     };
-    let manual_model = inherited(p, global, d, RunKind::Manual, |x| x.model_default = None).model;
+    let manual_model = inherited(id, global, d, RunKind::Manual, |x| x.model_default = None).model;
     let manual_effort =
-        inherited(p, global, d, RunKind::Manual, |x| x.effort_default = None).effort;
-    let afk_model = inherited(p, global, d, RunKind::Afk, |x| x.afk_model_default = None).model;
-    let afk_effort = inherited(p, global, d, RunKind::Afk, |x| x.afk_effort_default = None).effort;
+        inherited(id, global, d, RunKind::Manual, |x| x.effort_default = None).effort;
+    let afk_model = inherited(id, global, d, RunKind::Afk, |x| x.afk_model_default = None).model;
+    let afk_effort = inherited(id, global, d, RunKind::Afk, |x| x.afk_effort_default = None).effort;
     let inherit_option = |key: &str| {
-        let r = inherited(p, global, d, RunKind::Afk, |x| {
+        let r = inherited(id, global, d, RunKind::Afk, |x| {
             x.afk_options.remove(key);
         });
         match r.options.get(key) {

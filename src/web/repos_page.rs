@@ -36,8 +36,17 @@ fn shown(what: &str, s: &Sourced) -> Shown {
 }
 
 pub fn resolved_rows(r: &Resolved) -> Vec<Shown> {
-    let mut v = vec![shown("model", &r.model), shown("effort", &r.effort)];
-    v.extend(r.options.iter().map(|(k, s)| shown(k, s)));
+    sourced_rows(&r.model, &r.effort, &r.options)
+}
+
+/// A run's model, effort and options, each with where it came from.
+pub fn sourced_rows(
+    model: &Sourced,
+    effort: &Sourced,
+    options: &std::collections::BTreeMap<String, Sourced>,
+) -> Vec<Shown> {
+    let mut v = vec![shown("model", model), shown("effort", effort)];
+    v.extend(options.iter().map(|(k, s)| shown(k, s)));
     v
 }
 
@@ -192,7 +201,7 @@ async fn render_repo(
         None,
     )));
     let config_file = Some(repo.config.clone()).filter(|c| c.file.is_some() || c.error.is_some());
-    let sections = sections(&repo, &global, &settings.knobs, form, &mut errors);
+    let sections = sections(&repo, p, &global, &settings.knobs, form, &mut errors);
     // The forge account is read once (and not waited for long).
     let sources = &app.scheduler.sources();
     if sources.known_identity(&repo).is_none() {
@@ -272,7 +281,7 @@ async fn save(
         }
         Err(e) => return super::internal(e),
     };
-    let result = match patch_from(&form, Some(p)) {
+    let result = match patch_from(&form, Some(p.provider())) {
         Ok(patch) => {
             service::repos::update(&app.store, app.scheduler.sources(), &key, &patch).await
         }

@@ -9,11 +9,10 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::forms::{Form, FormErrors, FormField, Kind, select};
-use super::repos_page::{Shown, resolved_rows};
+use super::repos_page::{Shown, sourced_rows};
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::{Run, RunKind, RunState, ScreenFormat};
-use crate::provider;
 use crate::repo::Repo;
 use crate::resolve::{Request, resolve};
 use crate::service::{self, ServiceError};
@@ -219,10 +218,11 @@ async fn new_fields(
     let v = |n: &str| form.and_then(|f| f.get(n)).unwrap_or("").to_owned();
     let mut fields = Vec::new();
     if let Ok((r, global)) = app.store.repo_with_global(&RepoKey::parse(repo)).await
-        && let Ok(p) = r.provider()
+        && let Ok(id) = r.provider()
     {
+        let p = id.provider();
         let res = resolve(
-            p,
+            id,
             RunKind::Manual,
             &global,
             &r.defaults,
@@ -389,14 +389,8 @@ async fn show(
         value: run.provider.clone(),
         from: String::new(),
     }];
-    let resolved = crate::resolve::Resolved {
-        kind: run.kind,
-        provider: provider::get(&run.provider).map_or("?", |p| p.id()),
-        model: run.model.clone(),
-        effort: run.effort.clone(),
-        options: run.options.clone(),
-    };
-    config.extend(resolved_rows(&resolved));
+    // As the run was started: its provider may have left the catalog since.
+    config.extend(sourced_rows(&run.model, &run.effort, &run.options));
     let disk = match run.workspace.as_deref() {
         Some(ws) if run.workspace_removed_at.is_none() => {
             app.runner.disk().of(run.id, std::path::Path::new(ws)).await

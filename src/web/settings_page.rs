@@ -15,7 +15,7 @@ use super::notify_form;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::{Change, Defaults, RunKind};
-use crate::provider::{self, OptionType, Provider};
+use crate::provider::{self, OptionType, Provider, ProviderId};
 use crate::resolve::{Request, resolve};
 use crate::settings::{self, AfkPatch, DefaultsPatch, RunsPatch, Settings, SettingsPatch};
 use crate::state::AppState;
@@ -52,7 +52,7 @@ impl Values<'_> {
 }
 
 /// The inherit entry of an AFK select: what the value would be without it.
-fn afk_inherit(p: &dyn Provider, d: &Defaults, model: bool) -> String {
+fn afk_inherit(p: ProviderId, d: &Defaults, model: bool) -> String {
     let mut without = d.clone();
     if model {
         without.afk_model_default = None;
@@ -117,8 +117,9 @@ pub fn option_fields(
 fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<Section> {
     let v = Values { form };
     let mut out = Vec::new();
-    for p in provider::all() {
-        let d = s.provider(p.id());
+    for id in ProviderId::all() {
+        let p = id.provider();
+        let d = s.provider(id);
         let pre = format!("providers.{}.", p.id());
         let n = |f: &str| format!("{pre}{f}");
         out.push(Section {
@@ -158,7 +159,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
                 n("afk_model_default"),
                 "AFK model",
                 select(
-                    Some(afk_inherit(*p, &d, true)),
+                    Some(afk_inherit(id, &d, true)),
                     p.models(),
                     &v.get(&n("afk_model_default"), d.afk_model_default.as_deref()),
                 ),
@@ -168,7 +169,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
                 n("afk_effort_default"),
                 "AFK effort",
                 select(
-                    Some(afk_inherit(*p, &d, false)),
+                    Some(afk_inherit(id, &d, false)),
                     p.efforts(),
                     &v.get(&n("afk_effort_default"), d.afk_effort_default.as_deref()),
                 ),
@@ -191,14 +192,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
             format!("same as default: {shown} (the provider's default)")
         };
         let value = |name: &str, stored: Option<&str>| v.get(name, stored);
-        afk.extend(option_fields(
-            *p,
-            &pre,
-            &d,
-            value,
-            &provider_default,
-            errors,
-        ));
+        afk.extend(option_fields(p, &pre, &d, value, &provider_default, errors));
         out.push(Section {
             title: format!("{}: AFK defaults", p.name()),
             intro: "What AFK runs use, literally. An empty choice inherits the value it names."

@@ -124,7 +124,7 @@ async fn the_doctor_answers_in_time_when_a_cli_hangs(b: Backend) {
     agent::write_script(&hang, "#!/bin/sh\nexec sleep 1000\n");
     let s = TestServer::start_tweaked(b, |c| {
         for p in ["claude-code", "codex"] {
-            c.provider_bins.insert(p.to_owned(), hang.clone());
+            c.provider_bins.insert(p.parse().unwrap(), hang.clone());
         }
     })
     .await;

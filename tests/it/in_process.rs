@@ -140,6 +140,7 @@ on_both!(
     the_api_and_the_afk_page_show_one_status,
     a_repo_naming_a_provider_lab_does_not_know_says_so,
     a_refused_settings_change_writes_nothing,
+    a_provider_lab_does_not_know_is_refused_by_name_and_a_stored_one_is_left_alone,
 );
 
 /// Both front ends read the scheduler through `service::afk::status`:
@@ -231,4 +232,72 @@ async fn a_refused_settings_change_writes_nothing(b: Backend) {
     assert_eq!(a.body["error"]["field"], "afk.tick_seconds", "{}", a.body);
     let after = app.api(Method::GET, "/settings", None).await.body;
     assert_eq!(before, after);
+}
+
+/// An id that names no provider of lab's is refused where a request names
+/// it (the CLI check: 404; a settings change: the field's 400, with the ids
+/// lab knows); a settings row of a provider that left the catalog (edited
+/// by hand, or written by a newer lab) is left alone: the settings still
+/// load, show only the providers lab knows, and take changes.
+async fn a_provider_lab_does_not_know_is_refused_by_name_and_a_stored_one_is_left_alone(
+    b: Backend,
+) {
+    let app = App::new(&b).await;
+    let a = app
+        .api(Method::POST, "/afk/providers/gemini/check", None)
+        .await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.body);
+    let said = a.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("provider 'gemini' (lab knows: claude-code, codex)"),
+        "{}",
+        a.body
+    );
+    let a = app
+        .api(
+            Method::PATCH,
+            "/settings",
+            Some(json!({"providers": {"gemini": {"model_default": "x"}}})),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
+    assert_eq!(a.body["error"]["field"], "providers.gemini", "{}", a.body);
+    assert_eq!(
+        a.body["error"]["message"],
+        "providers.gemini: unknown provider 'gemini'; allowed: claude-code, codex",
+        "{}",
+        a.body
+    );
+
+    // Lab stops; a row of another provider is written; lab starts again.
+    let App {
+        dir, database_url, ..
+    } = app;
+    let edit = App::open(dir, database_url).await;
+    edit.edit_by_hand(
+        "INSERT INTO provider_settings (provider, model_default, updated_at) \
+         VALUES ('gone', 'x', 0)",
+    )
+    .await;
+    let App {
+        dir, database_url, ..
+    } = edit;
+    let app = App::open(dir, database_url).await;
+    let a = app.api(Method::GET, "/settings", None).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let ids: Vec<&String> = a.body["providers"].as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["claude-code", "codex"], "{}", a.body);
+    let a = app
+        .api(
+            Method::PATCH,
+            "/settings",
+            Some(json!({"providers": {"codex": {"model_default": "gpt-6.2-sol"}}})),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(
+        a.body["providers"]["codex"]["model_default"], "gpt-6.2-sol",
+        "{}",
+        a.body
+    );
 }

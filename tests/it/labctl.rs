@@ -251,21 +251,42 @@ async fn start_ps_logs_stop_rm(b: Backend) {
         }
     })
     .await;
-    // `logs -f` follows until the run ends: stop it from another labctl.
-    let follower = Command::new(env!("CARGO_BIN_EXE_labctl"))
+    // `logs -f` follows until the run ends: once it has printed the log so
+    // far (it follows then), stop the run from another labctl.
+    let mut follower = tokio::process::Command::new(env!("CARGO_BIN_EXE_labctl"))
         .args(["logs", "-f", &id])
         .env("LAB_URL", &s.url)
         .env("LAB_DATA_DIR", s.data_dir())
         .env_remove("LAB_TOKEN")
         .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let mut printed = Vec::new();
+    let mut stdout = follower.stdout.take().unwrap();
+    let read_to_line_3 = async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&printed).contains("fake-agent line 3") {
+            let n = stdout.read(&mut buf).await.unwrap();
+            assert!(n > 0, "`logs -f` ended before it printed line 3");
+            printed.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), read_to_line_3)
+        .await
+        .expect("`logs -f` prints the log so far within 10 s");
     let stopped = json(&labctl(&s, &["stop", &id, "--json"]));
     assert_eq!(stopped["state"], "stopped");
-    let out = follower.wait_with_output().unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("fake-agent line 3"));
+    let ended = async {
+        use tokio::io::AsyncReadExt;
+        stdout.read_to_end(&mut printed).await.unwrap();
+        follower.wait().await.unwrap()
+    };
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), ended)
+        .await
+        .expect("`logs -f` ends with its run");
+    assert!(status.success(), "{}", String::from_utf8_lossy(&printed));
 
     // Stopping a run that ended is no error: it says so.
     let again = ok(&labctl(&s, &["stop", &id]));

@@ -46,6 +46,8 @@ fn labctl_timing(url: &str, timeout: &str, args: &[&str]) -> (Option<i32>, Strin
             let err = String::from_utf8_lossy(&out.stderr).into_owned();
             return (out.status.code(), err, began.elapsed());
         }
+        // Not a quiet window: how often this wait looks whether labctl
+        // ended (it is what the test times), up to its 20 s bound.
         std::thread::sleep(Duration::from_millis(50));
     }
     let _ = child.kill();

@@ -27,7 +27,8 @@ const DIALOGS: &[&str] = &[
 async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login: &str) {
     let bin = real::cli(provider);
     let s = TestServer::start_tweaked(b, |cfg| {
-        cfg.provider_bins.insert(provider.to_owned(), bin.clone());
+        cfg.provider_bins
+            .insert(provider.parse().unwrap(), bin.clone());
     })
     .await;
     s.add_repo("r").await;
@@ -209,7 +210,7 @@ async fn claude_s_own_hook_reports_its_session(b: Backend) {
     let bin = real::cli("claude-code");
     let s = TestServer::start_tweaked(b, |cfg| {
         cfg.provider_bins
-            .insert("claude-code".to_owned(), bin.clone());
+            .insert("claude-code".parse().unwrap(), bin.clone());
     })
     .await;
     let user = s.tmp().join("home/.claude");
@@ -296,8 +297,9 @@ async fn the_check_of_a_signed_out_cli_says_not_logged_in(b: Backend) {
     let (claude, codex) = (real::cli("claude-code"), real::cli("codex"));
     let s = TestServer::start_tweaked(b, |cfg| {
         cfg.provider_bins
-            .insert("claude-code".into(), claude.clone());
-        cfg.provider_bins.insert("codex".into(), codex.clone());
+            .insert("claude-code".parse().unwrap(), claude.clone());
+        cfg.provider_bins
+            .insert("codex".parse().unwrap(), codex.clone());
     })
     .await;
     for provider in ["claude-code", "codex"] {

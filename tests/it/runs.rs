@@ -187,7 +187,7 @@ async fn a_missing_cli_is_a_clear_conflict(b: Backend) {
     // Point codex at a path that does not exist.
     let s = TestServer::start_tweaked(b, |cfg| {
         cfg.provider_bins
-            .insert("codex".into(), "/nonexistent/codex".into());
+            .insert("codex".parse().unwrap(), "/nonexistent/codex".into());
     })
     .await;
     s.add_repo("r").await;

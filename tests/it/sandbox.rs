@@ -88,7 +88,7 @@ async fn deny_by_default(b: Backend, agent_dir: &std::path::Path) -> TestServer 
     let records = agent_dir.join("records");
     TestServer::start_tweaked(b, |c| {
         for p in ["claude-code", "codex"] {
-            c.provider_bins.insert(p.to_owned(), fake.clone());
+            c.provider_bins.insert(p.parse().unwrap(), fake.clone());
         }
         c.sandbox_ro = Vec::new();
         c.sandbox_rw = vec![records];
@@ -167,7 +167,7 @@ async fn the_doctor_follows_a_cli_link_into_a_hidden_folder(b: Backend) {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let s = TestServer::start_tweaked(b, |c| {
         c.provider_bins
-            .insert("claude-code".to_owned(), link.clone());
+            .insert("claude-code".parse().unwrap(), link.clone());
     })
     .await;
     let v = s.get("/api/v1/doctor").await.ok();

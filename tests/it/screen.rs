@@ -302,7 +302,16 @@ async fn input_is_typed_as_it_is(b: Backend) {
     );
 
     // Refused, and nothing typed: unknown keys, control characters, nothing.
-    let before = s.record(rid, "typed").await;
+    // (What was typed above has all arrived first: "next task" is its last.)
+    let before = wait::until("\"next task\" typed", wait::secs(10), async || {
+        let got = String::from_utf8_lossy(&s.record(rid, "typed").await).into_owned();
+        if got.ends_with("next task\n") {
+            Ok(got)
+        } else {
+            Err(got)
+        }
+    })
+    .await;
     for (body, what) in [
         (json!({"keys": ["F13"]}), "keys[0]"),
         (json!({"keys": ["Enter;"]}), "keys[0]"),
@@ -324,8 +333,21 @@ async fn input_is_typed_as_it_is(b: Backend) {
         e.to_string().contains("Escape"),
         "names the allowed keys: {e}"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert_eq!(s.record(rid, "typed").await, before, "nothing typed");
+    // Input reaches the agent in order: once a last valid line arrived,
+    // anything of the refused requests would have arrived before it.
+    s.post(&path, json!({"text": "sentinel", "keys": ["Enter"]}))
+        .await
+        .expect(202);
+    let after = wait::until("the sentinel typed", wait::secs(10), async || {
+        let got = String::from_utf8_lossy(&s.record(rid, "typed").await).into_owned();
+        if got.ends_with("sentinel\n") {
+            Ok(got)
+        } else {
+            Err(got)
+        }
+    })
+    .await;
+    assert_eq!(after, format!("{before}sentinel\n"), "nothing typed");
 
     // A run's own token may not type into it (or any run).
     let token = s.run_token(rid).await;

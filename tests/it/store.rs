@@ -160,7 +160,7 @@ async fn concurrent_settings_changes_merge(b: Backend) {
         t.await.unwrap();
     }
     let s = store.settings().await.unwrap();
-    let o = &s.provider("claude-code").afk_options;
+    let o = &s.provider("claude-code".parse().unwrap()).afk_options;
     assert_eq!(o.get("ultracode").map(String::as_str), Some("true"));
     assert_eq!(
         o.get("permission_mode").map(String::as_str),

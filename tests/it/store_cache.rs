@@ -99,7 +99,9 @@ async fn cached_reads_follow_every_write(b: Backend) {
     assert_eq!(g.afk_model_default.as_deref(), Some("sonnet"));
     let s = store.settings().await.unwrap();
     assert_eq!(
-        s.provider("claude-code").afk_model_default.as_deref(),
+        s.provider("claude-code".parse().unwrap())
+            .afk_model_default
+            .as_deref(),
         Some("sonnet")
     );
 
@@ -216,7 +218,10 @@ async fn another_nodes_write_empties_this_nodes_cache(pg: Backend) {
         let (_, g) = a.repo_with_global(&key).await.unwrap();
         let s = a.settings().await.unwrap();
         g.afk_model_default.as_deref() == Some("opus")
-            && s.provider("claude-code").afk_model_default.as_deref() == Some("opus")
+            && s.provider("claude-code".parse().unwrap())
+                .afk_model_default
+                .as_deref()
+                == Some("opus")
     })
     .await;
     until_cached(&a, &key).await;

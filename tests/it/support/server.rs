@@ -151,6 +151,20 @@ impl TestServer {
         .await;
     }
 
+    /// Waits until the reconcile loop finished `n` more passes (each reads
+    /// the screens of runs whose output grew): what a check that the screen
+    /// check did *not* change something waits for, rather than a quiet
+    /// window (a stalled loop fails it instead of passing it).
+    pub async fn after_passes(&self, n: usize) {
+        let from = self.runner().passes();
+        super::wait::until(
+            format_args!("{n} more reconcile passes (from {from})"),
+            super::wait::secs(30).every_ms(50),
+            async || self.runner().passes() >= from + n,
+        )
+        .await;
+    }
+
     pub fn runner(&self) -> &lab::run::Runner {
         &self.running.as_ref().expect("server running").runner
     }
@@ -247,8 +261,8 @@ pub fn config(dir: &TempDir, database_url: Option<String>) -> lab::server::Serve
         no_relay: false,
         lab_exe: Some(env!("CARGO_BIN_EXE_lab").into()),
         provider_bins: [
-            ("claude-code".to_owned(), agent.clone()),
-            ("codex".to_owned(), agent),
+            ("claude-code".parse().unwrap(), agent.clone()),
+            ("codex".parse().unwrap(), agent),
         ]
         .into(),
         agent_home: Some(dir.path().join("home")),
