@@ -97,7 +97,13 @@ impl Scheduler {
                 let why = self
                     .watch(&claim, &run, repo.as_ref(), &settings, waiting)
                     .await;
-                *pace = pace.and(if waiting || claim.pr_url.is_some() {
+                // A run whose agent waits is looked at every second, as
+                // before: its screen may yet say its CLI cannot work.
+                let agent_waits = run
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.state == crate::domain::AgentState::Waiting);
+                *pace = pace.and(if waiting || agent_waits || claim.pr_url.is_some() {
                     Pace::Follow
                 } else {
                     Pace::Watch {

@@ -17,9 +17,10 @@ pub enum Pace {
     /// Live AFK runs, none followed yet: a runs or claims write, the first
     /// time limit among them (ms), or the backstop.
     Watch { until_ms: Option<i64> },
-    /// A claim is followed (its pull request, a usage limit, its issue to
-    /// tell): every second, as its follow-up tasks write nothing that
-    /// could wake the loop.
+    /// A claim is followed (its pull request, a usage limit, an agent that
+    /// waits, its issue to tell, a lost run resumed): every second, as its
+    /// follow-up tasks (and a screen that changes) write nothing that could
+    /// wake the loop.
     Follow,
 }
 
