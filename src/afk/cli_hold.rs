@@ -55,7 +55,56 @@ pub struct CliHolds {
 impl CliHolds {
     /// The hold on the provider a row names (none on one lab does not know).
     pub fn holds(&self, provider: &str) -> Option<CliHold> {
-        self.held.lock().expect("poisoned").get(provider).cloned()
+        let id = ProviderId::try_from(provider).ok()?;
+        self.held.lock().expect("poisoned").get(&id).cloned()
+    }
+
+    /// The last check's answer for `provider` when it is younger than
+    /// [`CACHE`] (`Some(None)`: it can work).
+    fn cached(&self, provider: ProviderId, now: i64) -> Option<Option<String>> {
+        self.checked
+            .lock()
+            .expect("poisoned")
+            .get(&provider)
+            .filter(|(at, _)| now - at < CACHE.as_millis() as i64)
+            .map(|(_, why)| why.clone())
+    }
+
+    /// Records a check of `provider` and holds it back, or lets it go, as
+    /// it says.
+    fn checked(
+        &self,
+        provider: ProviderId,
+        now: i64,
+        why: Option<String>,
+        fix: impl FnOnce() -> String,
+    ) {
+        self.checked
+            .lock()
+            .expect("poisoned")
+            .insert(provider, (now, why.clone()));
+        let mut held = self.held.lock().expect("poisoned");
+        match why {
+            Some(reason) => {
+                if !held.contains_key(&provider) {
+                    tracing::warn!(%provider, %reason, "the CLI cannot work: its AFK runs are held back");
+                }
+                held.insert(
+                    provider,
+                    CliHold {
+                        provider,
+                        reason,
+                        fix: fix(),
+                        next_check_ms: now + RECHECK.as_millis() as i64,
+                    },
+                );
+            }
+            None => {
+                if held.remove(&provider).is_some() {
+                    tracing::info!(%provider, "the CLI works again: its AFK runs go on");
+                }
+            }
+        }
     }
 
     pub fn all(&self) -> Vec<CliHold> {
@@ -122,11 +171,8 @@ impl Scheduler {
     pub async fn check_cli(&self, provider: ProviderId, fresh: bool) -> Option<String> {
         let p = provider.provider();
         let now = now_ms();
-        if !fresh
-            && let Some((at, why)) = self.cli.checked.lock().expect("poisoned").get(&provider)
-            && now - at < CACHE.as_millis() as i64
-        {
-            return why.clone();
+        if !fresh && let Some(why) = self.holds.cli().cached(provider, now) {
+            return why;
         }
         let why = match self.runner.binary_for(provider) {
             Err(e) => Some(e.to_string()),
@@ -143,33 +189,9 @@ impl Scheduler {
                 },
             },
         };
-        self.cli
-            .checked
-            .lock()
-            .expect("poisoned")
-            .insert(provider, (now, why.clone()));
-        let mut held = self.cli.held.lock().expect("poisoned");
-        match &why {
-            Some(reason) => {
-                if !held.contains_key(&provider) {
-                    tracing::warn!(%provider, %reason, "the CLI cannot work: its AFK runs are held back");
-                }
-                held.insert(
-                    provider,
-                    CliHold {
-                        provider,
-                        reason: reason.clone(),
-                        fix: fix(p),
-                        next_check_ms: now + RECHECK.as_millis() as i64,
-                    },
-                );
-            }
-            None => {
-                if held.remove(&provider).is_some() {
-                    tracing::info!(%provider, "the CLI works again: its AFK runs go on");
-                }
-            }
-        }
+        self.holds
+            .cli()
+            .checked(provider, now, why.clone(), || fix(p));
         why
     }
 
@@ -177,7 +199,8 @@ impl Scheduler {
     pub(super) async fn recheck_clis(&self) {
         let now = now_ms();
         let due: Vec<ProviderId> = self
-            .cli
+            .holds
+            .cli()
             .all()
             .into_iter()
             .filter(|h| h.next_check_ms <= now)

@@ -11,8 +11,6 @@
 //! head's commit and the check), up to `afk.max_rounds`; then the issue
 //! needs a person (`needs-human`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{PR_GRACE, Scheduler};
@@ -27,9 +25,9 @@ use crate::store::{Claim, now_ms};
 /// The longest a check command may run.
 pub const CHECK_LIMIT: Duration = Duration::from_secs(20 * 60);
 
-/// Where a claim's check stands on this node.
+/// Where a claim's check stands on this node (its `ClaimState::check`).
 #[derive(Debug)]
-enum Slot {
+pub(super) enum Slot {
     /// A check of this round is running.
     Running { round: i64 },
     /// It finished: on which commit, and how.
@@ -43,14 +41,18 @@ enum Slot {
     Seen { round: i64 },
 }
 
-/// The checks of this node's claims.
-#[derive(Debug, Default, Clone)]
-pub struct Checks(Arc<Mutex<HashMap<i64, Slot>>>);
-
-impl Checks {
-    pub fn forget(&self, claim: i64) {
-        self.0.lock().expect("poisoned").remove(&claim);
-    }
+/// What a look at a claim's check slot leads to (decided in one hold of
+/// the lock, so a result landing meanwhile is never overwritten).
+enum Next {
+    /// The check runs, or its result was acted on: nothing to do.
+    Wait,
+    /// A result to act on (the slot now says it was seen).
+    Judge {
+        head: Option<String>,
+        result: CheckResult,
+    },
+    /// No check of this round yet: one starts (the slot says it runs).
+    Start,
 }
 
 /// Why lab ends a live run now, if it does.
@@ -68,13 +70,7 @@ impl Scheduler {
         settings: &Settings,
         waiting: bool,
     ) -> Verdict {
-        let budget = repo
-            .map(|r| r.budget.over(&settings.afk))
-            .unwrap_or(Budget {
-                max_tokens: settings.afk.max_tokens,
-                max_cost_nano_usd: settings.afk.max_cost_nano_usd,
-                run_timeout_minutes: settings.afk.run_timeout_minutes,
-            });
+        let budget = budget_of(repo, settings);
         if let Some(v) = over_time_or_budget(run, &budget) {
             return Some(v);
         }
@@ -101,12 +97,9 @@ impl Scheduler {
     /// finish talking, then ends. The built-in tracker has no other checks,
     /// so the pull request is green; a forge's own checks are its own.
     async fn without_checks(&self, claim: &Claim, repo: &Repo) -> Verdict {
-        let seen = *self
-            .pr_seen
-            .lock()
-            .expect("poisoned")
-            .entry(claim.id)
-            .or_insert_with(Instant::now);
+        let seen = self
+            .claims
+            .with(claim.id, |c| *c.pr_seen.get_or_insert_with(Instant::now));
         if seen.elapsed() < PR_GRACE {
             return None;
         }
@@ -127,34 +120,44 @@ impl Scheduler {
         command: &str,
         max_rounds: i64,
     ) -> Verdict {
-        let slot = self.checks.0.lock().expect("poisoned").remove(&claim.id);
-        match slot {
+        let idle = !run.state.is_active()
+            || run
+                .agent
+                .as_ref()
+                .is_some_and(|a| a.state == AgentState::Idle);
+        let next = self.claims.with(claim.id, |c| match c.check.take() {
             Some(Slot::Running { round }) => {
-                self.put(claim, Slot::Running { round });
-                None
+                c.check = Some(Slot::Running { round });
+                Next::Wait
             }
             Some(Slot::Done {
                 round,
                 head,
                 result,
             }) if round == claim.rounds => {
-                self.put(claim, Slot::Seen { round });
+                c.check = Some(Slot::Seen { round });
+                Next::Judge { head, result }
+            }
+            Some(Slot::Seen { round }) if round == claim.rounds => {
+                c.check = Some(Slot::Seen { round });
+                Next::Wait
+            }
+            _ if idle => {
+                c.check = Some(Slot::Running {
+                    round: claim.rounds,
+                });
+                Next::Start
+            }
+            _ => Next::Wait,
+        });
+        match next {
+            Next::Wait => None,
+            Next::Judge { head, result } => {
                 self.judge_check(claim, run, command, max_rounds, head, result)
                     .await
             }
-            Some(Slot::Seen { round }) if round == claim.rounds => {
-                self.put(claim, Slot::Seen { round });
-                None
-            }
-            _ => {
-                let idle = !run.state.is_active()
-                    || run
-                        .agent
-                        .as_ref()
-                        .is_some_and(|a| a.state == AgentState::Idle);
-                if idle {
-                    self.start_check(claim, run, repo, command);
-                }
+            Next::Start => {
+                self.start_check(claim, run, repo, command);
                 None
             }
         }
@@ -179,20 +182,40 @@ impl Scheduler {
             }
             return true;
         };
-        let slot = self.checks.0.lock().expect("poisoned").remove(&claim.id);
-        match slot {
+        let next = self.claims.with(claim.id, |c| match c.check.take() {
             Some(Slot::Running { round }) => {
-                self.put(claim, Slot::Running { round });
-                false
+                c.check = Some(Slot::Running { round });
+                Some(Next::Wait)
             }
             Some(Slot::Done {
                 round,
                 head,
                 result,
             }) => {
+                c.check = Some(Slot::Seen { round });
+                Some(Next::Judge { head, result })
+            }
+            Some(Slot::Seen { round }) if round == claim.rounds => {
+                c.check = Some(Slot::Seen { round });
+                None
+            }
+            _ => {
+                c.check = Some(Slot::Running {
+                    round: claim.rounds,
+                });
+                Some(Next::Start)
+            }
+        });
+        let Some(next) = next else { return true };
+        match next {
+            Next::Wait => false,
+            Next::Start => {
+                self.start_check(claim, run, repo, command);
+                false
+            }
+            Next::Judge { head, result } => {
                 let on_its_own = run.state == RunState::Exited && run.stop_cause.is_none();
                 if !result.passed() && on_its_own && claim.rounds < max_rounds {
-                    self.put(claim, Slot::Seen { round });
                     let head = head.unwrap_or_default();
                     let prompt = check_round(command, &head, &result, claim.rounds + 1, max_rounds);
                     match self
@@ -229,37 +252,16 @@ impl Scheduler {
                 self.note_checks(claim, &checks).await;
                 true
             }
-            Some(Slot::Seen { round }) if round == claim.rounds => {
-                self.put(claim, Slot::Seen { round });
-                true
-            }
-            _ => {
-                self.start_check(claim, run, repo, command);
-                false
-            }
         }
     }
 
-    fn put(&self, claim: &Claim, slot: Slot) {
-        self.checks
-            .0
-            .lock()
-            .expect("poisoned")
-            .insert(claim.id, slot);
-    }
-
     /// Brings the run's branch into the repo, then runs the check, in a
-    /// task of its own; its result waits in the claim's slot.
+    /// task of its own (its slot already says it runs); its result lands in
+    /// the claim's slot, unless the claim was forgotten meanwhile.
     fn start_check(&self, claim: &Claim, run: &Run, repo: &Repo, command: &str) {
-        self.put(
-            claim,
-            Slot::Running {
-                round: claim.rounds,
-            },
-        );
-        let (runner, checks, run, repo) = (
+        let (runner, claims, run, repo) = (
             self.runner.clone(),
-            self.checks.clone(),
+            self.claims.clone(),
             run.clone(),
             repo.clone(),
         );
@@ -280,14 +282,15 @@ impl Scheduler {
                 head = runner.workspaces().branch_head(&repo, branch).await;
             }
             let result = runner.check(&run, &repo, &command, CHECK_LIMIT).await;
-            checks.0.lock().expect("poisoned").insert(
-                claim_id,
-                Slot::Done {
-                    round,
-                    head,
-                    result,
-                },
-            );
+            claims.land(claim_id, |c| {
+                if matches!(c.check, Some(Slot::Running { round: r }) if r == round) {
+                    c.check = Some(Slot::Done {
+                        round,
+                        head,
+                        result,
+                    });
+                }
+            });
         });
     }
 
@@ -403,6 +406,27 @@ impl Scheduler {
             tracing::warn!(claim = claim.id, error = %e, "could not record the checks");
         }
     }
+}
+
+/// A run's budgets: its repo's override, else the AFK settings'.
+fn budget_of(repo: Option<&Repo>, settings: &Settings) -> Budget {
+    repo.map(|r| r.budget.over(&settings.afk))
+        .unwrap_or(Budget {
+            max_tokens: settings.afk.max_tokens,
+            max_cost_nano_usd: settings.afk.max_cost_nano_usd,
+            run_timeout_minutes: settings.afk.run_timeout_minutes,
+        })
+}
+
+/// When a live run passes its time limit (ms): the settle that ends it
+/// is due then, whatever else wakes the loop.
+pub(super) fn time_limit_at(run: &Run, repo: Option<&Repo>, settings: &Settings) -> i64 {
+    let started = run.started_at.unwrap_or(run.created_at);
+    started.saturating_add(
+        budget_of(repo, settings)
+            .run_timeout_minutes
+            .saturating_mul(60_000),
+    ) + 1
 }
 
 /// Past its time limit, or over its token or cost budget. The time a run

@@ -19,8 +19,7 @@
 //! Rounds are bounded by `afk.max_rounds`; then `needs-human`. A rate limit
 //! of the forge moves the next poll to when it asks.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use super::follow::Verdict;
@@ -49,9 +48,9 @@ fn short(sha: &str) -> String {
 /// How the AFK status says a forge's rate limit holds the reads back.
 const RATE_LIMITED: &str = "the forge's rate limit: following pull requests waits";
 
-/// Where a claim's following stands on this node.
+/// Where a claim's following stands on this node (its `ClaimState::forge`).
 #[derive(Debug, Default)]
-struct Follow {
+pub(super) struct Follow {
     /// No poll before then.
     next: Option<Instant>,
     /// A push and poll runs.
@@ -67,16 +66,6 @@ struct Follow {
     last_head: Option<String>,
     /// Feedback already answered with a round: `review:{id}`, `comment:{id}`.
     answered: HashSet<String>,
-}
-
-/// The forge pull requests this node follows.
-#[derive(Debug, Default, Clone)]
-pub struct Follows(Arc<Mutex<HashMap<i64, Follow>>>);
-
-impl Follows {
-    pub fn forget(&self, claim: i64) {
-        self.0.lock().expect("poisoned").remove(&claim);
-    }
 }
 
 impl Scheduler {
@@ -95,38 +84,43 @@ impl Scheduler {
                 .agent
                 .as_ref()
                 .is_some_and(|a| a.state == AgentState::Idle);
-        let polled = {
-            let mut all = self.forge.0.lock().expect("poisoned");
-            let f = all.entry(claim.id).or_default();
+        let (polled, poll) = self.claims.with(claim.id, |c| {
+            let f = &mut c.forge;
             if f.answered.is_empty()
                 && let Some(k) = &claim.round_key
             {
                 f.answered.insert(k.clone());
             }
             match f.polled.take() {
-                Some((round, r)) if round == claim.rounds => Some(r),
+                Some((round, r)) if round == claim.rounds => (Some(r), None),
                 _ => {
                     let due = f.next.is_none_or(|at| Instant::now() >= at);
                     if idle && due && !f.busy {
                         f.busy = true;
                         f.next = Some(Instant::now() + self.runner.cfg().forge_poll);
                         let push = f.pushed.is_none_or(|(r, _)| r < claim.rounds);
-                        drop(all);
-                        self.poll(claim, run, repo, number, push);
+                        let lease = f
+                            .last_head
+                            .clone()
+                            .map_or(super::pull::Lease::Unknown, super::pull::Lease::Head);
+                        (None, Some((push, lease)))
+                    } else {
+                        (None, None)
                     }
-                    None
                 }
             }
-        };
+        });
+        if let Some((push, lease)) = poll {
+            self.poll(claim, run, repo, number, push, lease);
+        }
         match polled? {
             Ok(s) => {
                 self.clear_rate_limit_note(&repo.name);
                 self.judge_forge(claim, run, repo, settings, s).await
             }
             Err(SourceError::RateLimited { retry_after }) => {
-                if let Some(f) = self.forge.0.lock().expect("poisoned").get_mut(&claim.id) {
-                    f.next = Some(Instant::now() + retry_after.max(self.runner.cfg().forge_poll));
-                }
+                let next = Instant::now() + retry_after.max(self.runner.cfg().forge_poll);
+                self.claims.land(claim.id, |c| c.forge.next = Some(next));
                 self.note(
                     &repo.name,
                     Some(format!("{RATE_LIMITED} {} s", retry_after.as_secs())),
@@ -155,62 +149,58 @@ impl Scheduler {
     /// A read went through: the repo's rate-limit note, if it is this
     /// module's, is over.
     fn clear_rate_limit_note(&self, repo: &str) {
-        let ours = self
-            .problems
-            .lock()
-            .expect("poisoned")
-            .get(repo)
-            .is_some_and(|p| p.starts_with(RATE_LIMITED));
-        if ours {
-            self.note(repo, None);
-        }
+        self.problems.clear_if(repo, RATE_LIMITED);
     }
 
     /// Pushes the round's commits (when not yet) and reads the pull
-    /// request, in a task of its own; the answer waits in the claim's slot.
-    fn poll(&self, claim: &Claim, run: &Run, repo: &Repo, number: i64, push: bool) {
-        let (runner, follows, source) = (
+    /// request, in a task of its own (the claim's follow already says it
+    /// is busy); the answer lands in the claim's follow, unless the claim
+    /// was forgotten meanwhile.
+    fn poll(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: &Repo,
+        number: i64,
+        push: bool,
+        lease: super::pull::Lease,
+    ) {
+        let (runner, claims, source) = (
             self.runner.clone(),
-            self.forge.clone(),
+            self.claims.clone(),
             self.sources.of(repo),
         );
         let (run, repo, claim_id, round) = (run.clone(), repo.clone(), claim.id, claim.rounds);
-        let lease = follows
-            .0
-            .lock()
-            .expect("poisoned")
-            .get(&claim_id)
-            .and_then(|f| f.last_head.clone())
-            .map_or(super::pull::Lease::Unknown, super::pull::Lease::Head);
         tokio::spawn(async move {
             if push && let Some(branch) = run.branch.as_deref() {
                 if let Err(e) = super::pull::deliver(&runner, &repo, &run, branch, lease).await {
                     tracing::warn!(run = run.id, error = %e, "could not push the round's commits");
                 }
                 let sha = runner.workspaces().branch_head(&repo, branch).await;
-                if let Some(f) = follows.0.lock().expect("poisoned").get_mut(&claim_id) {
-                    f.pushed = Some((round, Instant::now()));
-                    f.pushed_sha = sha;
-                }
+                claims.land(claim_id, |c| {
+                    c.forge.pushed = Some((round, Instant::now()));
+                    c.forge.pushed_sha = sha;
+                });
             }
             let r = source.pull_status(number).await;
-            if let Some(f) = follows.0.lock().expect("poisoned").get_mut(&claim_id) {
+            claims.land(claim_id, |c| {
+                let f = &mut c.forge;
                 f.busy = false;
                 if let Ok(s) = &r {
                     f.last_head = Some(s.head_sha.clone());
                 }
                 f.polled = Some((round, r));
-            }
+            });
         });
     }
 
     /// Reads the pull request again soon (its head or mergeability not
     /// known yet), not a whole `forge_poll` later.
     fn poll_soon(&self, claim: &Claim) {
-        if let Some(f) = self.forge.0.lock().expect("poisoned").get_mut(&claim.id) {
-            let soon = Instant::now() + SOON.min(self.runner.cfg().forge_poll);
-            f.next = Some(f.next.map_or(soon, |n| n.min(soon)));
-        }
+        let soon = Instant::now() + SOON.min(self.runner.cfg().forge_poll);
+        self.claims.land(claim.id, |c| {
+            c.forge.next = Some(c.forge.next.map_or(soon, |n| n.min(soon)));
+        });
     }
 
     async fn judge_forge(
@@ -234,16 +224,12 @@ impl Scheduler {
             ));
         }
         let (answered, pushed_sha, since_push) = self
-            .forge
-            .0
-            .lock()
-            .expect("poisoned")
-            .get(&claim.id)
-            .map(|f| {
+            .claims
+            .peek(claim.id, |c| {
                 (
-                    f.answered.clone(),
-                    f.pushed_sha.clone(),
-                    f.pushed.map(|(_, at)| at.elapsed()),
+                    c.forge.answered.clone(),
+                    c.forge.pushed_sha.clone(),
+                    c.forge.pushed.map(|(_, at)| at.elapsed()),
                 )
             })
             .unwrap_or_default();
@@ -462,9 +448,9 @@ impl Scheduler {
                 return None;
             }
         }
-        if let Some(f) = self.forge.0.lock().expect("poisoned").get_mut(&claim.id) {
-            f.answered.extend(new.iter().map(|n| n.key.clone()));
-        }
+        self.claims.land(claim.id, |c| {
+            c.forge.answered.extend(new.iter().map(|n| n.key.clone()));
+        });
         let text = round_prompt(
             &s.head_sha,
             red.as_deref(),

@@ -44,25 +44,20 @@ pub struct Limited {
     pub fix: Option<String>,
 }
 
-/// One claim's run waiting on a limit it reported.
+/// One claim's run waiting on a limit it reported (its
+/// `ClaimState::limit_wait`).
 #[derive(Debug, Clone)]
-struct Wait {
+pub(super) struct Wait {
     provider: String,
     run: i64,
     until_ms: i64,
     reason: String,
 }
 
-/// The limits this node knows of.
+/// The providers this node holds back on two runs' word.
 #[derive(Debug, Default)]
 pub struct Limits {
-    /// Providers held back on two runs' word.
     providers: Mutex<HashMap<String, Limited>>,
-    /// Claims whose run waits on a limit it reported.
-    waiting: Mutex<HashMap<i64, Wait>>,
-    /// Claims whose run was told to continue: when, and the message it had
-    /// (still on its screen for a while: not a new limit).
-    resumed: Mutex<HashMap<i64, (i64, String)>>,
 }
 
 /// How long after a resume the same message on a run's screen is taken for
@@ -81,19 +76,25 @@ impl Limits {
             .cloned()
     }
 
-    pub fn forget(&self, claim: i64) {
-        self.waiting.lock().expect("poisoned").remove(&claim);
-        self.resumed.lock().expect("poisoned").remove(&claim);
+    /// The providers held back now.
+    pub fn all(&self) -> Vec<Limited> {
+        let now = now_ms();
+        self.providers
+            .lock()
+            .expect("poisoned")
+            .values()
+            .filter(|l| l.until_ms > now)
+            .cloned()
+            .collect()
     }
 
-    /// Records that `claim`'s run waits on a limit, and holds its provider
-    /// back when another run of the provider waits on one too.
-    fn wait(&self, claim: i64, w: Wait) {
-        let mut waiting = self.waiting.lock().expect("poisoned");
-        waiting.insert(claim, w.clone());
+    /// A run waits on a limit (`w`): holds its provider back when another
+    /// run of the provider waits on one too (`others`: the other claims'
+    /// waits).
+    fn wait(&self, w: &Wait, others: &[Wait]) {
         let now = now_ms();
-        let others: Vec<&Wait> = waiting
-            .values()
+        let others: Vec<&Wait> = others
+            .iter()
             .filter(|o| o.provider == w.provider && o.run != w.run && o.until_ms > now)
             .collect();
         let Some(other) = others.iter().min_by_key(|o| o.until_ms) else {
@@ -148,9 +149,9 @@ impl Scheduler {
     /// The providers held back now: by a CLI that cannot work, or by a
     /// usage limit.
     pub fn limited(&self) -> Vec<Limited> {
-        let now = now_ms();
         let mut v: Vec<Limited> = self
-            .cli
+            .holds
+            .cli()
             .all()
             .into_iter()
             .map(|h| Limited {
@@ -161,15 +162,7 @@ impl Scheduler {
                 fix: Some(h.fix),
             })
             .collect();
-        v.extend(
-            self.limits
-                .providers
-                .lock()
-                .expect("poisoned")
-                .values()
-                .filter(|l| l.until_ms > now)
-                .cloned(),
-        );
+        v.extend(self.holds.limits().all());
         v.sort_by(|a, b| a.provider.cmp(&b.provider));
         v
     }
@@ -178,13 +171,7 @@ impl Scheduler {
     /// provider when a second run does too); a waiting one whose reset has
     /// come is told to continue. True while the run waits on a limit.
     pub(super) async fn follow_limit(&self, claim: &Claim, run: &Run) -> bool {
-        let waiting = self
-            .limits
-            .waiting
-            .lock()
-            .expect("poisoned")
-            .get(&claim.id)
-            .cloned();
+        let waiting = self.claims.with(claim.id, |c| c.limit_wait.clone());
         match waiting {
             None if limited_now(run) => {
                 let screen = match run.log_path.clone() {
@@ -205,32 +192,27 @@ impl Scheduler {
                         Reset::Unknown,
                     )
                 });
-                let stale = self
-                    .limits
-                    .resumed
-                    .lock()
-                    .expect("poisoned")
-                    .get(&claim.id)
-                    .is_some_and(|(at, old)| *old == line && now_ms() - at < RESUME_GRACE_MS);
+                let stale = self.claims.with(claim.id, |c| {
+                    c.resumed
+                        .as_ref()
+                        .is_some_and(|(at, old)| *old == line && now_ms() - at < RESUME_GRACE_MS)
+                });
                 if stale {
                     return false;
                 }
                 let until = limits::until_ms(reset, now_ms(), utc_offset_secs());
                 tracing::info!(run = run.id, provider = %run.provider, until, "usage limit reached: the run waits");
-                self.limits
-                    .resumed
-                    .lock()
-                    .expect("poisoned")
-                    .insert(claim.id, (0, line_for_resume(&screen)));
-                self.limits.wait(
-                    claim.id,
-                    Wait {
-                        provider: run.provider.clone(),
-                        run: run.id,
-                        until_ms: until,
-                        reason: line,
-                    },
-                );
+                let w = Wait {
+                    provider: run.provider.clone(),
+                    run: run.id,
+                    until_ms: until,
+                    reason: line,
+                };
+                self.claims.with(claim.id, |c| {
+                    c.resumed = Some((0, line_for_resume(&screen)));
+                    c.limit_wait = Some(w.clone());
+                });
+                self.holds.limits().wait(&w, &self.claims.waits(claim.id));
                 true
             }
             None => false,
@@ -256,20 +238,12 @@ impl Scheduler {
                         .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
                         .await;
                 }
-                self.limits
-                    .waiting
-                    .lock()
-                    .expect("poisoned")
-                    .remove(&claim.id);
-                if let Some(r) = self
-                    .limits
-                    .resumed
-                    .lock()
-                    .expect("poisoned")
-                    .get_mut(&claim.id)
-                {
-                    r.0 = now_ms();
-                }
+                self.claims.with(claim.id, |c| {
+                    c.limit_wait = None;
+                    if let Some(r) = &mut c.resumed {
+                        r.0 = now_ms();
+                    }
+                });
                 tracing::info!(run = run.id, "usage limit reset: the run continues");
                 false
             }

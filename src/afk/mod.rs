@@ -10,21 +10,24 @@
 //! launched, so two nodes can never both take it.
 
 mod admission;
+mod claim_state;
 pub mod cli_hold;
 mod follow;
 mod forge_feedback;
 mod forge_follow;
+pub mod holds;
 pub mod limits;
 mod lost;
 mod outcome;
+mod problems;
 pub mod prompt;
 pub mod pull;
+mod ticks;
+mod wakes;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use tokio::sync::watch;
 
 use crate::domain::{IssueState, Run, RunIssue, RunKind};
 use crate::issues::{Issue, SourceError, Sources};
@@ -62,44 +65,28 @@ pub struct TickReport {
     pub errors: Vec<String>,
 }
 
+/// The scheduler: a handful of owners, each with its state private, reached
+/// through methods.
 pub struct Scheduler {
     runner: Arc<Runner>,
     /// Where each repo's issues come from.
     sources: Sources,
     /// Runs whose pull request is being opened (one at a time per run).
-    pub opening_pull: RunSet,
-    /// Repos whose forge asked lab to wait, until when.
-    backoff: Mutex<HashMap<i64, Instant>>,
-    /// When this node saw a claim's pull request (the run gets a grace
-    /// period to finish talking before lab ends it).
-    pr_seen: Mutex<HashMap<i64, Instant>>,
+    opening_pull: RunSet,
     /// The last problem per repo, for `afk status`.
-    problems: Mutex<BTreeMap<String, String>>,
-    /// One tick at a time on this node.
-    ticking: tokio::sync::Mutex<()>,
-    /// Ticks finished.
-    ticks: std::sync::atomic::AtomicU64,
-    /// Ended claims whose issue could not be told, and when to try again
-    /// (settling runs every second; a failing forge is not asked that often).
-    tell_retry: Mutex<HashMap<i64, Instant>>,
-    /// The check commands of this node's claims' pull requests.
-    checks: follow::Checks,
-    /// The forge pull requests of this node's claims being followed.
-    forge: forge_follow::Follows,
-    /// Providers held back by a usage limit, and their runs that wait.
-    limits: limits::Limits,
-    /// Providers whose CLI cannot work, as its own check says.
-    cli: cli_hold::CliHolds,
-    /// Why the last tick started nothing for want of memory, if it did.
-    admission: Mutex<Option<String>>,
-    /// When a settle last found no claim to follow or tell, at which
-    /// `Store::claims_generation`: settles skip their reads while no claim
-    /// was written since, up to [`QUIET_SETTLE`].
-    settled_nothing: Mutex<Option<(u64, Instant)>>,
+    problems: problems::Problems,
+    /// Tick and claims: one at a time, counted, the repos backing off, the
+    /// loop's pace.
+    ticks: ticks::Ticks,
+    /// The follow-up of each claim: one state per claim.
+    claims: claim_state::Claims,
+    /// Limits and admission: what holds launches back.
+    holds: holds::Holds,
 }
 
-/// The longest settles skip their reads after finding nothing (what the
-/// claims count here does not see: a claim written by hand).
+/// The longest the loop goes without a settle while nothing of this node's
+/// is followed (what this process's writes do not announce: another node's,
+/// a claim written by hand).
 pub const QUIET_SETTLE: Duration = Duration::from_secs(10);
 
 /// Repos whose issues one tick lists at the same time.
@@ -114,18 +101,10 @@ impl Scheduler {
             sources: Sources::new(runner.store().clone(), runner.cfg().lab_url.clone()),
             opening_pull: RunSet::default(),
             runner,
-            backoff: Mutex::new(HashMap::new()),
-            pr_seen: Mutex::new(HashMap::new()),
-            settled_nothing: Mutex::new(None),
-            tell_retry: Mutex::new(HashMap::new()),
-            checks: follow::Checks::default(),
-            forge: forge_follow::Follows::default(),
-            admission: Mutex::new(None),
-            limits: limits::Limits::default(),
-            cli: cli_hold::CliHolds::default(),
-            problems: Mutex::new(BTreeMap::new()),
-            ticking: tokio::sync::Mutex::new(()),
-            ticks: std::sync::atomic::AtomicU64::new(0),
+            problems: problems::Problems::default(),
+            ticks: ticks::Ticks::default(),
+            claims: claim_state::Claims::default(),
+            holds: holds::Holds::default(),
         }
     }
 
@@ -142,46 +121,47 @@ impl Scheduler {
     /// The last problem that kept the scheduler from each repo's issues,
     /// by repo name.
     pub fn problems(&self) -> BTreeMap<String, String> {
-        self.problems.lock().expect("poisoned").clone()
+        self.problems.all()
     }
 
     /// Why the last tick started nothing for want of memory, if it did.
     pub fn admission(&self) -> Option<String> {
-        self.admission.lock().expect("poisoned").clone()
+        self.holds.admission()
+    }
+
+    /// How many claims this node holds a follow-up state for (each is
+    /// forgotten once its issue is told).
+    pub fn claims_held(&self) -> usize {
+        self.claims.len()
     }
 
     fn note(&self, repo: &str, problem: Option<String>) {
-        let mut p = self.problems.lock().expect("poisoned");
-        match problem {
-            Some(m) => {
-                if p.get(repo) != Some(&m) {
-                    tracing::warn!(repo, problem = %m, "AFK scheduler");
-                }
-                p.insert(repo.to_owned(), m);
-            }
-            None => {
-                p.remove(repo);
-            }
-        }
+        self.problems.note(repo, problem);
     }
 
     /// One tick: record endings, end overdue runs, then start what the caps
     /// allow. Counted once it is over ([`Scheduler::ticks`]).
     pub async fn tick(&self) -> TickReport {
         let report = self.tick_once().await;
-        self.ticks
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.ticks.ticked();
         report
     }
 
     /// Ticks this node's scheduler finished since it started: what a test
     /// (or an operator) waits on to know the scheduler looked again.
     pub fn ticks(&self) -> u64 {
-        self.ticks.load(std::sync::atomic::Ordering::Relaxed)
+        self.ticks.ticks()
+    }
+
+    /// Settles (a tick's included) this node's scheduler finished since it
+    /// started: what a test waits on to know its claims were looked at
+    /// again.
+    pub fn settles(&self) -> u64 {
+        self.ticks.settles()
     }
 
     async fn tick_once(&self) -> TickReport {
-        let _one = self.ticking.lock().await;
+        let _one = self.ticks.one_at_a_time().await;
         let mut report = TickReport::default();
         if let Err(e) = self.settle(&mut report).await {
             report.errors.push(e.to_string());
@@ -208,46 +188,23 @@ impl Scheduler {
         // The caps, as they stand: a repo with no room is not listed at all
         // (the claim transaction checks again, across nodes).
         let now = Instant::now();
-        let with_room: Vec<(Repo, i64)> = {
-            let backoff = self.backoff.lock().expect("poisoned");
-            repos
-                .into_iter()
-                .filter(|r| r.afk_enabled && !r.afk_paused)
-                .filter(|r| match self.cli.holds(&r.provider) {
-                    None => true,
-                    Some(h) => {
-                        self.note(
-                            &r.name,
-                            Some(format!(
-                                "{} cannot work here ({}): no new AFK run; {}",
-                                h.provider, h.reason, h.fix
-                            )),
-                        );
-                        false
-                    }
-                })
-                .filter(|r| match self.limits.holds(&r.provider) {
-                    None => true,
-                    Some(l) => {
-                        self.note(
-                            &r.name,
-                            Some(format!(
-                                "{} is at its usage limit until {}: no new AFK run",
-                                l.provider,
-                                crate::domain::rfc3339(l.until_ms)
-                            )),
-                        );
-                        false
-                    }
-                })
-                .filter(|r| backoff.get(&r.id).is_none_or(|until| now >= *until))
-                .map(|r| {
-                    let room = r.afk_max_concurrent - live.get(&r.id).copied().unwrap_or(0);
-                    (r, room)
-                })
-                .filter(|(_, room)| *room > 0)
-                .collect()
-        };
+        let with_room: Vec<(Repo, i64)> = repos
+            .into_iter()
+            .filter(|r| r.afk_enabled && !r.afk_paused)
+            .filter(|r| match self.holds.holding(&r.provider) {
+                None => true,
+                Some(why) => {
+                    self.note(&r.name, Some(why));
+                    false
+                }
+            })
+            .filter(|r| !self.ticks.backing_off(r.id, now))
+            .map(|r| {
+                let room = r.afk_max_concurrent - live.get(&r.id).copied().unwrap_or(0);
+                (r, room)
+            })
+            .filter(|(_, room)| *room > 0)
+            .collect();
         if global_live >= settings.afk.max_concurrent || with_room.is_empty() {
             return report;
         }
@@ -257,7 +214,7 @@ impl Scheduler {
             tracing::info!(reason = why.as_deref().unwrap_or(""), "AFK launches wait");
         }
         let held = why.is_some();
-        *self.admission.lock().expect("poisoned") = why;
+        self.holds.admitted(why);
         if held {
             return report;
         }
@@ -293,10 +250,7 @@ impl Scheduler {
                 Err(StartError::NoReadyIssue { .. }) => self.note(&repo.name, None),
                 Err(StartError::Cap(_)) | Err(StartError::Paused(_)) => {}
                 Err(StartError::Source(SourceError::RateLimited { retry_after })) => {
-                    self.backoff
-                        .lock()
-                        .expect("poisoned")
-                        .insert(repo.id, Instant::now() + retry_after);
+                    self.ticks.back_off(repo.id, Instant::now() + retry_after);
                     self.note(
                         &repo.name,
                         Some(format!(
@@ -507,50 +461,12 @@ impl Scheduler {
 
     /// Settles finished AFK runs without looking for new issues.
     pub async fn settle_now(&self) -> TickReport {
-        let _one = self.ticking.lock().await;
+        let _one = self.ticks.one_at_a_time().await;
         let mut report = TickReport::default();
         if let Err(e) = self.settle(&mut report).await {
             tracing::warn!(error = %e, "settling AFK runs");
             report.errors.push(e.to_string());
         }
         report
-    }
-
-    /// Runs the scheduler every `tick_seconds` until `shutdown`. The setting
-    /// is read every second, so a change takes effect at once.
-    pub fn spawn_loop(
-        self: Arc<Self>,
-        mut shutdown: watch::Receiver<bool>,
-    ) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut last = Instant::now();
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = shutdown.changed() => {}
-                }
-                if *shutdown.borrow() {
-                    break;
-                }
-                let secs = self
-                    .runner
-                    .store()
-                    .settings()
-                    .await
-                    .map(|s| s.afk.tick_seconds)
-                    .unwrap_or(30);
-                if last.elapsed() < Duration::from_secs(secs.max(1) as u64) {
-                    // Between ticks, only settle: an outcome (or a time-out)
-                    // shows within a second of its run ending, not a tick.
-                    self.settle_now().await;
-                    continue;
-                }
-                last = Instant::now();
-                let r = self.tick().await;
-                for e in r.errors {
-                    tracing::warn!(error = %e, "AFK tick");
-                }
-            }
-        })
     }
 }

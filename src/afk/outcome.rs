@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use super::ticks::Pace;
 use super::{Scheduler, TickReport};
 use crate::domain::ChecksState;
 use crate::domain::{Outcome, Run, StopCause};
@@ -21,32 +22,43 @@ fn run_page(lab_url: &str, run: i64) -> String {
 impl Scheduler {
     /// Records the endings of this node's AFK runs, ends the ones past the
     /// time limit (or done after opening their pull request), and tells the
-    /// issues.
+    /// issues. Counted once it is over, with the pace it found for the loop
+    /// (`Ticks::settled`), whether or not it could read everything.
     pub(super) async fn settle(&self, report: &mut TickReport) -> Result<(), StoreError> {
+        let mut pace = Pace::Quiet;
+        let settled = self.settle_claims(report, &mut pace).await;
+        // A settle that failed to read looks again within a second.
+        self.ticks
+            .settled(if settled.is_err() { Pace::Follow } else { pace });
+        settled
+    }
+
+    async fn settle_claims(
+        &self,
+        report: &mut TickReport,
+        pace: &mut Pace,
+    ) -> Result<(), StoreError> {
         let store = &self.runner.store();
-        let generation = store.claims_generation();
-        if self
-            .settled_nothing
-            .lock()
-            .expect("poisoned")
-            .is_some_and(|(g, at)| g == generation && at.elapsed() < super::QUIET_SETTLE)
-        {
-            return Ok(());
-        }
         let settings = store.settings().await?;
         let active = store.active_claims(self.runner.node()).await?;
-        let mut nothing = active.is_empty();
         for claim in active {
             let Some(run_id) = claim.run_id else {
                 // A claim whose launch never finished (lab stopped meanwhile).
-                if now_ms() - claim.claimed_at > 10 * 60_000 {
+                if now_ms() - claim.claimed_at > LAUNCH_LIMIT_MS {
                     store.release_claim(claim.id).await?;
+                } else {
+                    // Its launch names its run (a claims write), or it is
+                    // released then.
+                    *pace = pace.and(Pace::Watch {
+                        until_ms: Some(claim.claimed_at + LAUNCH_LIMIT_MS + 1),
+                    });
                 }
                 continue;
             };
             let mut run = match store.run(run_id).await {
                 Ok(r) => r,
                 Err(StoreError::NotFound) => {
+                    self.claims.land(claim.id, |c| c.judged = true);
                     if store
                         .finish_claim(claim.id, Outcome::Failed, "its run was removed")
                         .await?
@@ -58,6 +70,7 @@ impl Scheduler {
                 Err(e) => return Err(e),
             };
             if run.state == crate::domain::RunState::Lost && self.settle_lost(&mut run).await? {
+                *pace = pace.and(Pace::Follow);
                 continue;
             }
             let repo = match store.repo(&RepoKey::Id(claim.repo_id)).await {
@@ -86,6 +99,23 @@ impl Scheduler {
                 let why = self
                     .watch(&claim, &run, repo.as_ref(), &settings, waiting)
                     .await;
+                // A run whose agent waits is looked at every second, as
+                // before: its screen may yet say its CLI cannot work.
+                let agent_waits = run
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.state == crate::domain::AgentState::Waiting);
+                *pace = pace.and(if waiting || agent_waits || claim.pr_url.is_some() {
+                    Pace::Follow
+                } else {
+                    Pace::Watch {
+                        until_ms: Some(super::follow::time_limit_at(
+                            &run,
+                            repo.as_ref(),
+                            &settings,
+                        )),
+                    }
+                });
                 let Some((cause, why)) = why else { continue };
                 match self.runner.stop(run_id, cause, &why).await {
                     Ok(r) => run = r,
@@ -105,7 +135,10 @@ impl Scheduler {
                 .follow_ended(&claim, &run, repo.as_ref(), &settings)
                 .await
             {
-                Ended::Wait => continue,
+                Ended::Wait => {
+                    *pace = pace.and(Pace::Follow);
+                    continue;
+                }
                 Ended::Judge(cause) => cause,
             };
             if ended_cause.is_none()
@@ -116,12 +149,12 @@ impl Scheduler {
                     .await
             {
                 // Its check runs: the outcome waits for it.
+                *pace = pace.and(Pace::Follow);
                 continue;
             }
-            self.pr_seen.lock().expect("poisoned").remove(&claim.id);
-            self.checks.forget(claim.id);
-            self.forge.forget(claim.id);
-            self.limits.forget(claim.id);
+            // Judged now: nothing of its following counts any more (its
+            // state goes once its issue is told).
+            self.claims.with(claim.id, |c| c.judged = true);
             // The claim as it is now (its checks may have been noted since
             // it was read).
             let claim = store.claim_of_run(run_id).await?.unwrap_or(claim);
@@ -161,14 +194,13 @@ impl Scheduler {
             }
         }
         let to_tell = store.claims_to_relabel(self.runner.node()).await?;
-        nothing &= to_tell.is_empty();
+        if !to_tell.is_empty() {
+            // An issue lab could not tell yet is asked again on a clock.
+            *pace = pace.and(Pace::Follow);
+        }
         for claim in to_tell {
             self.tell_issue(&claim).await;
         }
-        // Nothing to follow nor tell: the next settles read nothing until a
-        // claim is written (an AFK tick's, or any other in this process).
-        *self.settled_nothing.lock().expect("poisoned") =
-            nothing.then(|| (generation, Instant::now()));
         Ok(())
     }
 
@@ -176,12 +208,7 @@ impl Scheduler {
     /// when the source fails (the issue stays blocked meanwhile).
     async fn tell_issue(&self, claim: &Claim) {
         let store = &self.runner.store();
-        let waiting = self
-            .tell_retry
-            .lock()
-            .expect("poisoned")
-            .get(&claim.id)
-            .copied();
+        let waiting = self.claims.peek(claim.id, |c| c.tell_retry).flatten();
         if waiting.is_some_and(|at| Instant::now() < at) {
             return;
         }
@@ -266,10 +293,8 @@ impl Scheduler {
         match told.await {
             Ok(()) => self.told(claim).await,
             Err(e) => {
-                self.tell_retry
-                    .lock()
-                    .expect("poisoned")
-                    .insert(claim.id, Instant::now() + TELL_RETRY);
+                let at = Instant::now() + TELL_RETRY;
+                self.claims.with(claim.id, |c| c.tell_retry = Some(at));
                 self.note(
                     &repo.name,
                     Some(format!(
@@ -281,15 +306,20 @@ impl Scheduler {
         }
     }
 
-    /// The issue has been told: the claim stops blocking it.
+    /// The issue has been told: the claim stops blocking it, and its last
+    /// step on this node is done: its state goes, the one place it does.
     async fn told(&self, claim: &Claim) {
-        self.tell_retry.lock().expect("poisoned").remove(&claim.id);
+        self.claims.forget(claim.id);
         if let Err(e) = self.runner.store().mark_relabelled(claim.id).await {
             // Told again next time: a repeated comment, not a lost one.
             tracing::warn!(claim = claim.id, error = %e, "cannot record that an issue was told");
         }
     }
 }
+
+/// How long a claim may go without naming its run before it is released
+/// (its launch never finished: lab stopped meanwhile).
+const LAUNCH_LIMIT_MS: i64 = 10 * 60_000;
 
 /// How long lab waits before telling an issue again after its source failed.
 const TELL_RETRY: std::time::Duration = std::time::Duration::from_secs(30);

@@ -23,6 +23,9 @@ pub struct StatusBody {
     pub reconcile_passes: usize,
     /// AFK scheduler ticks this node finished since it started.
     pub afk_ticks: u64,
+    /// AFK settles (a tick's included) this node finished since it started:
+    /// each looks at this node's claims once.
+    pub afk_settles: u64,
     /// Sessions on lab's tmux socket that no run owns.
     pub stray_sessions: Vec<String>,
     pub last_pass: Option<PassBody>,
@@ -63,11 +66,16 @@ pub struct SandboxBody {
 /// The loop that delivers notifications.
 #[derive(Serialize, ToSchema)]
 pub struct NotifyLoopBody {
-    /// Times it read the outbox since lab started.
+    /// Times it read the outbox since lab started (after a write of this
+    /// node's, when a pending row came due, or every 10 s).
     pub reads: u64,
-    /// Times it skipped the read: nothing written since a read that found
-    /// nothing due, and nothing pending come due.
-    pub skipped: u64,
+    /// Attempts it started since lab started (a row sent to its endpoint).
+    pub attempts: u64,
+    /// Attempts over, their answer recorded.
+    pub attempts_ended: u64,
+    /// Rows of the outbox (any node's) neither delivered nor given up;
+    /// `null` when the outbox could not be read.
+    pub pending: Option<i64>,
 }
 
 /// The relay that copies the runs' output to their panes and logs (ADR 22).
@@ -161,6 +169,7 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
         tmux_calls: r.tmux().calls(),
         reconcile_passes: r.passes(),
         afk_ticks: app.scheduler.ticks(),
+        afk_settles: app.scheduler.settles(),
         stray_sessions: r.strays(),
         last_pass: r.last_pass().map(|p| PassBody {
             runs: p.checked,
@@ -182,8 +191,13 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             socket: r.relay().socket().to_string_lossy().into_owned(),
         },
         notifications: {
-            let (reads, skipped) = app.notifier.looks();
-            NotifyLoopBody { reads, skipped }
+            let c = app.notifier.counts();
+            NotifyLoopBody {
+                reads: c.reads,
+                attempts: c.attempts,
+                attempts_ended: c.ended,
+                pending: app.store.pending_notifications().await.ok(),
+            }
         },
     })
 }

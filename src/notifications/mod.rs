@@ -16,11 +16,12 @@ pub mod message;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use crate::store::{Due, Store, now_ms};
+use crate::store::{Due, Store, Written, now_ms};
 
 /// Most attempts of one notification.
 pub const ATTEMPTS: i64 = 8;
@@ -37,31 +38,37 @@ pub struct Notifier {
     store: Store,
     http: reqwest::Client,
     lab_url: String,
-    /// The first retry's delay, and how often the outbox is looked at (at
-    /// most a second).
+    /// The first retry's delay, and the shortest time between two reads of
+    /// the outbox (at most a second).
     base: Duration,
-    looks: AtomicU64,
-    skipped: AtomicU64,
+    reads: AtomicU64,
+    attempts: AtomicU64,
+    ended: AtomicU64,
 }
 
-/// The longest the loop goes without reading the outbox.
+/// The longest the loop goes without reading the outbox (rows no write of
+/// this process announces: another node's).
 pub const BACKSTOP: Duration = Duration::from_secs(10);
 
-/// What a look that started nothing found: nothing is due before
-/// `next_due` (ms) while the store's counts stay `counts`.
-struct Quiet {
-    counts: (u64, u64),
-    next_due: Option<i64>,
-    at: Instant,
+/// What a read of the outbox leaves to do.
+enum Next {
+    /// It started attempts: read again at once (the rows after them).
+    Again,
+    /// Nothing was due: the first pending row comes due then (ms), if any.
+    Due(Option<i64>),
+    /// The outbox could not be read: again after the shortest gap.
+    Failed,
 }
 
-impl Quiet {
-    /// Whether a look now would find nothing either.
-    fn holds(&self, counts: (u64, u64), now: i64) -> bool {
-        self.counts == counts
-            && self.next_due.is_none_or(|t| now < t)
-            && self.at.elapsed() < BACKSTOP
-    }
+/// What the notifier has done since lab started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Reads of the outbox.
+    pub reads: u64,
+    /// Attempts started (a row leased and sent).
+    pub attempts: u64,
+    /// Attempts over, their answer recorded (or its recording failed).
+    pub ended: u64,
 }
 
 impl Notifier {
@@ -71,32 +78,36 @@ impl Notifier {
             http,
             lab_url: lab_url.trim_end_matches('/').to_owned(),
             base,
-            looks: AtomicU64::new(0),
-            skipped: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            attempts: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
         }
     }
 
-    /// Delivers until `stop` turns true. The outbox is looked at every
-    /// `base` (at most a second) while anything may be due: after a look
-    /// that started nothing, the next ones skip their reads until this
-    /// process writes to runs or the outbox (`Store::runs_generation`,
-    /// `Store::outbox_generation`), the first pending row comes due, or
-    /// [`BACKSTOP`] goes by (rows no counter here sees: another node's).
+    /// Delivers until `stop` turns true. The loop reads the outbox, then
+    /// waits for the first of: a write of this process to runs (whose
+    /// trigger queues rows), to the outbox (an attempt's answer, a pull
+    /// request's rows) or to AFK claims (an outcome an AFK run's end waits
+    /// for); the first pending row's due time; or [`BACKSTOP`]. Two reads
+    /// are at least `base` (at most a second) apart, so a burst of writes
+    /// costs one read.
     pub fn spawn_loop(
         self: Arc<Self>,
         mut stop: watch::Receiver<bool>,
     ) -> tokio::task::JoinHandle<()> {
-        let poll = self.base.min(Duration::from_secs(1));
+        let gap = self.base.min(Duration::from_secs(1));
         tokio::spawn(async move {
+            let mut runs = self.store.subscribe(Written::Runs);
+            let mut outbox = self.store.subscribe(Written::Outbox);
+            let mut claims = self.store.subscribe(Written::Claims);
             let mut pruned = 0;
-            let mut quiet: Option<Quiet> = None;
             while !*stop.borrow() {
-                let counts = self.counts();
-                if quiet.as_ref().is_some_and(|q| q.holds(counts, now_ms())) {
-                    self.skipped.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    quiet = self.look(counts).await;
-                }
+                // Seen before the read: a write during it wakes the next.
+                runs.borrow_and_update();
+                outbox.borrow_and_update();
+                claims.borrow_and_update();
+                let read_at = Instant::now();
+                let next = self.look().await;
                 if now_ms() - pruned > 3_600_000 {
                     pruned = now_ms();
                     if let Err(e) = self
@@ -107,51 +118,62 @@ impl Notifier {
                         tracing::warn!(error = %e, "could not prune the notification outbox");
                     }
                 }
-                if quiet.is_some() {
-                    tokio::select! {
-                        _ = tokio::time::sleep(poll) => {}
-                        _ = stop.changed() => {}
+                let due = match next {
+                    Next::Again => continue,
+                    Next::Failed => read_at + gap,
+                    Next::Due(at) => {
+                        let backstop = read_at + BACKSTOP;
+                        match at {
+                            None => backstop,
+                            Some(at) => {
+                                let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
+                                backstop.min(Instant::now() + wait).max(read_at + gap)
+                            }
+                        }
+                    }
+                };
+                tokio::select! {
+                    r = stop.changed() => if r.is_err() { break },
+                    _ = tokio::time::sleep_until(due) => {}
+                    woke = a_write(&mut runs, &mut outbox, &mut claims) => {
+                        if !woke {
+                            break;
+                        }
+                        // No sooner than `gap` after the last read.
+                        tokio::select! {
+                            r = stop.changed() => if r.is_err() { break },
+                            _ = tokio::time::sleep_until(read_at + gap) => {}
+                        }
                     }
                 }
             }
         })
     }
 
-    /// The store's write counts the outbox depends on.
-    fn counts(&self) -> (u64, u64) {
-        (self.store.runs_generation(), self.store.outbox_generation())
-    }
-
-    /// One look at the outbox: starts what is due; when nothing was, what
-    /// lets the next looks be skipped (`None` after a look that started
-    /// some, so the loop looks again at once).
-    async fn look(self: &Arc<Self>, counts: (u64, u64)) -> Option<Quiet> {
-        self.looks.fetch_add(1, Ordering::Relaxed);
-        let next_due = match self.pass().await {
+    /// One read of the outbox: starts what is due; when nothing was, when
+    /// the first pending row comes due.
+    async fn look(self: &Arc<Self>) -> Next {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        match self.pass().await {
             Some(0) => match self.store.next_notification_at().await {
-                Ok(at) => at,
+                Ok(at) => Next::Due(at),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not read the notification outbox");
-                    Some(0)
+                    Next::Failed
                 }
             },
-            Some(_) => return None,
-            // The outbox could not be read: look again at the next tick.
-            None => Some(0),
-        };
-        Some(Quiet {
-            counts,
-            next_due,
-            at: Instant::now(),
-        })
+            Some(_) => Next::Again,
+            None => Next::Failed,
+        }
     }
 
-    /// How many times the loop read the outbox, and how many it skipped.
-    pub fn looks(&self) -> (u64, u64) {
-        (
-            self.looks.load(Ordering::Relaxed),
-            self.skipped.load(Ordering::Relaxed),
-        )
+    /// What the notifier has done since lab started.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            reads: self.reads.load(Ordering::Relaxed),
+            attempts: self.attempts.load(Ordering::Relaxed),
+            ended: self.ended.load(Ordering::Relaxed),
+        }
     }
 
     /// Starts an attempt for each due row this node could lease; how many
@@ -179,8 +201,12 @@ impl Notifier {
                 }
             }
             started += 1;
+            self.attempts.fetch_add(1, Ordering::Relaxed);
             let me = self.clone();
-            tokio::spawn(async move { me.attempt(d).await });
+            tokio::spawn(async move {
+                me.attempt(d).await;
+                me.ended.fetch_add(1, Ordering::Relaxed);
+            });
         }
         Some(started)
     }
@@ -218,6 +244,20 @@ impl Notifier {
         if let Err(e) = done {
             tracing::warn!(error = %e, "could not record a notification attempt");
         }
+    }
+}
+
+/// A write of this process to runs, the outbox or AFK claims; false when
+/// the store is gone (no write will come).
+async fn a_write(
+    runs: &mut watch::Receiver<u64>,
+    outbox: &mut watch::Receiver<u64>,
+    claims: &mut watch::Receiver<u64>,
+) -> bool {
+    tokio::select! {
+        r = runs.changed() => r.is_ok(),
+        r = outbox.changed() => r.is_ok(),
+        r = claims.changed() => r.is_ok(),
     }
 }
 

@@ -326,18 +326,6 @@ impl Store {
         self.written(Written::Runs)
     }
 
-    /// How many writes to AFK claims this process made.
-    pub fn claims_generation(&self) -> u64 {
-        self.written(Written::Claims)
-    }
-
-    /// How many writes to the notification outbox this process made
-    /// outside the runs' own (a run's state change queues its rows in its
-    /// write to runs, counted by [`runs_generation`](Self::runs_generation)).
-    pub fn outbox_generation(&self) -> u64 {
-        self.written(Written::Outbox)
-    }
-
     /// How often the resolve cache answered a read, and how often it could
     /// not (ADR 11).
     pub fn cache_stats(&self) -> CacheStats {

@@ -137,21 +137,41 @@ impl Store {
         Ok(rows)
     }
 
-    /// When the first pending row becomes due (ms): the latest of its next
-    /// attempt and the end of its lease; `None` when none is pending. A row
-    /// behind its endpoint's oldest may count, so the answer can be early,
-    /// never late.
+    /// When the first pending row becomes due (ms), among each endpoint's
+    /// oldest (the only ones `due_notifications` gives): the latest of its
+    /// next attempt, the end of its lease and, for an AFK run's end still
+    /// waiting for its outcome, the end of that wait ([`OUTCOME_WAIT_MS`]:
+    /// the outcome's own write comes sooner); `None` when none is pending.
     pub async fn next_notification_at(&self) -> Result<Option<i64>> {
         let (at,): (Option<i64>,) = on_db!(self.db(), pool => {
             sqlx::query_as(
-                "SELECT MIN(CASE WHEN lease_until > next_attempt_at THEN lease_until \
-                 ELSE next_attempt_at END) FROM notify_outbox \
-                 WHERE delivered_at IS NULL AND given_up_at IS NULL",
+                "SELECT MIN(CASE \
+                   WHEN o.event IN ('ended', 'failed') AND COALESCE(c.active, FALSE) \
+                     AND c.outcome IS NULL AND o.at + $1 > o.next_attempt_at \
+                     AND o.at + $1 > COALESCE(o.lease_until, 0) THEN o.at + $1 \
+                   WHEN o.lease_until > o.next_attempt_at THEN o.lease_until \
+                   ELSE o.next_attempt_at END) \
+                 FROM notify_outbox o LEFT JOIN afk_claims c ON c.run_id = o.run_id \
+                 WHERE o.id IN (SELECT MIN(id) FROM notify_outbox \
+                   WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY endpoint_id)",
             )
+            .bind(OUTCOME_WAIT_MS)
             .fetch_one(pool)
             .await?
         });
         Ok(at)
+    }
+
+    /// How many rows are neither delivered nor given up.
+    pub async fn pending_notifications(&self) -> Result<i64> {
+        let (n,): (i64,) = on_db!(self.db(), pool => {
+            sqlx::query_as(
+                "SELECT COUNT(*) FROM notify_outbox WHERE delivered_at IS NULL AND given_up_at IS NULL",
+            )
+            .fetch_one(pool)
+            .await?
+        });
+        Ok(n)
     }
 
     /// Takes a due row for one attempt until `until`; false when another

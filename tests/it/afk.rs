@@ -149,6 +149,40 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
     s.after_ticks(2).await;
     let runs = s.get("/api/v1/runs?kind=afk").await.ok();
     assert_eq!(runs.as_array().unwrap().len(), 1);
+    // Told, the claim is done on this node: its state is gone.
+    wait::until("the claim's state forgotten", wait::secs(10), async || {
+        s.scheduler().claims_held() == 0
+    })
+    .await;
+    s.stop().await;
+}
+
+/// Resuming the paused scheduler ticks at once: with the next tick an hour
+/// away, the ready issue's run starts as soon as the scheduler resumes.
+async fn resuming_the_scheduler_ticks_at_once(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, "while :; do sleep 1; done\n");
+    s.patch("/api/v1/settings", json!({"afk": {"tick_seconds": 3600}}))
+        .await
+        .ok();
+    s.post("/api/v1/afk/pause", json!(null)).await.ok();
+    s.add_repo("r").await;
+    s.patch("/api/v1/repos/r", json!({"afk_enabled": true}))
+        .await
+        .ok();
+    let n = issue(&s, "r", "Now").await;
+    s.post("/api/v1/afk/resume", json!(null)).await.ok();
+    let runs = wait::until("the AFK run", wait::secs(20).every_ms(100), async || {
+        let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+        (!runs.as_array().unwrap().is_empty()).then_some(runs)
+    })
+    .await;
+    assert_eq!(runs[0]["issue"]["number"], n, "{runs}");
+    // The tick that started it (counted once it is over).
+    wait::until("the resume's tick", wait::secs(20), async || {
+        s.scheduler().ticks() >= 1
+    })
+    .await;
     s.stop().await;
 }
 
@@ -456,6 +490,7 @@ async fn afk_start_says_why_not(b: Backend) {
 
 on_both!(
     a_resolving_agent_succeeds_with_a_pull_request,
+    resuming_the_scheduler_ticks_at_once,
     a_failing_agent_is_retried_then_recorded_as_failed,
     a_hanging_agent_times_out,
     the_run_token_is_scoped_to_its_run,

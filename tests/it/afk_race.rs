@@ -3,7 +3,6 @@
 //! twice, no cap is exceeded.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use serde_json::json;
 use sqlx::Connection;
@@ -106,7 +105,9 @@ async fn two_nodes_never_take_an_issue_twice_nor_pass_a_cap(pg: Backend) {
         }
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Both schedulers look again (a tick a second): nothing more is taken.
+    a.after_afk_ticks(2).await;
+    b.after_afk_ticks(2).await;
     let claims: Vec<(i64, i64, String, Option<i64>)> =
         sqlx::query_as("SELECT repo_id, issue_number, node, run_id FROM afk_claims")
             .fetch_all(&mut conn)

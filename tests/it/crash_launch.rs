@@ -3,8 +3,6 @@
 //! accounted for (the run failed, the issue told) instead of sitting on a
 //! claim that names no run, to be given to a second run later.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::on_both;
@@ -46,7 +44,15 @@ async fn a_crash_mid_launch_leaves_the_claim_naming_its_run(b: Backend) {
     .await[0]
         .clone();
     assert_eq!(run["state"], "starting", "{run}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The claim names its run (written right after the run, before the
+    // launch's pause): lab dies in the pause.
+    wait_for(
+        &lab,
+        "/api/v1/afk/status",
+        "the claim naming its run",
+        |v| v["recent"][0]["run_id"] == run["id"],
+    )
+    .await;
     lab.kill9();
     let _ = start.await;
 

@@ -193,17 +193,19 @@ async fn events_arrive_in_order_and_a_500_is_tried_again(b: Backend) {
     );
     assert!(!slack[0].headers.contains_key("authorization"));
 
-    // Each event went out once (after its retry), and nothing else.
-    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    // Each event went out once (after its retry), and nothing else: once
+    // nothing is pending and every attempt ended, nothing more goes out.
+    s.outbox_settled().await;
     assert_eq!(rx.got("hook").len(), 3);
     assert_eq!(rx.got("ntfy-topic").len(), 1);
     assert_eq!(rx.got("slack").len(), 1);
     s.stop().await;
 }
 
-/// With nothing to send, the loop reads the outbox once and then skips its
-/// reads (a tick every 50 ms here); a run's end is still sent at once, as
-/// the write to runs that queued it moves the count the loop watches.
+/// With nothing to send, the loop does not read the outbox again while
+/// nothing is written (its shortest gap is 50 ms here; 20 reconcile passes
+/// take 2 s); a run's end is still sent at once, as the write to runs that
+/// queued it wakes the loop.
 async fn an_idle_outbox_is_not_read_at_every_tick(b: Backend) {
     let rx = Receiver::start().await;
     let s = TestServer::start(b).await;
@@ -213,21 +215,14 @@ async fn an_idle_outbox_is_not_read_at_every_tick(b: Backend) {
         json!([{"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ["ended"]}]),
     )
     .await;
-    let loop_counts = |v: Value| {
-        let n = &v["notifications"];
-        (n["reads"].as_u64().unwrap(), n["skipped"].as_u64().unwrap())
-    };
-    let (reads0, skipped0) = loop_counts(s.get("/api/v1/status").await.ok());
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let (reads1, skipped1) = loop_counts(s.get("/api/v1/status").await.ok());
+    let reads = |v: Value| v["notifications"]["reads"].as_u64().unwrap();
+    s.outbox_settled().await;
+    let reads0 = reads(s.get("/api/v1/status").await.ok());
+    s.after_passes(20).await;
+    let reads1 = reads(s.get("/api/v1/status").await.ok());
     assert!(
-        skipped1 - skipped0 >= 10,
-        "ticks skipped in 1.5 s: {}",
-        skipped1 - skipped0
-    );
-    assert!(
-        reads1 - reads0 <= 2,
-        "outbox reads in 1.5 s with nothing written: {}",
+        reads1 - reads0 <= 1,
+        "outbox reads in 20 passes with nothing written: {}",
         reads1 - reads0
     );
     let started = std::time::Instant::now();
@@ -239,6 +234,43 @@ async fn an_idle_outbox_is_not_read_at_every_tick(b: Backend) {
         "sent {:?} after the start",
         started.elapsed()
     );
+    s.stop().await;
+}
+
+/// A failed attempt is tried again when its retry comes due, with nothing
+/// written meanwhile: the row's due time wakes the loop (the backstop is
+/// 10 s; the retries here come after 50 ms, then 100 ms).
+async fn a_retry_is_sent_when_it_comes_due(b: Backend) {
+    let rx = Receiver::start().await;
+    rx.fail_next("hook", 2);
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    notify(
+        &s,
+        json!([{"kind": "webhook", "url": format!("{}/hook", rx.url), "events": ["ended"]}]),
+    )
+    .await;
+    s.start_run("r", "FAKE_EXIT=0").await;
+    rx.wait_for("hook", 1).await;
+    let first = std::time::Instant::now();
+    rx.wait_for("hook", 3).await;
+    // Woken by the backstop instead, they would take 20 s.
+    assert!(
+        first.elapsed() < std::time::Duration::from_secs(9),
+        "two retries took {:?}",
+        first.elapsed()
+    );
+    s.outbox_settled().await;
+    assert_eq!(
+        rx.events("hook"),
+        [
+            ("ended".to_owned(), 500),
+            ("ended".to_owned(), 500),
+            ("ended".to_owned(), 200)
+        ]
+    );
+    let st = s.get("/api/v1/status").await.ok();
+    assert_eq!(st["notifications"]["attempts"], 3, "{st}");
     s.stop().await;
 }
 
@@ -273,7 +305,8 @@ async fn pull_requests_and_failures_are_sent_once_across_a_restart(b: Backend) {
 
     let s = s.restart().await;
     // Passes of the new server see the run waiting still: no new entry.
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    s.after_passes(8).await;
+    s.outbox_settled().await;
     assert_eq!(rx.events("hook").len(), 2, "{:?}", rx.events("hook"));
     let session = format!("={}", run["session"].as_str().unwrap());
     agent::tmux(
@@ -285,7 +318,7 @@ async fn pull_requests_and_failures_are_sent_once_across_a_restart(b: Backend) {
     let got = rx.wait_for("hook", 3).await;
     assert_eq!(got[2].json()["event"], "failed");
     assert_eq!(got[2].json()["state"], "lost");
-    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    s.outbox_settled().await;
     assert_eq!(
         rx.events("hook"),
         [
@@ -444,7 +477,9 @@ async fn two_nodes_send_each_notification_once(b: Backend) {
         runs.push(id(&s1.start_run("r", "FAKE_EXIT=0").await));
     }
     rx.wait_for("hook", 4).await;
-    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    // Nothing pending, and every attempt of either node over.
+    s1.outbox_settled().await;
+    s2.outbox_settled().await;
     let mut sent: Vec<i64> = rx
         .got("hook")
         .iter()
@@ -524,7 +559,13 @@ async fn a_test_goes_to_every_endpoint_and_says_what_each_answered(b: Backend) {
     let shown = shown.text().await.unwrap();
     assert!(shown.contains("received"), "{shown}");
     // Four tests to each: none queued, none sent again.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let st = s.get("/api/v1/status").await.ok();
+    let n = &st["notifications"];
+    assert_eq!(
+        (&n["pending"], &n["attempts"]),
+        (&json!(0), &json!(0)),
+        "{st}"
+    );
     assert_eq!(rx.got("ok").len(), 4);
     assert_eq!(rx.got("broken").len(), 4);
     s.stop().await;
@@ -533,6 +574,7 @@ async fn a_test_goes_to_every_endpoint_and_says_what_each_answered(b: Backend) {
 on_both!(
     a_test_goes_to_every_endpoint_and_says_what_each_answered,
     an_idle_outbox_is_not_read_at_every_tick,
+    a_retry_is_sent_when_it_comes_due,
     events_arrive_in_order_and_a_500_is_tried_again,
     pull_requests_and_failures_are_sent_once_across_a_restart,
     a_wrong_endpoint_is_refused_and_nothing_is_written,

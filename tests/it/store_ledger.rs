@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use lab::domain::Outcome;
-use lab::store::{Claim, ClaimResult, LedgerBy, LedgerCount, Store};
+use lab::store::{Claim, ClaimResult, LedgerBy, LedgerCount, Store, Written};
 
 use crate::on_both;
 use crate::store::{new_repo, open};
@@ -233,15 +233,15 @@ async fn a_stale_listing_cannot_take_a_told_issue_again(b: Backend) {
     assert!(matches!(later, ClaimResult::Claimed(_)), "{later:?}");
 }
 
-/// The AFK scheduler skips its settle reads while the store's claims count
-/// stays where it was when a settle found nothing: every way of writing a
-/// claim must move it, or a new claim would wait ten seconds to be followed.
+/// The AFK loop and the notifier wait for the store to announce a claims
+/// write (`Store::subscribe(Written::Claims)`): every way of writing a claim
+/// must announce it, or a new claim would wait ten seconds to be followed.
 async fn every_claim_write_moves_the_claims_count(b: Backend) {
     let (store, _dir) = open(&b).await;
     let r = store.create_repo(&new_repo("r")).await.unwrap();
-    let mut last = store.claims_generation();
+    let mut last = store.written(Written::Claims);
     let mut moved = |what: &str, store: &Store| {
-        let now = store.claims_generation();
+        let now = store.written(Written::Claims);
         assert!(
             now > last,
             "{what} did not move the claims count ({last} → {now})"
@@ -270,7 +270,7 @@ async fn every_claim_write_moves_the_claims_count(b: Backend) {
     store.active_claims("node-a").await.unwrap();
     store.claims_to_relabel("node-a").await.unwrap();
     assert_eq!(
-        store.claims_generation(),
+        store.written(Written::Claims),
         last,
         "a read moved the claims count"
     );

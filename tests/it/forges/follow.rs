@@ -287,12 +287,27 @@ async fn pending_checks_at_the_time_limit(b: Backend) {
         "{problem}"
     );
     let before = follow_calls(&f).0;
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert_eq!(follow_calls(&f).0, before, "no read while backing off");
     wait::until("reads again", wait::secs(10).every_ms(100), async || {
         follow_calls(&f).0 > before
     })
     .await;
+    // No read while backing off: the first read of the pull request after
+    // the refusal came at least the 4 s it asked for after it.
+    let waited = {
+        let st = f.fake.state.lock().unwrap();
+        let (refused, at) = st.limited.expect("a refusal");
+        let next = (refused + 1..st.log.len())
+            .find(|&i| {
+                let l = &st.log[i];
+                l.starts_with("GET") && l.split('?').next().unwrap().ends_with("/pulls/500")
+            })
+            .expect("a read after the refusal");
+        st.log_at[next] - at
+    };
+    assert!(
+        waited >= std::time::Duration::from_secs(4),
+        "no read while backing off: the next came {waited:?} after the refusal"
+    );
     wait::until("the note gone", wait::secs(5).every_ms(100), async || {
         let st = s.get("/api/v1/afk/status").await.ok();
         st["repos"][0]["problem"].is_null()

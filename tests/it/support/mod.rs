@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod api;
 pub mod browser;
+mod counters;
 pub mod db;
 pub mod forge;
 pub mod git;

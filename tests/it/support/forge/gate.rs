@@ -76,12 +76,14 @@ pub(super) async fn gate(
     {
         let mut s = f.state.lock().unwrap();
         s.log.push(line);
+        s.log_at.push(std::time::Instant::now());
         let limit = if std::mem::take(&mut s.rate_limited) {
             Some(Limit::Primary)
         } else {
             s.limit.take()
         };
         if let Some(l) = limit {
+            s.limited = Some((s.log.len() - 1, std::time::Instant::now()));
             return limit_response(l);
         }
     }

@@ -60,6 +60,11 @@ pub struct State_ {
     pub pulls: Vec<Value>,
     /// Every request: method and path with query.
     pub log: Vec<String>,
+    /// When each request of `log` came.
+    pub log_at: Vec<std::time::Instant>,
+    /// The last `limit` refusal: the index in `log` of the request it
+    /// answered, and when.
+    pub limited: Option<(usize, std::time::Instant)>,
     /// Answer the next request with a primary rate-limit refusal.
     pub rate_limited: bool,
     /// Answer the next request with this refusal.
