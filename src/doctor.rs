@@ -109,7 +109,30 @@ pub async fn diagnose(runner: &Runner, sources: &Sources) -> Vec<Finding> {
     .concat();
     out.extend(providers);
     out.extend(forges);
+    out.extend(repos.iter().filter_map(config_file));
     out
+}
+
+/// A repo whose newest `.lab.toml` lab refused (issue 27): what it uses
+/// instead, and what to fix.
+fn config_file(repo: &Repo) -> Option<Finding> {
+    let error = repo.config.error.as_deref()?;
+    let kept = match &repo.config.commit {
+        Some(c) => format!(
+            "lab uses the last valid version (commit {})",
+            c.chars().take(12).collect::<String>()
+        ),
+        None => "lab uses none (no valid version was ever read)".to_owned(),
+    };
+    Some(finding(
+        &format!("config {}", repo.name),
+        Level::Warn,
+        format!("{error}; {kept}"),
+        Some(format!(
+            "fix .lab.toml on {}'s default branch ({}): it is read again at the next tick",
+            repo.name, repo.default_branch
+        )),
+    ))
 }
 
 /// A forge repo: the account lab acts as, and its token's permissions.

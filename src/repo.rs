@@ -132,6 +132,26 @@ pub struct Budget {
     pub run_timeout_minutes: i64,
 }
 
+impl Budget {
+    /// This budget lowered by what an issue set (never raised: a cap that
+    /// fell below the issue's since stays the lower).
+    pub fn lowered(self, by: &crate::domain::IssueBudget) -> Budget {
+        let min = |a: Option<i64>, b: Option<i64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Budget {
+            max_tokens: min(by.max_tokens, self.max_tokens),
+            max_cost_nano_usd: min(by.max_cost_nano_usd, self.max_cost_nano_usd),
+            run_timeout_minutes: by
+                .run_timeout_minutes
+                .map_or(self.run_timeout_minutes, |m| {
+                    m.min(self.run_timeout_minutes)
+                }),
+        }
+    }
+}
+
 /// A change to a repo, or (applied to nothing) a new repo.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepoPatch {

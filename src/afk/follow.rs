@@ -70,7 +70,7 @@ impl Scheduler {
         settings: &Settings,
         waiting: bool,
     ) -> Verdict {
-        let budget = budget_of(repo, settings);
+        let budget = budget_of(run, repo, settings);
         if let Some(v) = over_time_or_budget(run, &budget) {
             return Some(v);
         }
@@ -84,7 +84,7 @@ impl Scheduler {
         {
             return self.follow_forge(claim, run, repo, settings, number).await;
         }
-        match repo.check_command.as_deref() {
+        match repo.effective_check_command() {
             None => self.without_checks(claim, repo).await,
             Some(command) => {
                 self.with_check(claim, run, repo, command, settings.afk.max_rounds)
@@ -176,7 +176,7 @@ impl Scheduler {
         max_rounds: i64,
     ) -> bool {
         let Some(repo) = repo else { return true };
-        let Some(command) = repo.check_command.as_deref() else {
+        let Some(command) = repo.effective_check_command() else {
             if repo.issues.source == SourceKind::Builtin {
                 self.note_checks(claim, &ChecksState::None).await;
             }
@@ -409,13 +409,20 @@ impl Scheduler {
 }
 
 /// A run's budgets: its repo's override, else the AFK settings'.
-fn budget_of(repo: Option<&Repo>, settings: &Settings) -> Budget {
-    repo.map(|r| r.budget.over(&settings.afk))
+/// A run's budgets: its repo's (else the global ones), lowered by what its
+/// issue set (issue 27).
+fn budget_of(run: &Run, repo: Option<&Repo>, settings: &Settings) -> Budget {
+    let b = repo
+        .map(|r| r.budget.over(&settings.afk))
         .unwrap_or(Budget {
             max_tokens: settings.afk.max_tokens,
             max_cost_nano_usd: settings.afk.max_cost_nano_usd,
             run_timeout_minutes: settings.afk.run_timeout_minutes,
-        })
+        });
+    match &run.issue_budget {
+        Some(i) => b.lowered(i),
+        None => b,
+    }
 }
 
 /// When a live run passes its time limit (ms): the settle that ends it
@@ -423,7 +430,7 @@ fn budget_of(repo: Option<&Repo>, settings: &Settings) -> Budget {
 pub(super) fn time_limit_at(run: &Run, repo: Option<&Repo>, settings: &Settings) -> i64 {
     let started = run.started_at.unwrap_or(run.created_at);
     started.saturating_add(
-        budget_of(repo, settings)
+        budget_of(run, repo, settings)
             .run_timeout_minutes
             .saturating_mul(60_000),
     ) + 1

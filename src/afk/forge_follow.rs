@@ -314,7 +314,7 @@ impl Scheduler {
                 } else {
                     ChecksState::None
                 };
-                if let Some(command) = repo.check_command.as_deref() {
+                if let Some(command) = repo.effective_check_command() {
                     // Beside the forge's checks, the repo's own must pass.
                     return self
                         .with_check(claim, run, repo, command, settings.afk.max_rounds)

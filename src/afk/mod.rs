@@ -12,6 +12,7 @@
 mod admission;
 mod claim_state;
 pub mod cli_hold;
+mod directives;
 mod follow;
 mod forge_feedback;
 mod forge_follow;
@@ -82,6 +83,8 @@ pub struct Scheduler {
     claims: claim_state::Claims,
     /// Limits and admission: what holds launches back.
     holds: holds::Holds,
+    /// What lab said on issues about their directives and repos' files.
+    said: directives::Said,
 }
 
 /// The longest the loop goes without a settle while nothing of this node's
@@ -105,6 +108,7 @@ impl Scheduler {
             ticks: ticks::Ticks::default(),
             claims: claim_state::Claims::default(),
             holds: holds::Holds::default(),
+            said: directives::Said::default(),
         }
     }
 
@@ -208,6 +212,13 @@ impl Scheduler {
         if global_live >= settings.afk.max_concurrent || with_room.is_empty() {
             return report;
         }
+        // Each repo's `.lab.toml` as its default branch has it now: its
+        // label and check command may come from it (issue 27).
+        let mut refreshed = Vec::with_capacity(with_room.len());
+        for (r, room) in with_room {
+            refreshed.push((self.refresh_config(r).await, room));
+        }
+        let with_room = refreshed;
         let (mut admitted, why) =
             admission::admit(settings.afk.memory_per_run_mb, admission::available_mb());
         if why.is_some() {
@@ -309,7 +320,8 @@ impl Scheduler {
             )));
         }
         let settings = store.settings().await?;
-        let mut runs = self.launch_ready(repo, &settings, 1).await?;
+        let repo = self.refresh_config(repo.clone()).await;
+        let mut runs = self.launch_ready(&repo, &settings, 1).await?;
         Ok(runs.remove(0))
     }
 
@@ -322,7 +334,7 @@ impl Scheduler {
         let (listed, blocked) = tokio::try_join!(
             async {
                 source
-                    .list(Some(&repo.afk_label), Some(IssueState::Open))
+                    .list(Some(repo.effective_label()), Some(IssueState::Open))
                     .await
                     .map_err(StartError::from)
             },
@@ -336,7 +348,9 @@ impl Scheduler {
         let blocked: std::collections::HashSet<i64> = blocked.into_iter().collect();
         let mut issues: Vec<Issue> = listed
             .into_iter()
-            .filter(|i| !blocked.contains(&i.number) && i.labels.contains(&repo.afk_label))
+            .filter(|i| {
+                !blocked.contains(&i.number) && i.labels.iter().any(|l| l == repo.effective_label())
+            })
             .collect();
         issues.sort_by_key(|i| i.number);
         Ok(issues)
@@ -366,10 +380,20 @@ impl Scheduler {
         max: usize,
     ) -> Result<Vec<Run>, StartError> {
         let store = &self.runner.store();
+        let source = self.sources.of(repo);
         let mut started = Vec::new();
         for issue in issues {
             if started.len() >= max {
                 break;
+            }
+            // Directives that are wrong hold the issue back (lab says so on
+            // it, once); ignored ones are said too.
+            if self
+                .directives_for(repo, settings, source.as_ref(), &issue)
+                .await
+                .is_none()
+            {
+                continue;
             }
             let claim = match store
                 .claim_issue(
@@ -400,18 +424,46 @@ impl Scheduler {
                     )));
                 }
             };
-            started.push(self.launch(repo, &issue, claim.id).await?);
+            // Claimed, the directives are fixed (the built-in tracker
+            // refuses a change now): read them again, as the run gets them.
+            let issue = match source.issue(issue.number).await {
+                Ok(i) => i,
+                Err(e) => {
+                    store.release_claim(claim.id).await?;
+                    return Err(e.into());
+                }
+            };
+            let Some(directives) = self
+                .directives_for(repo, settings, source.as_ref(), &issue)
+                .await
+            else {
+                store.release_claim(claim.id).await?;
+                continue;
+            };
+            self.say_config_error(repo, source.as_ref(), issue.number)
+                .await;
+            started.push(
+                self.launch(repo, settings, &issue, directives.layer(), claim.id)
+                    .await?,
+            );
         }
         if !started.is_empty() {
             return Ok(started);
         }
         Err(StartError::NoReadyIssue {
             repo: repo.name.clone(),
-            label: repo.afk_label.clone(),
+            label: repo.effective_label().to_owned(),
         })
     }
 
-    async fn launch(&self, repo: &Repo, issue: &Issue, claim: i64) -> Result<Run, StartError> {
+    async fn launch(
+        &self,
+        repo: &Repo,
+        settings: &Settings,
+        issue: &Issue,
+        layer: Option<&crate::resolve::IssueLayer>,
+        claim: i64,
+    ) -> Result<Run, StartError> {
         let store = &self.runner.store();
         let global = match store.repo_with_global(&RepoKey::Id(repo.id)).await {
             Ok((_, g)) => g,
@@ -420,6 +472,8 @@ impl Scheduler {
                 return Err(e.into());
             }
         };
+        let knobs =
+            crate::resolve::run_knobs(crate::resolve::KnobContext { repo, settings }, layer);
         let launched = self
             .runner
             .launch(LaunchRequest {
@@ -428,10 +482,12 @@ impl Scheduler {
                 kind: RunKind::Afk,
                 model: None,
                 effort: None,
-                prompt: prompt::render(issue),
+                prompt: prompt::with_directives(prompt::render(issue), &knobs),
                 prompt_names_branch: true,
                 env: [("LAB_ISSUE".to_owned(), issue.number.to_string())].into(),
                 afk_claim: Some(claim),
+                issue_layer: layer.cloned(),
+                knobs,
                 issue: Some(RunIssue {
                     number: issue.number,
                     title: issue.title.clone(),

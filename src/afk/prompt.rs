@@ -31,6 +31,15 @@ pub fn render(issue: &Issue) -> String {
     )
 }
 
+/// The first message with the knobs' work fragments after it, as one block
+/// (issue 27); unchanged, byte for byte, when every knob is at its default.
+pub fn with_directives(prompt: String, knobs: &[crate::knob::Resolved]) -> String {
+    match crate::knob::prompt_block(crate::knob::Phase::Work, knobs) {
+        Some(block) => format!("{prompt}\n\n{block}"),
+        None => prompt,
+    }
+}
+
 /// Why a pull request needs another round.
 pub struct Round<'a> {
     /// The head the checks and reviews are about.

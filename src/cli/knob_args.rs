@@ -15,17 +15,22 @@ pub fn knob_arg(s: &str) -> Result<(String, serde_json::Value), String> {
 }
 
 /// Knobs as one line: `changeScope=surgical, writes=["src/**"]`.
-pub fn knobs_line(k: &serde_json::Map<String, serde_json::Value>) -> String {
-    if k.is_empty() {
-        return "none".to_owned();
-    }
-    k.iter()
-        .map(|(k, v)| match v {
+pub fn knobs_line<'a, V: serde::Serialize + 'a>(
+    k: impl IntoIterator<Item = (&'a String, &'a V)>,
+) -> String {
+    let line = k
+        .into_iter()
+        .map(|(k, v)| match serde_json::to_value(v).unwrap_or_default() {
             serde_json::Value::String(s) => format!("{k}={s}"),
             other => format!("{k}={other}"),
         })
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if line.is_empty() {
+        "none".to_owned()
+    } else {
+        line
+    }
 }
 
 /// The knobs `set` makes of `current` (`KEY=` takes one off), as the

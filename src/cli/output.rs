@@ -211,9 +211,29 @@ pub fn repo(r: &RepoBody, as_json: bool) {
         ),
     }
     println!(
+        "  knobs:           {}",
+        super::knob_args::knobs_line(&r.knobs)
+    );
+    if !r.allowed_models.is_empty() {
+        println!("  issues may ask for: {}", r.allowed_models.join(", "));
+    }
+    if let Some(c) = &r.config_file {
+        let at = c.commit.as_deref().map(short_sha).unwrap_or("-");
+        match &c.error {
+            None => println!("  .lab.toml:       read at {at}"),
+            Some(e) => println!(
+                "  .lab.toml:       the newest is refused ({e}); lab keeps the one at {at}"
+            ),
+        }
+    }
+    println!(
         "  ('-' inherits; `labctl resolve {}` shows what runs get)",
         r.name
     );
+}
+
+fn short_sha(s: &str) -> &str {
+    s.get(..12).unwrap_or(s)
 }
 
 pub fn settings(v: &SettingsBody, as_json: bool) {

@@ -116,6 +116,11 @@ fn run(full: bool) -> RunBody {
         }),
         attempt: 2,
         round: 1,
+        knobs: vec![crate::http::knobs::SourcedKnobBody {
+            key: "changeScope".into(),
+            value: crate::knob::Value::Text("surgical".into()),
+            source: crate::knob::Source::Issue,
+        }],
         outcome: full.then_some(Outcome::PrGreen),
     }
 }

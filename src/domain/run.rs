@@ -183,6 +183,29 @@ pub struct Run {
     pub round: i64,
     /// How it ended for its issue (AFK runs, once settled).
     pub outcome: Option<super::Outcome>,
+    /// The knobs it runs with, each with where its value came from (AFK
+    /// runs; none for a manual run).
+    pub knobs: Vec<crate::knob::Resolved>,
+    /// The budgets its issue lowered (AFK runs), when it did.
+    pub issue_budget: Option<IssueBudget>,
+}
+
+/// The budgets an AFK run's issue lowered (issue 27): each at most what its
+/// repo allows, checked when the issue was claimed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IssueBudget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_nano_usd: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_timeout_minutes: Option<i64>,
+}
+
+impl IssueBudget {
+    pub fn is_empty(&self) -> bool {
+        *self == IssueBudget::default()
+    }
 }
 
 impl Run {

@@ -83,7 +83,7 @@ pub struct NewIssueBody {
     /// The issue's directives (built-in tracker only; on a forge they are a
     /// ```` ```lab ```` block in the body).
     #[serde(default)]
-    #[schema(schema_with = schema::issue_knobs)]
+    #[schema(schema_with = schema::new_issue_knobs)]
     pub knobs: Option<serde_json::Map<String, serde_json::Value>>,
 }
 

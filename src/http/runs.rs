@@ -89,6 +89,11 @@ pub struct RunBody {
     pub round: i64,
     /// How the run ended for its issue (AFK runs, once settled).
     pub outcome: Option<Outcome>,
+    /// The knobs an AFK run works with, each with where its value came from
+    /// (`issue`, `repo`, `repo file`, `settings`, `default`); `[]` for a
+    /// manual run.
+    #[serde(default)]
+    pub knobs: Vec<crate::http::knobs::SourcedKnobBody>,
 }
 
 /// The issue a run works on, as it was when the run started.
@@ -150,6 +155,7 @@ impl RunBody {
             model: r.model,
             effort: r.effort,
             options: r.options,
+            knobs: r.knobs.into_iter().map(Into::into).collect(),
             prompt: r.prompt,
             state: r.state,
             state_reason: r.state_reason,

@@ -139,33 +139,38 @@ pub async fn of(
     cx: crate::resolve::KnobContext<'_>,
 ) -> super::Result<Directives> {
     use crate::knob::Input;
-    let input = match source.kind() {
-        crate::repo::issue_source::SourceKind::Builtin => Input::Json(issue.knobs.clone()),
-        _ => match fenced(&issue.body) {
-            Ok(lines) => Input::Text(lines),
-            Err(why) => {
-                return Ok(Directives::Invalid(
-                    crate::validate::FieldError::new("lab", why).into(),
-                ));
-            }
-        },
+    // A forge block, broken or not, is the author's word: whether they may
+    // direct the run is asked first, so a stranger's broken block is
+    // ignored like any other of theirs, and holds nothing back.
+    let read = match source.kind() {
+        crate::repo::issue_source::SourceKind::Builtin => Ok(Input::Json(issue.knobs.clone())),
+        _ => fenced(&issue.body).map(Input::Text),
     };
-    let empty = match &input {
-        Input::Json(m) => m.is_empty(),
-        Input::Text(t) => t.is_empty(),
+    let empty = match &read {
+        Ok(Input::Json(m)) => m.is_empty(),
+        Ok(Input::Text(t)) => t.is_empty(),
+        Err(_) => false,
     };
     if empty {
         return Ok(Directives::None);
     }
-    let field = match input {
-        Input::Json(_) => "knobs",
-        Input::Text(_) => "lab",
-    };
     if !source.may_direct(issue).await? {
         return Ok(Directives::Ignored {
             author: issue.author.clone().unwrap_or_else(|| "unknown".to_owned()),
         });
     }
+    let input = match read {
+        Ok(input) => input,
+        Err(why) => {
+            return Ok(Directives::Invalid(
+                crate::validate::FieldError::new("lab", why).into(),
+            ));
+        }
+    };
+    let field = match input {
+        Input::Json(_) => "knobs",
+        Input::Text(_) => "lab",
+    };
     Ok(match crate::resolve::IssueLayer::parse(field, &input, cx) {
         Ok(l) => Directives::Honoured(l),
         Err(e) => Directives::Invalid(e),

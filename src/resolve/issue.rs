@@ -11,8 +11,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::Resolved;
 use crate::domain::{Layer, Sourced};
 use crate::knob::{self, Input, Knob};
@@ -31,37 +29,7 @@ pub const ISSUE_KEYS: &[&str] = &[
     "run_timeout_minutes",
 ];
 
-/// The budgets an issue lowered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IssueBudget {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost_nano_usd: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_timeout_minutes: Option<i64>,
-}
-
-impl IssueBudget {
-    pub fn is_empty(&self) -> bool {
-        *self == IssueBudget::default()
-    }
-
-    /// `b` lowered by what the issue set.
-    pub fn lower(&self, b: crate::repo::Budget) -> crate::repo::Budget {
-        let min = |a: Option<i64>, b: Option<i64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        crate::repo::Budget {
-            max_tokens: min(self.max_tokens, b.max_tokens),
-            max_cost_nano_usd: min(self.max_cost_nano_usd, b.max_cost_nano_usd),
-            run_timeout_minutes: self
-                .run_timeout_minutes
-                .map_or(b.run_timeout_minutes, |m| m.min(b.run_timeout_minutes)),
-        }
-    }
-}
+pub use crate::domain::IssueBudget;
 
 /// An issue's directives, checked against its repo.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -449,7 +417,7 @@ pub struct SourcedBudget {
 pub fn budget(cx: KnobContext<'_>, issue: Option<&IssueBudget>) -> SourcedBudget {
     use knob::Source;
     let i = issue.copied().unwrap_or_default();
-    let b = i.lower(cx.budget());
+    let b = cx.budget().lowered(&i);
     let src = |own: Option<i64>, lowered: Option<i64>, repo: Option<i64>| match own {
         Some(o) if Some(o) == lowered => Source::Issue,
         _ if repo.is_some() => Source::Repo,

@@ -245,6 +245,8 @@ pub(super) mod tests {
             attempt: 1,
             round: 1,
             outcome: None,
+            knobs: Vec::new(),
+            issue_budget: None,
             agent: agent.map(|(state, by)| AgentStatus {
                 state,
                 reason: None,

@@ -96,6 +96,12 @@ pub struct LaunchRequest {
     pub afk_claim: Option<i64>,
     /// The issue the run works on, when it has one.
     pub issue: Option<RunIssue>,
+    /// An AFK run's issue's directives (issue 27), checked against the repo
+    /// when the issue was claimed: its model, effort and options sit above
+    /// the repo's AFK layering.
+    pub issue_layer: Option<crate::resolve::IssueLayer>,
+    /// The knobs an AFK run works with, with their sources.
+    pub knobs: Vec<crate::knob::Resolved>,
 }
 
 /// A launch's marks for reconcile: counted in `pending` until its run is
@@ -222,13 +228,16 @@ impl Runner {
     ) -> Result<(Run, LaunchTimings), LaunchError> {
         let began = std::time::Instant::now();
         let mut timings = LaunchTimings::default();
-        let resolved = resolve::resolve_request(
-            &req.repo,
-            &req.global,
-            req.kind,
-            req.model.as_deref(),
-            req.effort.as_deref(),
-        )?;
+        let resolved = match req.kind {
+            RunKind::Afk => resolve::resolve_afk(&req.repo, &req.global, req.issue_layer.as_ref())?,
+            RunKind::Manual => resolve::resolve_request(
+                &req.repo,
+                &req.global,
+                req.kind,
+                req.model.as_deref(),
+                req.effort.as_deref(),
+            )?,
+        };
         let prompt = validate::prompt("prompt", &req.prompt).map_err(Invalid::from)?;
         let p = resolved.provider.provider();
         let program = self.binary_for(resolved.provider)?;
@@ -255,6 +264,8 @@ impl Runner {
                     limits,
                     cli_session_id: cli_session.as_deref(),
                     issue: req.issue.as_ref(),
+                    knobs: &req.knobs,
+                    issue_budget: req.issue_layer.as_ref().map(|l| &l.budget),
                 },
                 |id| RunPlaces {
                     session: session_name(&req.repo.name, id),

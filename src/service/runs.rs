@@ -57,6 +57,8 @@ pub async fn start_manual(
         env: BTreeMap::new(),
         afk_claim: None,
         issue: None,
+        issue_layer: None,
+        knobs: Vec::new(),
     };
     // A task of its own: a client that hangs up mid-launch still gets its
     // run started and recorded, not half of one.

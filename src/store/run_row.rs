@@ -11,7 +11,7 @@ pub(super) const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model,
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
      exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause, \
      agent_state, agent_reason, agent_since, agent_by, cli_session_id, issue_number, issue_title, issue_url, \
-     memory_max_mb, pids_max";
+     memory_max_mb, pids_max, knobs, issue_budget";
 
 /// A run's usage, for reads of runs joined with `run_usage` ([`USAGE_JOIN`]).
 /// Also the run's AFK claim's attempt, rounds and outcome (a derived table,
@@ -64,6 +64,8 @@ pub(super) struct RunRow {
     issue_url: Option<String>,
     memory_max_mb: Option<i64>,
     pids_max: Option<i64>,
+    knobs: String,
+    issue_budget: Option<String>,
     #[sqlx(flatten)]
     usage: UsageColumns,
 }
@@ -145,7 +147,16 @@ impl TryFrom<RunRow> for Run {
             }),
             _ => None,
         };
+        let knobs = serde_json::from_str(&r.knobs).map_err(|e| corrupt("knobs", e.to_string()))?;
+        let issue_budget = r
+            .issue_budget
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| corrupt("issue budget", e.to_string()))?;
         Ok(Run {
+            knobs,
+            issue_budget,
             usage: r.usage.usage(),
             issue,
             attempt: r.usage.claim_attempt.unwrap_or(1),

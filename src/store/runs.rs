@@ -29,6 +29,10 @@ pub struct NewRun<'a> {
     pub cli_session_id: Option<&'a str>,
     /// The issue it works on, when it has one.
     pub issue: Option<&'a RunIssue>,
+    /// The knobs it runs with (AFK runs), with their sources.
+    pub knobs: &'a [crate::knob::Resolved],
+    /// The budgets its issue lowered, when it did.
+    pub issue_budget: Option<&'a crate::domain::IssueBudget>,
 }
 
 /// Where a run lives, derived from its id once the id is known.
@@ -74,6 +78,11 @@ impl Store {
         let _counted = self.writing(Written::Runs);
         let now = now_ms();
         let options = serde_json::to_string(&new.resolved.options).unwrap_or_else(|_| "{}".into());
+        let knobs = serde_json::to_string(new.knobs).unwrap_or_else(|_| "[]".into());
+        let issue_budget = new
+            .issue_budget
+            .filter(|b| !b.is_empty())
+            .map(|b| serde_json::to_string(b).unwrap_or_else(|_| "{}".into()));
         let update = format!(
             "UPDATE runs SET session = $1, workspace = $2, branch = $3, log_path = $4 WHERE id = $5 RETURNING {COLUMNS}"
         );
@@ -84,8 +93,9 @@ impl Store {
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO runs (kind, repo_id, repo_name, provider, model, model_source, effort, effort_source, \
                  options, prompt, state, node, session, token_hash, created_at, sandboxed, cli_session_id, \
-                 issue_number, issue_title, issue_url, memory_max_mb, pids_max) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14, $15, $16, $17, $18, $19, $20) \
+                 issue_number, issue_title, issue_url, memory_max_mb, pids_max, knobs, issue_budget) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'starting', $11, '', $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+                 $21, $22) \
                  RETURNING id",
             )
             .bind(new.kind.as_str())
@@ -108,6 +118,8 @@ impl Store {
             .bind(new.issue.and_then(|i| i.url.as_deref()))
             .bind(new.limits.memory_max_mb)
             .bind(new.limits.pids_max)
+            .bind(&knobs)
+            .bind(&issue_budget)
             .fetch_one(pool)
             .await?;
             let p = places(id);

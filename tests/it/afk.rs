@@ -406,6 +406,16 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
         (Method::POST, format!("/api/v1/runs/{id}/stop"), 403),
         (Method::POST, format!("/api/v1/runs/{}/pull", id + 1), 403),
         (Method::GET, "/api/v1/afk/status".to_owned(), 403),
+        // An agent may not set directives, its own issue's or another's
+        // (one run's word never reaches another run), nor read the knobs.
+        (Method::PATCH, format!("/api/v1/repos/r/issues/{n}"), 403),
+        (
+            Method::PATCH,
+            format!("/api/v1/repos/r/issues/{}", n + 1),
+            403,
+        ),
+        (Method::PATCH, "/api/v1/repos/r".to_owned(), 403),
+        (Method::GET, "/api/v1/knobs".to_owned(), 403),
     ] {
         let r = as_run
             .send(as_run.req(m.clone(), &path).json(&json!({})))

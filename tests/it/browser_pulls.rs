@@ -206,13 +206,21 @@ async fn an_afk_runs_pull_request_is_merged_from_its_page(b: Backend) {
     let head = git(&repo, &["rev-parse", &branch]);
 
     // The issue page shows the run and its outcome.
-    br.go(&format!("/repos/r/issues/{n}")).await;
-    let runs = br.driver.find(By::Id("issue-runs")).await.unwrap();
-    let text = runs.text().await.unwrap();
-    assert!(
-        text.contains(&format!("run {}", c["run_id"])) && text.contains("pr-green"),
-        "{text}"
-    );
+    // (Loaded again until it does: the outcome above is read from the API,
+    // and the page is a fresh request that may land a moment before the
+    // claim's told state it shows.)
+    let want = format!("run {}", c["run_id"]);
+    wait::until("the issue page's runs", wait::secs(10), async || {
+        br.go(&format!("/repos/r/issues/{n}")).await;
+        let text = match br.driver.find(By::Id("issue-runs")).await {
+            Ok(runs) => runs.text().await.unwrap_or_default(),
+            Err(_) => br.text().await,
+        };
+        (text.contains(&want) && text.contains("pr-green"))
+            .then_some(())
+            .ok_or(text)
+    })
+    .await;
     br.shot("walk_2_issue_with_run").await;
 
     // The pull request page shows the diff and links the issue.

@@ -63,6 +63,8 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
             env: BTreeMap::new(),
             afk_claim: None,
             issue: None,
+            issue_layer: None,
+            knobs: Vec::new(),
         })
         .await
         .unwrap();

@@ -307,6 +307,8 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
         env: Default::default(),
         afk_claim: None,
         issue: None,
+        issue_layer: None,
+        knobs: Vec::new(),
     }));
     let recorded = wait::until(
         "the run recorded",

@@ -108,9 +108,11 @@ fn registered() -> ObjectBuilder {
 /// `knobs` of a settings or repo change: the whole set, replaced.
 pub fn knobs_patch() -> ObjectBuilder {
     registered()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
         .additional_properties(Some(AdditionalProperties::FreeForm(false)))
         .description(Some(
-            "The knobs set here, replacing the ones set before (`{}` clears them all; `\"\"` or \
+            "The knobs set here, replacing the ones set before (`{}` or `null` clears them all; \
+             absent keeps them; a key's `\"\"` or \
              `null` leaves one unset, so it inherits). Keys and values: `GET /knobs`.",
         ))
 }
@@ -155,6 +157,11 @@ pub fn issue_knobs() -> ObjectBuilder {
              registered knobs (`GET /knobs`), and `model`, `effort`, the repo's provider's \
              options and the budgets, which may only narrow what the repo allows.",
         ))
+}
+
+/// `knobs` of a new built-in issue: as [`issue_knobs`], or `null` for none.
+pub fn new_issue_knobs() -> ObjectBuilder {
+    issue_knobs().schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
 }
 
 /// Knobs as lab shows them: checked values by key.

@@ -170,7 +170,7 @@ fn budgets_only_lower() {
         max_cost_nano_usd: Some(200),
         run_timeout_minutes: Some(10),
     };
-    let l = i.lower(b);
+    let l = b.lowered(&i);
     assert_eq!(l.max_tokens, Some(5));
     assert_eq!(
         l.max_cost_nano_usd,

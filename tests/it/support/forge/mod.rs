@@ -109,6 +109,9 @@ pub struct State_ {
     /// The head each pull request showed last, and the reads it still
     /// shows it for.
     pub shown_head: std::collections::HashMap<i64, (String, usize)>,
+    /// Gitea: the logins whose collaborator permission is `write` (the
+    /// others': `read`).
+    pub writers: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -185,6 +188,10 @@ impl FakeForge {
             .route("/api/v1/orgs/{org}/labels", get(list_org_labels))
             .route(repo, get(follow::get_repo))
             .route(&format!("{root}/user"), get(follow::get_user))
+            .route(
+                &format!("{repo}/collaborators/{{user}}/permission"),
+                get(collaborator_permission),
+            )
             .route(&format!("{repo}/actions/runs"), get(follow::workflow_runs))
             .route(
                 &format!("{repo}/pulls/{{n}}/reviews/{{id}}/comments"),
@@ -241,6 +248,18 @@ impl FakeForge {
         );
         s.issues.push(i);
         number
+    }
+
+    /// Sets an issue's body and author: Gitea's `user`, and GitHub's
+    /// `author_association` too.
+    pub fn set_issue(&self, number: i64, body: &str, author: &str, association: &str) {
+        let mut s = self.fake.state.lock().unwrap();
+        let i = &mut s.issues[(number - 1) as usize];
+        i["body"] = json!(body);
+        i["user"] = user(author, 20 + number);
+        if self.fake.flavor == Flavor::Github {
+            i["author_association"] = json!(association);
+        }
     }
 
     /// Adds an organisation label (Gitea), not among the repo's.

@@ -408,3 +408,18 @@ pub(super) async fn create_pull(State(f): State<Fake>, Json(b): Json<Value>) -> 
     s.pulls.push(p.clone());
     (StatusCode::CREATED, Json(p)).into_response()
 }
+
+/// Gitea's `GET /repos/{owner}/{repo}/collaborators/{user}/permission`.
+pub async fn collaborator_permission(State(f): State<Fake>, Path(login): Path<String>) -> Response {
+    if f.flavor != Flavor::Gitea {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let s = f.state.lock().unwrap();
+    let permission = if s.writers.contains(&login) {
+        "write"
+    } else {
+        "read"
+    };
+    Json(json!({"permission": permission, "role_name": permission, "user": user(&login, 30)}))
+        .into_response()
+}
