@@ -60,7 +60,7 @@ pub fn check(knob: &dyn Knob, field: &str, raw: &serde_json::Value) -> Result<Va
             let mut list = Vec::new();
             for i in items {
                 match i.as_str() {
-                    Some(s) => list.push(s.trim().to_owned()),
+                    Some(s) => list.push(s.to_owned()),
                     None => return Err(wrong("a list of globs (strings)", None)),
                 }
             }
@@ -190,17 +190,19 @@ pub fn parse(field: &str, input: &super::Input) -> Result<super::Set, crate::val
     let mut set = super::Set::new();
     let mut one = |key: &str, value: Result<&serde_json::Value, &str>| {
         let blank = match value {
-            Ok(raw) => raw.is_null() || raw.as_str().is_some_and(|s| s.trim().is_empty()),
+            // JSON as its schema says: exactly `""` or `null`.
+            Ok(raw) => raw.is_null() || raw.as_str() == Some(""),
             Err(text) => text.trim().is_empty(),
         };
-        if blank {
-            return;
-        }
         let at = format!("{field}.{key}");
+        // An unknown key is wrong even when it says nothing.
         let Some(knob) = super::get(key) else {
             errs.push(unknown(&at, key));
             return;
         };
+        if blank {
+            return;
+        }
         let checked = match value {
             Ok(raw) => check(knob, &at, raw),
             Err(text) => check_text(knob, &at, text),

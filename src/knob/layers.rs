@@ -95,7 +95,18 @@ pub fn resolve(layers: Layers<'_>) -> Vec<Resolved> {
 /// in registry order; `None` when none has anything to say (every knob at
 /// its default), so the prompt stays what it was without knobs.
 pub fn prompt_block(phase: Phase, resolved: &[Resolved]) -> Option<String> {
-    let parts: Vec<String> = all()
+    block_of(all(), phase, resolved)
+}
+
+/// [`prompt_block`] over these knobs. A free-text value reaches its knob's
+/// fragment only fenced as data ([`super::untrusted`]): a knob cannot put
+/// what someone typed into a prompt raw, whatever its fragment does.
+pub(super) fn block_of(
+    knobs: &[&dyn super::Knob],
+    phase: Phase,
+    resolved: &[Resolved],
+) -> Option<String> {
+    let parts: Vec<String> = knobs
         .iter()
         .filter(|k| k.phases().contains(&phase))
         .filter_map(|k| {
@@ -103,7 +114,13 @@ pub fn prompt_block(phase: Phase, resolved: &[Resolved]) -> Option<String> {
             if r.value == k.default() {
                 return None;
             }
-            k.fragment(phase, &r.value)
+            match (k.ty(), &r.value) {
+                (super::Type::Text, Value::Text(t)) => {
+                    k.fragment(phase, &Value::Text(super::untrusted(k.key(), t)))
+                }
+                (super::Type::Text, _) => None,
+                _ => k.fragment(phase, &r.value),
+            }
         })
         .collect();
     if parts.is_empty() {

@@ -98,7 +98,11 @@ impl IssueLayer {
         };
         let budget = cx.budget();
         for (key, value) in entries {
-            if value.is_blank() {
+            let known = knob::get(&key).is_some()
+                || ISSUE_KEYS.contains(&key.as_str())
+                || p.option_spec(&key).is_some();
+            // An unknown key is wrong even when it says nothing.
+            if known && value.is_blank() {
                 continue;
             }
             let at = format!("{field}.{key}");
@@ -301,7 +305,8 @@ enum Entry {
 impl Entry {
     fn is_blank(&self) -> bool {
         match self {
-            Entry::Json(v) => v.is_null() || v.as_str().is_some_and(|s| s.trim().is_empty()),
+            // JSON as its schema says: exactly `""` or `null`.
+            Entry::Json(v) => v.is_null() || v.as_str() == Some(""),
             Entry::Text(t) => t.trim().is_empty(),
         }
     }

@@ -391,6 +391,8 @@ async fn show(
     }];
     // As the run was started: its provider may have left the catalog since.
     config.extend(sourced_rows(&run.model, &run.effort, &run.options));
+    // An AFK run's knobs, each with where it came from (issue 27).
+    config.extend(super::repos_page::knob_rows(&run.knobs));
     let disk = match run.workspace.as_deref() {
         Some(ws) if run.workspace_removed_at.is_none() => {
             app.runner.disk().of(run.id, std::path::Path::new(ws)).await

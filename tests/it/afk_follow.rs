@@ -21,7 +21,7 @@ commit() {
 
 /// Works, opens its pull request, ends its turn; then, told of a failing
 /// check, fixes it (`FIXED`), commits and ends its turn again.
-fn two_rounds(fix: bool) -> String {
+pub(crate) fn two_rounds(fix: bool) -> String {
     format!(
         "{STOP}\ncommit work\nlabctl pr create --title 'Do it' --body 'Resolves' || exit 7\nstop\n\
          read line\nprintf '%s\\n' \"$line\" > \"$FAKE_REC/../round2.txt\"\n\
@@ -229,8 +229,9 @@ async fn rounds_stop_at_the_limit(b: Backend) {
 }
 
 /// A run past its token budget is stopped: `over-budget`, not retried.
-async fn a_token_budget_stops_a_run(b: Backend) {
-    let s = TestServer::start(b).await;
+/// An agent whose transcript says it used 3000 tokens (1000 in, 2000 out),
+/// and then waits.
+pub(crate) fn spends_3000_tokens(s: &TestServer) {
     let lines = s.tmp().join("transcript.jsonl");
     std::fs::write(
         &lines,
@@ -242,7 +243,7 @@ async fn a_token_budget_stops_a_run(b: Backend) {
     )
     .unwrap();
     behave(
-        &s,
+        s,
         &format!(
             "d=\"$HOME/.claude/projects/$(pwd | sed 's/[^a-zA-Z0-9]/-/g')\"\n\
              mkdir -p \"$d\" && cp {} \"$d/$FAKE_SESSION_ID.jsonl\"\n\
@@ -250,6 +251,11 @@ async fn a_token_budget_stops_a_run(b: Backend) {
             lines.display()
         ),
     );
+}
+
+async fn a_token_budget_stops_a_run(b: Backend) {
+    let s = TestServer::start(b).await;
+    spends_3000_tokens(&s);
     afk_repo(&s, "r").await;
     s.patch("/api/v1/settings", json!({"afk": {"max_tokens": 100_000}}))
         .await

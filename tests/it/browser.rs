@@ -246,7 +246,8 @@ async fn a_manual_run_streams_its_output_live(b: Backend) {
     br.fill("prompt", "FAKE_TICK_MS=150").await;
     br.submit("Start").await;
     // The form redirects to the new run's page.
-    let id = wait::until("a redirect to the run's page", wait::secs(5), async || {
+    // The launch (worktree, sandbox, session) answers before the redirect.
+    let id = wait::until("a redirect to the run's page", wait::secs(30), async || {
         let url = br.driver.current_url().await.unwrap();
         url.path().strip_prefix("/runs/")?.parse::<i64>().ok()
     })

@@ -22,6 +22,8 @@ on_both!(
     a_repo_file_sets_the_repo_layer_and_a_refused_one_keeps_the_last,
     gitea_directives_are_honoured_only_from_writers,
     github_directives_are_honoured_only_from_writers,
+    a_repo_file_s_check_command_checks_the_pull_request,
+    an_issue_s_lower_budget_stops_its_run,
 );
 
 on_both!(
@@ -60,6 +62,13 @@ async fn the_registry_lists_every_knob_with_its_contract_fields(b: Backend) {
     );
 }
 
+/// A `PATCH` answered 400 with an error that says `says`.
+async fn refused(app: &App, path: &str, body: Value, says: &str) {
+    let a = app.api(Method::PATCH, path, Some(body.clone())).await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{body}: {}", a.body);
+    assert!(a.body.to_string().contains(says), "{body}: {}", a.body);
+}
+
 async fn settings_and_repo_knobs_are_replaced_whole_and_checked(b: Backend) {
     let app = App::new(&b).await;
     let a = app
@@ -94,6 +103,29 @@ async fn settings_and_repo_knobs_are_replaced_whole_and_checked(b: Backend) {
     let s = app.api(Method::GET, "/settings", None).await.body;
     assert_eq!(s["afk"]["max_rounds"], 3, "a refused change writes nothing");
     assert_eq!(s["knobs"]["changeScope"], "surgical");
+    // What the schema refuses, the server refuses: an unknown key even when
+    // it says nothing, a blank that is not exactly "", a glob with blanks.
+    for (knobs, says) in [
+        (json!({"scope": null}), "knobs.scope"),
+        (json!({"changeScope": "  "}), "knobs.changeScope"),
+        (json!({"writes": [" src/**"]}), "knobs.writes"),
+    ] {
+        refused(&app, "/settings", json!({"knobs": knobs}), says).await;
+    }
+    // A choice in any case, blanks around it trimmed (the schema's pattern).
+    let a = app
+        .api(
+            Method::PATCH,
+            "/settings",
+            Some(json!({"knobs": {"changeScope": " Surgical\t"}})),
+        )
+        .await;
+    assert_eq!(
+        a.body["knobs"],
+        json!({"changeScope": "surgical"}),
+        "{}",
+        a.body
+    );
     // Replace-set: what is not sent goes; `{}` clears.
     let a = app
         .api(
@@ -196,15 +228,13 @@ async fn an_issue_s_knobs_narrow_its_repo_and_are_fixed_once_claimed(b: Backend)
         (json!({"writes": []}), "unrestricted"),
         (json!({"sandbox": "read-only"}), "unknown key 'sandbox'"),
     ] {
-        let a = app
-            .api(
-                Method::PATCH,
-                &format!("/repos/r/issues/{n}"),
-                Some(json!({"knobs": knobs})),
-            )
-            .await;
-        assert_eq!(a.status, StatusCode::BAD_REQUEST, "{knobs}: {}", a.body);
-        assert!(a.body.to_string().contains(says), "{knobs}: {}", a.body);
+        refused(
+            &app,
+            &format!("/repos/r/issues/{n}"),
+            json!({"knobs": knobs}),
+            says,
+        )
+        .await;
     }
     let a = app
         .api(
@@ -234,6 +264,21 @@ async fn an_issue_s_knobs_narrow_its_repo_and_are_fixed_once_claimed(b: Backend)
         .await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(a.body["knobs"], json!({"effort": "low"}));
+    // `{}` clears, and the issue takes the repo's values again.
+    for (knobs, now) in [
+        (json!({}), json!({})),
+        (json!({"effort": "low"}), json!({"effort": "low"})),
+    ] {
+        let a = app
+            .api(
+                Method::PATCH,
+                &format!("/repos/r/issues/{n}"),
+                Some(json!({"knobs": knobs})),
+            )
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        assert_eq!(a.body["knobs"], now);
+    }
     // Claimed: fixed.
     app.edit_by_hand(
         "INSERT INTO afk_claims (repo_id, repo_name, issue_number, node, claimed_at) \
@@ -662,7 +707,7 @@ async fn wrong_directives_hold_the_issue_back_and_say_why_once(b: Backend) {
         "{c}"
     );
     assert!(
-        c.contains("`knobs.model`") && c.contains("allowed: sonnet"),
+        c.contains("`knobs.model`") && c.contains("opus") && c.contains("allowed: sonnet"),
         "{c}"
     );
     s.after_ticks(3).await;
@@ -696,6 +741,62 @@ async fn wrong_directives_hold_the_issue_back_and_say_why_once(b: Backend) {
     s.stop().await;
 }
 
+/// An issue's own budget, lower than its repo's, is the one its run is
+/// stopped at.
+async fn an_issue_s_lower_budget_stops_its_run(b: Backend) {
+    let s = TestServer::start(b).await;
+    crate::afk_follow::spends_3000_tokens(&s);
+    crate::afk::afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"afk_max_tokens": 100_000}))
+        .await
+        .ok();
+    let n = s
+        .post(
+            "/api/v1/repos/r/issues",
+            json!({"title": "Spend a lot", "labels": ["ready-for-agent"], "knobs": {"max_tokens": 2_500}}),
+        )
+        .await
+        .expect(201)["number"]
+        .as_i64()
+        .unwrap();
+    let c = crate::afk::outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "over-budget", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("used 3000 tokens, more than its budget of 2500"),
+        "{c}"
+    );
+    s.stop().await;
+}
+
+/// Commits `text` as the repo's `.lab.toml` on its default branch.
+fn commit_lab_toml(repo: &std::path::Path, text: &str) {
+    std::fs::write(repo.join(".lab.toml"), text).unwrap();
+    crate::support::git::git(repo, &["add", ".lab.toml"]);
+    crate::support::git::git(repo, &["commit", "-qm", "lab config"]);
+}
+
+/// A repo's `.lab.toml` may name its check command: with none set by the
+/// operator, it is what an AFK run's pull request is checked with (red, a
+/// second round, green).
+async fn a_repo_file_s_check_command_checks_the_pull_request(b: Backend) {
+    let s = TestServer::start(b).await;
+    crate::afk::behave(&s, &crate::afk_follow::two_rounds(true));
+    let repo = crate::afk::afk_repo(&s, "r").await;
+    let path = std::path::PathBuf::from(repo["path"].as_str().unwrap());
+    commit_lab_toml(&path, "check_command = \"test -f FIXED\"\n");
+    let n = crate::afk::issue(&s, "r", "Make the file's check pass").await;
+    crate::afk_follow::green_in_round_2(&s, n).await;
+    let told = std::fs::read_to_string(s.tmp().join("records/round2.txt")).unwrap();
+    assert!(
+        told.contains("The check command is: test -f FIXED"),
+        "{told}"
+    );
+    s.stop().await;
+}
+
 /// A repo's `.lab.toml` is its repo layer under the operator's settings
 /// (provenance `repo file`); a refused version keeps the last valid one,
 /// says so on the repo (API and page) and on the next claimed issue.
@@ -704,11 +805,7 @@ async fn a_repo_file_sets_the_repo_layer_and_a_refused_one_keeps_the_last(b: Bac
     crate::afk::behave(&s, "while :; do sleep 1; done\n");
     let repo = crate::afk::afk_repo(&s, "r").await;
     let path = std::path::PathBuf::from(repo["path"].as_str().unwrap());
-    let commit = |text: &str| {
-        std::fs::write(path.join(".lab.toml"), text).unwrap();
-        crate::support::git::git(&path, &["add", ".lab.toml"]);
-        crate::support::git::git(&path, &["commit", "-qm", "lab config"]);
-    };
+    let commit = |text: &str| commit_lab_toml(&path, text);
     commit("label = \"agent-ok\"\n[afk]\neffort = \"low\"\n[knobs]\nchangeScope = \"refactor\"\n");
     s.patch("/api/v1/repos/r", json!({"afk_max_concurrent": 3}))
         .await
@@ -836,13 +933,13 @@ async fn forge_directives_are_honoured_only_from_writers(b: Backend, flavor: Fla
     crate::forges::forge_repo(&s, &f, flavor, None).await;
     s.patch(
         "/api/v1/settings",
-        json!({"afk": {"tick_seconds": 1, "max_concurrent": 3}}),
+        json!({"afk": {"tick_seconds": 1, "max_concurrent": 4}}),
     )
     .await
     .ok();
     s.patch(
         "/api/v1/repos/r",
-        json!({"afk_enabled": true, "afk_max_concurrent": 3}),
+        json!({"afk_enabled": true, "afk_max_concurrent": 4}),
     )
     .await
     .ok();
@@ -866,6 +963,14 @@ async fn forge_directives_are_honoured_only_from_writers(b: Backend, flavor: Fla
     // A stranger's broken block is ignored too: it holds nothing back.
     let broken = f.add_issue("Broken", &["ready-for-agent"], "open", false);
     f.set_issue(broken, "```lab\nmodel opus\n```\n", "stranger", "NONE");
+    // A writer's wrong value holds their issue back, and lab says why.
+    let wrong = f.add_issue("Wrong scope", &["ready-for-agent"], "open", false);
+    f.set_issue(
+        wrong,
+        "```lab\nchangeScope: huge\n```\n",
+        "maintainer",
+        "MEMBER",
+    );
     f.fake.state.lock().unwrap().writers = vec!["maintainer".into()];
     s.post("/api/v1/afk/resume", json!(null)).await.ok();
     let run_of = async |n: i64| {
@@ -907,6 +1012,22 @@ async fn forge_directives_are_honoured_only_from_writers(b: Backend, flavor: Fla
     let r = s.wait_state(ignored, "running").await;
     assert_eq!(set(&r), json!([]), "{r}");
     assert!(!prompt_of(&s, ignored).await.contains("Scope: surgical"));
+    // The pages: the run says what it got and from where; the issue says
+    // what lab read of a writer's block, and why a stranger's was ignored.
+    let cookie = session(&s).await;
+    let run_page = page(&s, &cookie, &format!("/runs/{honoured}")).await;
+    assert!(
+        run_page.contains("<dt>changeScope</dt><dd><strong>surgical</strong> <span class=\"from\">from the issue</span>"),
+        "{run_page}"
+    );
+    let read = page(&s, &cookie, &format!("/repos/r/issues/{member}")).await;
+    assert!(
+        read.contains("id=\"directives-read\"")
+            && read.contains("<dt>changeScope</dt><dd>surgical</dd>"),
+        "{read}"
+    );
+    let not = page(&s, &cookie, &format!("/repos/r/issues/{stranger}")).await;
+    assert!(not.contains("Ignored: its author (stranger)"), "{not}");
     let said = |n: i64| -> Vec<String> {
         f.fake
             .state
@@ -941,8 +1062,48 @@ async fn forge_directives_are_honoured_only_from_writers(b: Backend, flavor: Fla
         "{:?}",
         said(broken)
     );
+    let held = wait::until(
+        "the wrong block's issue told",
+        wait::secs(10).every_ms(100),
+        async || {
+            let c = f.fake.state.lock().unwrap().comments.clone();
+            c.into_iter()
+                .find(|(i, b)| *i == wrong && b.contains("until its directives are fixed"))
+                .map(|(_, b)| b)
+        },
+    )
+    .await;
+    assert!(
+        held.contains("changeScope")
+            && held.contains("huge")
+            && held.contains("surgical, moderate, refactor"),
+        "names the key, the value and what is allowed: {held}"
+    );
     s.after_ticks(2).await;
     assert_eq!(said(stranger).len(), 1, "said once");
+    let st = s.get("/api/v1/afk/status").await.ok();
+    assert!(
+        !st["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["issue"] == wrong),
+        "not claimed while wrong: {st}"
+    );
+    // Fixed on the forge: taken at the next tick, with the value.
+    f.set_issue(
+        wrong,
+        "```lab\nchangeScope: Refactor\n```\n",
+        "maintainer",
+        "MEMBER",
+    );
+    let fixed = run_of(wrong).await;
+    let r = s.wait_state(fixed, "running").await;
+    assert_eq!(
+        set(&r),
+        json!([{"key": "changeScope", "value": "refactor", "source": "issue"}]),
+        "stored in its registered casing: {r}"
+    );
     s.stop().await;
 }
 

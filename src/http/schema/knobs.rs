@@ -55,6 +55,36 @@ fn glob() -> ObjectBuilder {
         .pattern(Some(r"^[A-Za-z0-9._\-/*?\[\]{}!+@=~,]+$"))
 }
 
+/// One of these words as the server matches it: in any case, blanks
+/// around it trimmed (`check`).
+pub(super) fn choice(words: &[&str]) -> ObjectBuilder {
+    let any_case = |w: &str| -> String {
+        w.chars()
+            .map(|c| {
+                let (lo, up) = (c.to_ascii_lowercase(), c.to_ascii_uppercase());
+                if lo == up {
+                    regex_escape(c)
+                } else {
+                    format!("[{lo}{up}]")
+                }
+            })
+            .collect()
+    };
+    let alternatives: Vec<String> = words.iter().map(|w| any_case(w)).collect();
+    string(false).pattern(Some(super::trimmed(&format!(
+        "(?:{})",
+        alternatives.join("|")
+    ))))
+}
+
+fn regex_escape(c: char) -> String {
+    if c.is_ascii_alphanumeric() || c == '_' {
+        c.to_string()
+    } else {
+        format!("\\{c}")
+    }
+}
+
 /// One knob's value in a request: its type, or `""`/`null` to leave it
 /// unset.
 fn one(k: &dyn knob::Knob) -> Schema {
@@ -71,9 +101,7 @@ fn one(k: &dyn knob::Knob) -> Schema {
             .into()
     };
     match k.ty() {
-        knob::Type::Choice(words) => one_of_strings(words, true, true)
-            .description(Some(k.description()))
-            .into(),
+        knob::Type::Choice(words) => either(choice(words).into()),
         knob::Type::Bool => ObjectBuilder::new()
             .schema_type(SchemaType::AnyValue)
             .enum_values(Some([json!(true), json!(false), json!(""), Value::Null]))

@@ -133,3 +133,43 @@ fn branches_the_schema_refuses_the_validator_refuses() {
         }
     }
 }
+
+#[test]
+fn knob_choices_match_the_check() {
+    let k = &crate::knob::ChangeScope;
+    let crate::knob::Type::Choice(words) = crate::knob::Knob::ty(k) else {
+        panic!("changeScope is a choice");
+    };
+    let schema = serde_json::to_value(knobs::choice(words).build()).unwrap();
+    let pattern = schema["pattern"].as_str().unwrap().to_owned();
+    let edges = [
+        "", " ", "\t", "\u{a0}", "\u{3000}", "\u{85}", "x", "\u{200b}", "-",
+    ];
+    let mut values = vec![String::new(), "surg".into(), "surgicalsurgical".into()];
+    for w in words {
+        let mixed: String = w
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i % 2 == 0 {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                }
+            })
+            .collect();
+        for form in [w.to_string(), w.to_uppercase(), mixed] {
+            for a in edges {
+                for b in edges {
+                    values.push(format!("{a}{form}{b}"));
+                }
+            }
+        }
+    }
+    agree(
+        &pattern,
+        None,
+        |v| crate::knob::check(k, "k", &serde_json::json!(v)).is_ok(),
+        &values,
+    );
+}

@@ -189,7 +189,7 @@ impl Browser {
     pub async fn wait_path(&self, path: &str) {
         wait::until(
             format!("the browser to reach {path}"),
-            wait::secs(5),
+            wait::secs(20),
             async || {
                 let at = self.driver.current_url().await.unwrap();
                 if at.path() == path { Ok(()) } else { Err(at) }
@@ -200,7 +200,8 @@ impl Browser {
 
     /// Polls until `f` holds for the page's text.
     pub async fn wait_text(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
-        wait::until(what, wait::secs(10), async || {
+        // Generous: a loaded CI machine runs four such tests at once.
+        wait::until(what, wait::secs(20), async || {
             let text = self.text().await;
             if f(&text) { Ok(text) } else { Err(text) }
         })
@@ -237,15 +238,29 @@ impl Browser {
         el.send_keys(value).await.unwrap();
     }
 
+    /// Clicks the button with this text. A live page may move it while the
+    /// click is on its way (a section above it filled in), so the click is
+    /// tried again on the button where it is now, as a person would.
     pub async fn submit(&self, button_text: &str) {
         let xpath = format!("//button[normalize-space(.)='{button_text}']");
-        self.driver
-            .find(By::XPath(&xpath))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        wait::until(
+            format!("a click on '{button_text}'"),
+            wait::secs(5).every_ms(100),
+            async || {
+                let button = self.driver.find(By::XPath(&xpath)).await.unwrap();
+                let _ = button.scroll_into_view().await;
+                match button.click().await {
+                    Ok(()) => Ok(()),
+                    Err(e) => match e.as_inner() {
+                        thirtyfour::error::WebDriverErrorInner::ElementClickIntercepted(_) => {
+                            Err(e.to_string())
+                        }
+                        _ => panic!("clicking '{button_text}': {e}"),
+                    },
+                }
+            },
+        )
+        .await
     }
 
     pub async fn quit(mut self) {
