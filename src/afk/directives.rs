@@ -56,6 +56,16 @@ impl Said {
     }
 }
 
+/// Whether the issue already has a comment that says `text` (lab's, from
+/// before a restart or from another node). An issue lab cannot read is taken
+/// as not told: saying a thing twice beats never saying it.
+async fn already_said(source: &dyn IssueSource, number: i64, text: &str) -> bool {
+    match source.issue(number).await {
+        Ok(i) => i.comments.iter().any(|c| c.body.trim() == text.trim()),
+        Err(_) => false,
+    }
+}
+
 impl Scheduler {
     /// Reads the repo's `.lab.toml` again and records what lab made of it
     /// when that changed; the repo with it. A file lab could not read keeps
@@ -122,7 +132,10 @@ impl Scheduler {
         };
         match d.comment() {
             Some(text) => {
+                // New to this process: the issue's own comments say whether
+                // lab (before a restart, or another node) said it already.
                 if self.said.first_on_issue(repo.id, issue.number, &text)
+                    && !already_said(source, issue.number, &text).await
                     && let Err(e) = source.comment(issue.number, &text).await
                 {
                     tracing::warn!(repo = %repo.name, issue = issue.number, error = %e, "could not say so on the issue");

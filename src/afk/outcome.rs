@@ -286,7 +286,7 @@ impl Scheduler {
                 return source.comment(claim.issue_number, &text).await;
             }
             source
-                .relabel(claim.issue_number, &repo.afk_label, outcome.label())
+                .relabel(claim.issue_number, repo.effective_label(), outcome.label())
                 .await?;
             source.comment(claim.issue_number, &text).await
         };

@@ -225,6 +225,17 @@ pub fn repo(r: &RepoBody, as_json: bool) {
                 "  .lab.toml:       the newest is refused ({e}); lab keeps the one at {at}"
             ),
         }
+        let file = crate::repo::config_file::RepoFile {
+            model: c.model.clone(),
+            effort: c.effort.clone(),
+            options: c.options.clone(),
+            knobs: c.knobs.clone(),
+            check_command: c.check_command.clone(),
+            label: c.label.clone(),
+        };
+        for (k, v) in file.entries() {
+            println!("    {k} = {v}");
+        }
     }
     println!(
         "  ('-' inherits; `labctl resolve {}` shows what runs get)",

@@ -103,10 +103,16 @@ impl IssueSource for Builtin {
         Ok(i)
     }
 
-    async fn create_issue(&self, title: &str, body: &str, labels: &[String]) -> Result<Issue> {
+    async fn create_issue(
+        &self,
+        title: &str,
+        body: &str,
+        labels: &[String],
+        knobs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Issue> {
         Ok(issue(
             self.store
-                .create_issue(self.repo_id, title, body, labels, &Default::default())
+                .create_issue(self.repo_id, title, body, labels, knobs)
                 .await?,
         ))
     }

@@ -194,7 +194,17 @@ pub trait IssueSource: Send + Sync {
     async fn list(&self, label: Option<&str>, state: Option<IssueState>) -> Result<Vec<Issue>>;
     /// One issue with its comments.
     async fn issue(&self, number: i64) -> Result<Issue>;
-    async fn create_issue(&self, title: &str, body: &str, labels: &[String]) -> Result<Issue>;
+    /// A new issue. `knobs` are its directives, checked and canonical,
+    /// written with it (a built-in issue's, so that no claim can come
+    /// between the issue and its knobs); a forge takes none (its issues'
+    /// directives are a block in their body), and is never given any.
+    async fn create_issue(
+        &self,
+        title: &str,
+        body: &str,
+        labels: &[String],
+        knobs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Issue>;
     async fn close_issue(&self, number: i64) -> Result<()>;
     async fn comment(&self, number: i64, body: &str) -> Result<()>;
     /// Takes `remove` off an issue and puts `add` on it.

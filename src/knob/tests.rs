@@ -300,3 +300,88 @@ fn a_free_text_value_reaches_a_prompt_only_fenced() {
     }];
     assert_eq!(layers::block_of(&[&Note], Phase::Work, &quiet), None);
 }
+
+/// A yes/no knob and a number knob, registered only here: the value types
+/// no built-in knob has yet are checked like the others.
+struct Draft;
+
+impl Knob for Draft {
+    fn key(&self) -> &'static str {
+        "draft"
+    }
+    fn description(&self) -> &'static str {
+        "open the pull request as a draft"
+    }
+    fn ty(&self) -> Type {
+        Type::Bool
+    }
+    fn default(&self) -> Value {
+        Value::Bool(false)
+    }
+    fn phases(&self) -> &'static [Phase] {
+        &[]
+    }
+    fn fragment(&self, _phase: Phase, _value: &Value) -> Option<String> {
+        None
+    }
+}
+
+struct Depth;
+
+impl Knob for Depth {
+    fn key(&self) -> &'static str {
+        "depth"
+    }
+    fn description(&self) -> &'static str {
+        "how deep to look"
+    }
+    fn ty(&self) -> Type {
+        Type::Int { min: 1, max: 5 }
+    }
+    fn default(&self) -> Value {
+        Value::Int(2)
+    }
+    fn phases(&self) -> &'static [Phase] {
+        &[]
+    }
+    fn fragment(&self, _phase: Phase, _value: &Value) -> Option<String> {
+        None
+    }
+}
+
+#[test]
+fn bools_numbers_and_text_are_checked_as_json_and_as_text() {
+    // Yes/no: JSON booleans, or true/false in any case as text.
+    assert_eq!(check(&Draft, "k", &json!(true)).unwrap(), Value::Bool(true));
+    assert_eq!(
+        check_text(&Draft, "k", " TRUE ").unwrap(),
+        Value::Bool(true)
+    );
+    assert_eq!(
+        check_text(&Draft, "k", "False").unwrap(),
+        Value::Bool(false)
+    );
+    for bad in [json!("yes"), json!(1), json!(null)] {
+        let e = check(&Draft, "knobs.draft", &bad).unwrap_err();
+        assert_eq!(e.field, "knobs.draft");
+        assert!(e.message.contains("true or false"), "{e:?}");
+    }
+    assert!(check_text(&Draft, "k", "yes").is_err());
+    // A number: within its range, as JSON or as text.
+    assert_eq!(check(&Depth, "k", &json!(5)).unwrap(), Value::Int(5));
+    assert_eq!(check_text(&Depth, "k", " 1 ").unwrap(), Value::Int(1));
+    for bad in [json!(0), json!(6), json!(2.5), json!("3")] {
+        let e = check(&Depth, "knobs.depth", &bad).unwrap_err();
+        assert!(e.message.contains("from 1 to 5"), "{bad}: {e:?}");
+    }
+    let e = check_text(&Depth, "k", "many").unwrap_err();
+    assert!(e.message.contains("'many'"), "names the value: {e:?}");
+    // Free text: bounded, no control characters but line breaks and tabs.
+    assert_eq!(
+        check(&Note, "k", &json!("two\nlines\tok")).unwrap(),
+        Value::Text("two\nlines\tok".into())
+    );
+    assert!(check(&Note, "k", &json!("bell\u{7}")).is_err());
+    assert!(check(&Note, "k", &json!("x".repeat(MAX_TEXT + 1))).is_err());
+    assert!(check(&Note, "k", &json!(3)).is_err());
+}

@@ -42,6 +42,35 @@ pub struct RepoFile {
     pub label: Option<String>,
 }
 
+impl RepoFile {
+    /// What the file sets, each under its own path in the file
+    /// (`label`, `afk.model`, `knobs.writes`), in the file's order of
+    /// tables: for the repo page and `labctl repo show`.
+    pub fn entries(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut put = |k: String, v: &str| out.push((k, v.to_owned()));
+        if let Some(l) = &self.label {
+            put("label".into(), l);
+        }
+        if let Some(c) = &self.check_command {
+            put("check_command".into(), c);
+        }
+        if let Some(m) = &self.model {
+            put("afk.model".into(), m);
+        }
+        if let Some(e) = &self.effort {
+            put("afk.effort".into(), e);
+        }
+        for (k, v) in &self.options {
+            put(format!("afk.{k}"), v);
+        }
+        for (k, v) in &self.knobs {
+            put(format!("knobs.{k}"), &v.shown());
+        }
+        out
+    }
+}
+
 /// What lab last made of a repo's `.lab.toml`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConfigState {

@@ -4,7 +4,7 @@
 //! commit, never from a work tree or a run's clone.
 
 use super::git::Git;
-use super::workspace::{WorkspaceError, Workspaces};
+use super::workspace::{MIRROR_FRESH, WorkspaceError, Workspaces};
 use crate::repo::Repo;
 
 /// A file of the default branch: the commit it was read at and its bytes.
@@ -20,13 +20,15 @@ impl Workspaces {
     /// `name` at the top of the repo's default branch, at most `cap` bytes
     /// of it: `None` when the branch has no such regular file (a link or a
     /// folder by that name is none), or no commit. A URL repo's mirror is
-    /// read as it is (it is fetched when a run starts).
+    /// fetched first when it is older than [`MIRROR_FRESH`] (a launch fetches
+    /// it too), so a claim reads the file the remote has.
     pub async fn default_branch_file(
         &self,
         repo: &Repo,
         name: &str,
         cap: usize,
     ) -> Result<Option<BranchFile>, WorkspaceError> {
+        self.freshen(repo, MIRROR_FRESH).await;
         let dir = self.git_dir(repo);
         let git = Git::host(&dir);
         let Some(commit) = git

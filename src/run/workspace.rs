@@ -63,9 +63,22 @@ pub struct Workspaces {
     root: PathBuf,
     mirrors: PathBuf,
     /// git operations on one repo are serialised: fetching a branch back and
-    /// mirror fetches are not safe to run side by side.
-    locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
+    /// mirror fetches are not safe to run side by side. The lock holds what
+    /// lab knows of the repo's mirror.
+    locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<Mirror>>>>,
 }
+
+/// What lab knows of one URL repo's mirror (kept under the repo's lock).
+#[derive(Debug, Default)]
+pub(super) struct Mirror {
+    /// When it was last fetched (or cloned) without an error.
+    fetched: Option<std::time::Instant>,
+}
+
+/// How old a mirror may be when lab reads a file of the repo's default
+/// branch for a claim (`.lab.toml`): older, it is fetched first. A launch
+/// always fetches.
+pub const MIRROR_FRESH: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The transports a mirror and a push may use (the operator's URL).
 const REMOTE_PROTOCOLS: &[&str] = &["https", "http", "ssh", "git", "file"];
@@ -79,7 +92,7 @@ impl Workspaces {
         }
     }
 
-    pub(super) fn lock(&self, repo_id: i64) -> Arc<tokio::sync::Mutex<()>> {
+    pub(super) fn lock(&self, repo_id: i64) -> Arc<tokio::sync::Mutex<Mirror>> {
         self.locks
             .lock()
             .expect("workspace lock map poisoned")
@@ -118,10 +131,10 @@ impl Workspaces {
         branch: &str,
     ) -> Result<Workspace, WorkspaceError> {
         let lock = self.lock(repo.id);
-        let _guard = lock.lock().await;
+        let mut mirror = lock.lock().await;
         let git_dir = self.git_dir(repo);
         if let RepoSource::Url(url) = &repo.source {
-            self.refresh_mirror(url, &git_dir).await?;
+            self.refresh_mirror(url, &git_dir, &mut mirror).await?;
         }
         std::fs::create_dir_all(&self.root)
             .map_err(|e| WorkspaceError(format!("cannot create {}: {e}", self.root.display())))?;
@@ -219,23 +232,55 @@ impl Workspaces {
             .await
     }
 
-    async fn refresh_mirror(&self, url: &str, mirror: &Path) -> Result<(), WorkspaceError> {
-        if mirror.join("HEAD").is_file() {
-            return Git::host(mirror)
+    /// Fetches a URL repo's mirror (cloning it the first time); `state` is
+    /// the mirror's, held under the repo's lock.
+    async fn refresh_mirror(
+        &self,
+        url: &str,
+        mirror: &Path,
+        state: &mut Mirror,
+    ) -> Result<(), WorkspaceError> {
+        let fetched = if mirror.join("HEAD").is_file() {
+            Git::host(mirror)
                 .protocols(REMOTE_PROTOCOLS)
                 .timeout(FETCH_TIMEOUT)
                 .run(&["fetch", "--prune", "--quiet", "origin"])
-                .await;
+                .await
+        } else {
+            std::fs::create_dir_all(&self.mirrors).map_err(|e| {
+                WorkspaceError(format!("cannot create {}: {e}", self.mirrors.display()))
+            })?;
+            let m = mirror.to_string_lossy().into_owned();
+            Git::host(&self.mirrors)
+                .protocols(REMOTE_PROTOCOLS)
+                .timeout(FETCH_TIMEOUT)
+                .run(&["clone", "--mirror", "--quiet", "--", url, &m])
+                .await
+        };
+        if fetched.is_ok() {
+            state.fetched = Some(std::time::Instant::now());
         }
-        std::fs::create_dir_all(&self.mirrors).map_err(|e| {
-            WorkspaceError(format!("cannot create {}: {e}", self.mirrors.display()))
-        })?;
-        let m = mirror.to_string_lossy().into_owned();
-        Git::host(&self.mirrors)
-            .protocols(REMOTE_PROTOCOLS)
-            .timeout(FETCH_TIMEOUT)
-            .run(&["clone", "--mirror", "--quiet", "--", url, &m])
+        fetched
+    }
+
+    /// Fetches a URL repo's mirror unless it was fetched within `fresh`
+    /// (a path repo is read as it is). A failed fetch leaves the mirror as
+    /// it was, and says why.
+    pub(super) async fn freshen(&self, repo: &Repo, fresh: std::time::Duration) {
+        let RepoSource::Url(url) = &repo.source else {
+            return;
+        };
+        let lock = self.lock(repo.id);
+        let mut mirror = lock.lock().await;
+        if mirror.fetched.is_some_and(|at| at.elapsed() < fresh) {
+            return;
+        }
+        if let Err(e) = self
+            .refresh_mirror(url, &self.git_dir(repo), &mut mirror)
             .await
+        {
+            tracing::warn!(repo = %repo.name, error = %e, "could not fetch the repo's mirror");
+        }
     }
 
     /// Removes a run's workspace after fetching its branch back into the
@@ -480,13 +525,7 @@ impl Workspaces {
     /// (its objects are what workspaces borrow, so the commit is in every
     /// run's clone after). Host side.
     pub async fn base_head(&self, repo: &Repo) -> Option<String> {
-        if let RepoSource::Url(url) = &repo.source {
-            let lock = self.lock(repo.id);
-            let _guard = lock.lock().await;
-            if let Err(e) = self.refresh_mirror(url, &self.git_dir(repo)).await {
-                tracing::warn!(repo = %repo.name, error = %e, "could not fetch the repo's mirror");
-            }
-        }
+        self.freshen(repo, std::time::Duration::ZERO).await;
         self.branch_head(repo, &repo.default_branch).await
     }
 }

@@ -63,12 +63,12 @@ pub async fn status(store: &Store, scheduler: &Scheduler) -> Result<AfkStatus, S
         repos: repos
             .into_iter()
             .map(|r| RepoAfk {
+                label: r.effective_label().to_owned(),
                 live: count(live.get(&r.id).copied().unwrap_or(0)),
                 problem: problems.get(&r.name).cloned(),
                 repo: r.name,
                 enabled: r.afk_enabled,
                 paused: r.afk_paused,
-                label: r.afk_label,
                 max_concurrent: r.afk_max_concurrent,
             })
             .collect(),

@@ -73,12 +73,8 @@ pub async fn create(
         )
         .into());
     }
-    let mut issue = source.create_issue(&title, &body, &labels).await?;
-    if !knobs.is_empty() {
-        source.set_knobs(issue.number, &knobs).await?;
-        issue.knobs = knobs;
-    }
-    Ok(issue)
+    // One write: an issue created ready is never claimed before its knobs.
+    Ok(source.create_issue(&title, &body, &labels, &knobs).await?)
 }
 
 /// A new issue's values, unchecked.
@@ -146,7 +142,7 @@ pub async fn set_ready(
     number: i64,
     ready: bool,
 ) -> IssueResult<Issue> {
-    let label = vec![repo.afk_label.clone()];
+    let label = vec![repo.effective_label().to_owned()];
     let (add, remove) = if ready {
         (label, Vec::new())
     } else {

@@ -17,7 +17,8 @@ use crate::settings::Settings;
 
 /// What the page shows of an issue's directives.
 pub struct IssueKnobs {
-    /// The form (built-in tracker), else `None`.
+    /// The form (built-in tracker, while no AFK run holds the issue), else
+    /// `None`.
     pub form: Option<Section>,
     /// On a forge: the block's lines as lab read them.
     pub read: Vec<(String, String)>,
@@ -33,13 +34,16 @@ pub struct IssueKnobs {
 const PREFIX: &str = "knobs.";
 
 /// The page's view of an issue's directives. `form` and `errors` are a
-/// refused post's.
+/// refused post's. A `claimed` issue's directives are fixed (its AFK run
+/// works with them): no form, and the status says so.
+#[allow(clippy::too_many_arguments)]
 pub fn view(
     repo: &Repo,
     global: &Defaults,
     settings: &Settings,
     issue: &Issue,
     directives: &Directives,
+    claimed: bool,
     form: Option<&Form>,
     errors: &mut FormErrors,
 ) -> IssueKnobs {
@@ -100,7 +104,12 @@ pub fn view(
     } else {
         crate::issues::directives::fenced(&issue.body).unwrap_or_default()
     };
-    let form = builtin.then(|| Section {
+    let status = if claimed && builtin {
+        format!("{status} They are fixed while an AFK run holds the issue.")
+    } else {
+        status
+    };
+    let form = (builtin && !claimed).then(|| Section {
         title: "Directives".into(),
         intro: "What this issue's AFK run gets instead of the repo's values. It may only narrow \
                 what the repo allows; an empty field leaves the repo's value."

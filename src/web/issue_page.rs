@@ -196,12 +196,14 @@ async fn render(
         Ok(d) => d,
         Err(e) => return issue_error_page(e.into()),
     };
+    let claimed = attempts.iter().any(|(c, _)| c.active);
     let knobs = super::issue_knobs::view(
         &repo,
         &global,
         &settings,
         &issue,
         &directives,
+        claimed,
         form,
         &mut errors,
     );
@@ -216,8 +218,8 @@ async fn render(
             chrome: Chrome::new(session, "issues", &format!("#{n} {}", issue.title)),
             source: source.kind().as_str(),
             open: issue.state == IssueState::Open,
-            ready: issue.labels.contains(&repo.afk_label),
-            ready_label: repo.afk_label.clone(),
+            ready: issue.labels.iter().any(|l| l == repo.effective_label()),
+            ready_label: repo.effective_label().to_owned(),
             afk_enabled: repo.afk_enabled,
             attempts: attempts
                 .into_iter()

@@ -88,6 +88,8 @@ struct RepoPage {
     afk: Vec<Shown>,
     /// What lab last made of the repo's `.lab.toml`, when it has one.
     config_file: Option<crate::repo::config_file::ConfigState>,
+    /// What the kept `.lab.toml` sets, each under its path in the file.
+    config_entries: Vec<(String, String)>,
     saved: bool,
     problems: Vec<String>,
     failed: bool,
@@ -201,6 +203,7 @@ async fn render_repo(
         None,
     )));
     let config_file = Some(repo.config.clone()).filter(|c| c.file.is_some() || c.error.is_some());
+    let config_entries = repo.file().map(|f| f.entries()).unwrap_or_default();
     let sections = sections(&repo, p, &global, &settings.knobs, form, &mut errors);
     // The forge account is read once (and not waited for long).
     let sources = &app.scheduler.sources();
@@ -224,6 +227,7 @@ async fn render_repo(
             manual,
             afk,
             config_file,
+            config_entries,
             saved,
             problems: errors.rest(),
             failed: form.is_some(),

@@ -237,7 +237,18 @@ impl IssueSource for Forge {
         Ok(issue)
     }
 
-    async fn create_issue(&self, title: &str, body: &str, labels: &[String]) -> Result<Issue> {
+    async fn create_issue(
+        &self,
+        title: &str,
+        body: &str,
+        labels: &[String],
+        knobs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Issue> {
+        if !knobs.is_empty() {
+            return Err(SourceError::Invalid(
+                "knobs: on a forge an issue's knobs are a ```lab block in its body".to_owned(),
+            ));
+        }
         let url = format!("{}/issues", self.repo_api);
         if self.kind == SourceKind::Github {
             let i: ForgeIssue = self
