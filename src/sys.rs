@@ -3,7 +3,9 @@
 //! offers safely. Signal dispositions and masks (rustix leaves signal
 //! handling to the runtime), and the two things a child does between `fork`
 //! and `exec` (`CommandExt::pre_exec` is `unsafe` by nature: only
-//! async-signal-safe calls may run there).
+//! async-signal-safe calls may run there); and handing a descriptor lab owns
+//! to the runtime to watch (`AsyncFd::register_with_interest` is `unsafe`:
+//! the runtime cannot check that the descriptor stays open).
 //!
 //! Each function states what it does in safe terms, and each `unsafe` block
 //! says why it is sound. Everything else of the kind (terminals, ptys,
@@ -129,5 +131,19 @@ pub fn write_zero_in_child(cmd: &mut Command, files: Vec<OwnedFd>) {
             }
             Ok(())
         });
+    }
+}
+
+/// Hands `fd` to the tokio runtime, which then says when it is readable
+/// (the reconcile loop's epoll set of pidfds, its inotify queue). Must be
+/// called inside the runtime.
+pub fn watch_readable(fd: OwnedFd) -> std::io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    // SAFETY: an `OwnedFd` is an open descriptor that closes only when it is
+    // dropped, and the `AsyncFd` owns it from here until the `AsyncFd` is
+    // dropped (it deregisters first); `OwnedFd::as_raw_fd` always returns
+    // the same number.
+    unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+            .map_err(|e| e.into())
     }
 }

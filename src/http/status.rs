@@ -127,10 +127,14 @@ pub struct PassBody {
     /// tmux client processes it started.
     pub tmux_calls: u64,
     pub elapsed_ms: f64,
-    /// Whether it read the runs and the panes; a quiet pass only asked
-    /// whether any run's pane process ended, and read the screens of runs
-    /// whose output grew.
+    /// Whether it read the runs and the panes; a screens pass read the
+    /// screens of runs whose output grew, from what the last full pass
+    /// read.
     pub full: bool,
+    /// Whether it left something to look at again soon (a run starting, a
+    /// screen behind its log, …): the loop then passes again after
+    /// `--reconcile-ms`; else it sleeps until something changes.
+    pub soon: bool,
 }
 
 /// What this lab node is and how its run supervision is doing.
@@ -176,6 +180,7 @@ async fn status(State(app): State<AppState>) -> Json<StatusBody> {
             tmux_calls: p.tmux_calls,
             elapsed_ms: p.elapsed.as_secs_f64() * 1e3,
             full: p.full,
+            soon: p.soon,
         }),
         cache: {
             let c = app.store.cache_stats();

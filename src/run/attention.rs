@@ -3,7 +3,11 @@
 //! what no hook reports (ADR 13). Part of each reconcile pass.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+use super::log_watch::LogWatch;
 
 use super::Runner;
 use super::reconcile::PassReport;
@@ -47,28 +51,108 @@ impl Seen {
     }
 }
 
+/// What the screen check knows of one live run between passes.
+#[derive(Debug, Default, Clone, Copy)]
+struct Looked {
+    /// When its screen was last read, and at what log size (`None`:
+    /// never).
+    seen: Option<Seen>,
+    /// Its log's size at the last pass.
+    size: Option<u64>,
+}
+
+/// The screen check's state, its own: per live run of this node what it
+/// last saw (one map, pruned to the runs each pass looks at, the one place
+/// a run's entry goes), and the inotify watches of their logs.
+#[derive(Default)]
+pub(super) struct ScreenCheck {
+    runs: Mutex<HashMap<i64, Looked>>,
+    logs: Mutex<LogWatch>,
+    /// Screens read so far (tests wait on it instead of a quiet window).
+    read: AtomicUsize,
+    /// Woken by a look asked for.
+    wake: tokio::sync::Notify,
+}
+
+/// What a pass left for the screen check to look at again soon: a run whose
+/// screen is behind its log (its output has not paused yet), or a log no
+/// inotify watch covers (it is sized at every pass).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ScreensLeft {
+    pub behind: bool,
+    pub unwatched: bool,
+}
+
+impl ScreensLeft {
+    /// Whether a pass must come soon even if no log is written.
+    pub(super) fn any(&self) -> bool {
+        self.behind || self.unwatched
+    }
+}
+
+impl ScreenCheck {
+    /// Makes the next pass read this run's screen even if its log did not
+    /// grow, and the passes for [`EAGER`] after it read a changed one.
+    pub(super) fn look_again(&self, run: i64) {
+        self.runs
+            .lock()
+            .expect("poisoned")
+            .entry(run)
+            .or_default()
+            .seen = Some(Seen::eager());
+        self.wake.notify_one();
+    }
+
+    /// Resolves when something asked for a look ([`ScreenCheck::look_again`])
+    /// since the last time it resolved.
+    pub(super) async fn asked(&self) {
+        self.wake.notified().await;
+    }
+
+    /// The run's log size at the last pass, if it was looked at.
+    pub(super) fn log_size(&self, run: i64) -> Option<u64> {
+        self.runs
+            .lock()
+            .expect("poisoned")
+            .get(&run)
+            .and_then(|l| l.size)
+    }
+
+    /// How many screens the check has read so far.
+    pub(super) fn screens_read(&self) -> usize {
+        self.read.load(Ordering::Relaxed)
+    }
+
+    /// The inotify descriptor that turns readable when a watched log is
+    /// written (a duplicate, for the loop to await).
+    pub(super) fn descriptor(&self) -> Option<std::os::fd::OwnedFd> {
+        self.logs.lock().expect("poisoned").descriptor()
+    }
+}
+
 impl Runner {
     /// Needs attention: reads the screens of live runs whose output grew
     /// since lab last looked (in one tmux call, however many there are), and
     /// lets each run's provider say whether it waits for a person. A run that
-    /// prints nothing costs nothing.
+    /// prints nothing costs nothing. Says what it left to look at again.
     pub(super) async fn watch_screens(
         &self,
         runs: &[Run],
         panes: &HashMap<&str, &Pane>,
         report: &mut PassReport,
-    ) -> Result<(), StoreError> {
+    ) -> Result<ScreensLeft, StoreError> {
         let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
+        let mut left = ScreensLeft::default();
         let busy_every = self.cfg.reconcile_every * BUSY_SCREENS_EVERY;
         let log_cap = self.store.settings().await?.runs.log_max_mb.max(1) as u64 * 1024 * 1024;
         let mut over_cap: Vec<&str> = Vec::new();
         {
             let ids: HashSet<i64> = runs.iter().map(|r| r.id).collect();
-            let mut seen = self.log_seen.lock().expect("poisoned");
-            let mut last = self.log_last.lock().expect("poisoned");
-            let mut watch = self.log_watch.lock().expect("poisoned");
-            seen.retain(|id, _| ids.contains(id));
-            last.retain(|id, _| ids.contains(id));
+            let check = &self.screen_check;
+            let mut looked = check.runs.lock().expect("poisoned");
+            let mut watch = check.logs.lock().expect("poisoned");
+            // The one place a run's entry goes: it is no longer live here.
+            looked.retain(|id, _| ids.contains(id));
             watch.retain(|id| ids.contains(&id));
             watch.drain();
             for run in runs {
@@ -78,32 +162,36 @@ impl Runner {
                 if !matches!(run.state, RunState::Running | RunState::Waiting) {
                     continue;
                 }
+                let entry = looked.entry(run.id).or_default();
                 // A log not written since it was last sized has that size
                 // (`log_watch.rs`); any other is watched, then sized.
-                let size = match last.get(&run.id) {
-                    Some(size) if watch.unchanged(run.id) => *size,
+                let size = match entry.size {
+                    Some(size) if watch.unchanged(run.id) => size,
                     _ => run.log_path.as_deref().map_or(0, |p| {
                         watch.arm(run.id, std::path::Path::new(p));
                         std::fs::metadata(p).map_or(0, |m| m.len())
                     }),
                 };
+                if !watch.unchanged(run.id) {
+                    left.unwatched = true;
+                }
                 // A screen that changed is read once its output pauses, and
                 // at most every BUSY_SCREENS_EVERY passes while it does not:
                 // a busy agent redraws many times a second, and reading
                 // every busy screen every few passes cost the tmux server
                 // more than the agents' own output (the hooks report what
-                // matters at once; `look_again` forgets a run so that its
-                // next pass reads it).
+                // matters at once; `look_again` makes the next pass read
+                // it).
                 if size > log_cap
                     && let Some(p) = run.log_path.as_deref()
                 {
                     over_cap.push(p);
                 }
-                let paused = last.insert(run.id, size) == Some(size);
+                let paused = entry.size.replace(size) == Some(size);
                 let young = run
                     .started_at
                     .is_some_and(|t| crate::store::now_ms() - t < EAGER.as_millis() as i64);
-                let due = match seen.get(&run.id) {
+                let due = match entry.seen {
                     None => true,
                     Some(s) => {
                         let eager = young || s.eager_until.is_some_and(|u| Instant::now() < u);
@@ -112,6 +200,8 @@ impl Runner {
                 };
                 if due {
                     changed.push((run, pane, size));
+                } else if entry.seen.is_some_and(|s| s.size != size) {
+                    left.behind = true;
                 }
             }
         }
@@ -123,14 +213,15 @@ impl Runner {
             }
         }
         if changed.is_empty() {
-            return Ok(());
+            return Ok(left);
         }
         let wanted: Vec<&Pane> = changed.iter().map(|(_, p, _)| *p).collect();
         let screens = match self.tmux.screens(&wanted).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read run screens; the next pass retries");
-                return Ok(());
+                left.behind = true;
+                return Ok(left);
             }
         };
         for (session, screen) in screens {
@@ -138,32 +229,31 @@ impl Runner {
                 continue;
             };
             {
-                let mut seen = self.log_seen.lock().expect("poisoned");
-                let eager_until = seen.get(&run.id).and_then(|s| s.eager_until);
-                seen.insert(
-                    run.id,
-                    Seen {
-                        size: *size,
-                        at: Instant::now(),
-                        eager_until,
-                    },
-                );
+                let mut looked = self.screen_check.runs.lock().expect("poisoned");
+                let entry = looked.entry(run.id).or_default();
+                let eager_until = entry.seen.and_then(|s| s.eager_until);
+                entry.seen = Some(Seen {
+                    size: *size,
+                    at: Instant::now(),
+                    eager_until,
+                });
             }
-            let Ok(id) = run.provider_id() else {
-                continue;
-            };
-            let p = id.provider();
-            if let Some((state, why)) = screen_change(run, p, p.attention(&screen))
-                && self
-                    .store
-                    .set_agent_state(run.id, state, why, AgentBy::Screen)
-                    .await?
-            {
-                tracing::info!(run = run.id, state = %state, reason = why.unwrap_or("-"), "run needs attention changed");
-                report.attention.push(run.id);
+            if let Ok(id) = run.provider_id() {
+                let p = id.provider();
+                if let Some((state, why)) = screen_change(run, p, p.attention(&screen))
+                    && self
+                        .store
+                        .set_agent_state(run.id, state, why, AgentBy::Screen)
+                        .await?
+                {
+                    tracing::info!(run = run.id, state = %state, reason = why.unwrap_or("-"), "run needs attention changed");
+                    report.attention.push(run.id);
+                }
             }
+            // Counted once what the screen said is written.
+            self.screen_check.read.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(())
+        Ok(left)
     }
 }
 

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::launch_file::{Start, StartError};
+use super::launches::InFlight;
 use super::runner::Runner;
 use super::{branch_name, session_name};
 use crate::auth::{digest, new_token};
@@ -104,79 +104,6 @@ pub struct LaunchRequest {
     pub knobs: Vec<crate::knob::Resolved>,
 }
 
-/// A launch's marks for reconcile: counted in `pending` until its run is
-/// recorded, then its id in `launching` until the launch ends. Dropping the
-/// guard clears both, however the launch ends: an error, or its request
-/// dropped mid-way (a client that hung up). A run left `starting` is then
-/// reconcile's to adopt (its session exists) or fail (it does not).
-pub(super) struct InFlight<'a> {
-    runner: &'a Runner,
-    pending: Option<Pending<'a>>,
-    run: Option<i64>,
-}
-
-/// One count in `Runner::pending`, given back on drop.
-struct Pending<'a>(&'a Runner);
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        self.0.pending.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl<'a> InFlight<'a> {
-    fn new(runner: &'a Runner) -> Self {
-        runner.pending.fetch_add(1, Ordering::SeqCst);
-        InFlight {
-            runner,
-            pending: Some(Pending(runner)),
-            run: None,
-        }
-    }
-
-    /// The start of a run recorded long before (a resume): marked launching
-    /// at once, before its state changes.
-    pub(super) fn of_run(runner: &'a Runner, id: i64) -> Self {
-        *runner
-            .launching
-            .lock()
-            .expect("poisoned")
-            .entry(id)
-            .or_default() += 1;
-        InFlight {
-            runner,
-            pending: None,
-            run: Some(id),
-        }
-    }
-
-    /// The run is recorded: mark it launching (before the pending count goes).
-    fn recorded(&mut self, id: i64) {
-        *self
-            .runner
-            .launching
-            .lock()
-            .expect("poisoned")
-            .entry(id)
-            .or_default() += 1;
-        self.run = Some(id);
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if let Some(id) = self.run {
-            let mut launching = self.runner.launching.lock().expect("poisoned");
-            if let Some(n) = launching.get_mut(&id) {
-                *n -= 1;
-                if *n == 0 {
-                    launching.remove(&id);
-                }
-            }
-        }
-    }
-}
-
 impl Runner {
     /// The binary of a provider: `LAB_<ID>_BIN` when set, else the CLI's
     /// name on `PATH`.
@@ -247,7 +174,7 @@ impl Runner {
         let token_hash = hex::encode(digest(&token));
         let cli_session = p.takes_session_id().then(super::new_session_id);
 
-        let mut in_flight = InFlight::new(self);
+        let mut in_flight = InFlight::new(&self.launches);
         let t = std::time::Instant::now();
         let inserted = self
             .store
@@ -280,10 +207,7 @@ impl Runner {
             )
             .await;
         timings.insert = t.elapsed();
-        if let Ok(run) = &inserted {
-            in_flight.recorded(run.id);
-        }
-        drop(in_flight.pending.take());
+        in_flight.recorded(inserted.as_ref().ok().map(|r| r.id));
         let mut run = inserted?;
         if let Some(claim) = req.afk_claim {
             self.store

@@ -73,6 +73,12 @@ impl LogWatch {
         }
     }
 
+    /// The inotify descriptor (a duplicate), readable while events are
+    /// queued: what the reconcile loop awaits.
+    pub fn descriptor(&self) -> Option<OwnedFd> {
+        self.fd.as_ref()?.try_clone().ok()
+    }
+
     /// Whether `run`'s log was not written since its size was last read
     /// (after a [`drain`](Self::drain)).
     pub fn unchanged(&self, run: i64) -> bool {

@@ -11,16 +11,18 @@
 //! - a pane no run owns: a stray, reported (and closed when it belonged to a
 //!   run that has already ended).
 //!
-//! The same pass runs at start-up, before lab serves anything.
+//! The same pass runs at start-up, before lab serves anything. Between full
+//! passes a screens pass reads the screens of runs whose output grew, from
+//! what the last full pass read; `wakes.rs` decides which runs when.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
-
+use super::attention::ScreensLeft;
 use super::exec::AgentExit;
+use super::pane_watch::PaneWatch;
 use super::tmux::Pane;
 use super::{Runner, SESSION_PREFIX, proctree, session_run_id};
 use crate::domain::{Run, RunState};
@@ -30,8 +32,82 @@ use crate::store::{Ending, StoreError};
 /// the run as exited with an unknown status.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
-/// How often the usage pass reads on in the runs' transcripts.
-const USAGE_EVERY: Duration = Duration::from_secs(1);
+/// The longest the loop goes without reading this node's runs: what another
+/// node writes to them (through a shared PostgreSQL) shows within it.
+pub const FULL_EVERY: Duration = Duration::from_secs(10);
+
+/// The longest the loop goes without listing the panes: a session made on
+/// lab's socket by hand (a stray) shows within it. A pass due only to
+/// [`FULL_EVERY`] reads the runs and, when they are what the last full
+/// pass read, lists nothing: the pidfds say every pane's process lives.
+pub const PANES_EVERY: Duration = Duration::from_secs(60);
+
+/// The reconcile passes' state, their own (other modules reach it through
+/// the runner's methods): one pass at a time, their count and the last
+/// one's report, the strays, what the last full pass read, the pane
+/// processes watched, and one map by run of the dead panes whose exit
+/// status is not known yet (pruned at each full pass to its live runs).
+pub(super) struct Reconciler {
+    lock: tokio::sync::Mutex<()>,
+    passes: AtomicUsize,
+    last: Mutex<Option<PassReport>>,
+    strays: Mutex<Vec<String>>,
+    exit_wait: Mutex<HashMap<i64, Instant>>,
+    view: Mutex<Option<View>>,
+    pub(super) panes: Mutex<PaneWatch>,
+}
+
+impl Default for Reconciler {
+    fn default() -> Self {
+        Reconciler {
+            lock: tokio::sync::Mutex::new(()),
+            passes: AtomicUsize::new(0),
+            last: Mutex::new(None),
+            strays: Mutex::new(Vec::new()),
+            exit_wait: Mutex::new(HashMap::new()),
+            view: Mutex::new(None),
+            panes: Mutex::new(PaneWatch::default()),
+        }
+    }
+}
+
+/// What the last full pass read: this node's live runs and every pane.
+#[derive(Clone)]
+pub(super) struct View {
+    /// When the runs were read.
+    pub(super) at: Instant,
+    /// When the panes were listed.
+    pub(super) panes_at: Instant,
+    /// Whether the pass left nothing to look at again soon (no run
+    /// `starting`, no dead pane, no exit status awaited).
+    pub(super) settled: bool,
+    runs: Arc<Vec<Run>>,
+    panes: Arc<Vec<Pane>>,
+}
+
+impl Reconciler {
+    pub(super) fn passes(&self) -> usize {
+        self.passes.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn last(&self) -> Option<PassReport> {
+        self.last.lock().expect("poisoned").clone()
+    }
+
+    pub(super) fn strays(&self) -> Vec<String> {
+        self.strays.lock().expect("poisoned").clone()
+    }
+
+    /// What the last full pass read, if it is still what lab knows.
+    pub(super) fn view(&self) -> Option<View> {
+        self.view.lock().expect("poisoned").clone()
+    }
+
+    fn done(&self, report: &PassReport) {
+        self.passes.fetch_add(1, Ordering::Relaxed);
+        *self.last.lock().expect("poisoned") = Some(report.clone());
+    }
+}
 
 /// What one pass saw and did.
 #[derive(Debug, Default, Clone)]
@@ -50,32 +126,32 @@ pub struct PassReport {
     /// Runs that started or stopped waiting for a person.
     pub attention: Vec<i64>,
     pub elapsed: Duration,
-    /// A full pass (the runs and the panes read); else a quiet one
-    /// (`quiet.rs`).
+    /// A full pass (the runs and the panes read); else a screens pass.
     pub full: bool,
+    /// Whether the pass left something to look at again soon: a run
+    /// starting, a dead pane without its status, a screen behind its log,
+    /// a log or a process no event covers.
+    pub soon: bool,
 }
 
 impl Runner {
     /// One reconcile pass. `startup` is the pass before lab serves: no launch
     /// can be in flight then.
     pub async fn reconcile(&self, startup: bool) -> Result<PassReport, StoreError> {
-        let _one_at_a_time = self.pass_lock.lock().await;
+        let _one_at_a_time = self.reconciler.lock.lock().await;
         let began = Instant::now();
         let calls_before = self.tmux.calls();
         let mut report = PassReport {
             full: true,
             ..PassReport::default()
         };
-        // The count before the read: a write during the pass makes the next
-        // pass a full one.
-        let generation = self.store.runs_generation();
         // Runs first, panes second: a run that went live before the runs
         // were read has its session in the panes read after.
         let runs = self.store.active_runs(&self.cfg.node).await?;
-        let in_flight = self.pending.load(Ordering::SeqCst) > 0;
+        let in_flight = self.launches.pending();
         // Launches as of the read: a launch that ends after it may create its
         // session after the panes are listed.
-        let launching_then = self.launching.lock().expect("poisoned").clone();
+        let launching_then = self.launches.snapshot();
         let panes = match self.tmux.panes().await {
             Ok(p) => p,
             Err(e) => {
@@ -94,12 +170,7 @@ impl Runner {
             if self.ending.contains(run.id) {
                 continue;
             }
-            let launching = launching_then.contains_key(&run.id)
-                || self
-                    .launching
-                    .lock()
-                    .expect("poisoned")
-                    .contains_key(&run.id);
+            let launching = launching_then.contains_key(&run.id) || self.launches.contains(run.id);
             match by_session.get(run.session.as_str()) {
                 Some(pane) if !pane.dead => {
                     if run.state == RunState::Starting
@@ -164,7 +235,7 @@ impl Runner {
             }
         }
 
-        self.watch_screens(&runs, &by_session, &mut report).await?;
+        let left = self.watch_screens(&runs, &by_session, &mut report).await?;
 
         if !to_close.is_empty()
             && let Err(e) = self.tmux.kill_sessions(&to_close).await
@@ -172,15 +243,84 @@ impl Runner {
             tracing::warn!(error = %e, "could not close ended sessions; the next pass retries");
         }
         self.report_strays(&report.strays);
-        if to_close.is_empty() {
-            self.remember(generation, runs, panes, began);
-        } else {
-            *self.seen.lock().expect("poisoned") = None;
-        }
+        let settled = self.remember(runs, panes, began, to_close.is_empty());
+        report.soon =
+            !settled || left.any() || self.reconciler.panes.lock().expect("poisoned").polled();
         report.tmux_calls = self.tmux.calls() - calls_before;
         report.elapsed = began.elapsed();
-        self.passes.fetch_add(1, Ordering::Relaxed);
-        *self.last_pass.lock().expect("poisoned") = Some(report.clone());
+        self.reconciler.done(&report);
+        Ok(report)
+    }
+
+    /// Remembers what a full pass read, and watches the processes of its
+    /// live panes; whether it left nothing to look at again soon. A pass
+    /// that closed sessions is never settled (the next one sees them gone).
+    fn remember(
+        &self,
+        runs: Vec<Run>,
+        panes: Vec<Pane>,
+        began: Instant,
+        closed_none: bool,
+    ) -> bool {
+        let by_session: HashMap<&str, &Pane> =
+            panes.iter().map(|p| (p.session.as_str(), p)).collect();
+        let ids: HashSet<i64> = runs.iter().map(|r| r.id).collect();
+        let settled = {
+            let mut waiting = self.reconciler.exit_wait.lock().expect("poisoned");
+            // The one place a run's entry goes: it is no longer live here.
+            waiting.retain(|id, _| ids.contains(id));
+            waiting.is_empty()
+        } && closed_none
+            && runs.iter().all(|r| {
+                r.state != RunState::Starting
+                    && by_session.get(r.session.as_str()).is_some_and(|p| !p.dead)
+            });
+        let pids: Vec<i64> = live_pids(&runs, &by_session);
+        self.reconciler.panes.lock().expect("poisoned").keep(&pids);
+        *self.reconciler.view.lock().expect("poisoned") = Some(View {
+            at: began,
+            panes_at: began,
+            settled,
+            runs: Arc::new(runs),
+            panes: Arc::new(panes),
+        });
+        settled
+    }
+
+    /// A pass between full ones: the screens of runs whose output grew, from
+    /// what the last full pass read (the pidfds say its panes' processes
+    /// live). `recheck` reads the runs first, and makes it a full pass when
+    /// they changed (another node's write). Without a view, a full pass.
+    pub(super) async fn screens_pass(&self, recheck: bool) -> Result<PassReport, StoreError> {
+        let Some(view) = self.reconciler.view() else {
+            return self.reconcile(false).await;
+        };
+        if recheck {
+            let now = self.store.active_runs(&self.cfg.node).await?;
+            if now != *view.runs {
+                return self.reconcile(false).await;
+            }
+            if let Some(v) = self.reconciler.view.lock().expect("poisoned").as_mut() {
+                v.at = Instant::now();
+            }
+        }
+        let _one_at_a_time = self.reconciler.lock.lock().await;
+        let began = Instant::now();
+        let calls_before = self.tmux.calls();
+        let by_session: HashMap<&str, &Pane> =
+            view.panes.iter().map(|p| (p.session.as_str(), p)).collect();
+        let mut report = PassReport {
+            checked: view.runs.len(),
+            ..PassReport::default()
+        };
+        let left: ScreensLeft = self
+            .watch_screens(&view.runs, &by_session, &mut report)
+            .await?;
+        report.soon =
+            !view.settled || left.any() || self.reconciler.panes.lock().expect("poisoned").polled();
+        report.tmux_calls = self.tmux.calls() - calls_before;
+        report.elapsed = began.elapsed();
+        self.reconciler.done(&report);
         Ok(report)
     }
 
@@ -191,7 +331,7 @@ impl Runner {
     /// process still lives (it let go of the terminal), the run goes on; else
     /// lab waits up to [`EXIT_WAIT`] and then records an unknown status.
     fn ending(&self, run: &Run, pane: &Pane) -> Option<AgentExit> {
-        let mut waiting = self.exit_wait.lock().expect("poisoned");
+        let mut waiting = self.reconciler.exit_wait.lock().expect("poisoned");
         let known = AgentExit::read(&self.exit_file(run.id)).or((pane.status.is_some()
             || pane.signal.is_some())
         .then_some(AgentExit {
@@ -229,12 +369,11 @@ impl Runner {
         let Some(id) = session_run_id(session) else {
             return false;
         };
-        self.launching.lock().expect("poisoned").contains_key(&id)
-            || self.pending.load(Ordering::SeqCst) > 0
+        self.launches.contains(id) || self.launches.pending()
     }
 
     fn report_strays(&self, now: &[String]) {
-        let mut prev = self.strays.lock().expect("poisoned");
+        let mut prev = self.reconciler.strays.lock().expect("poisoned");
         for s in now {
             if !prev.contains(s) {
                 let hint = if s.starts_with(SESSION_PREFIX) {
@@ -361,42 +500,13 @@ impl Runner {
         }
         Ok(removed)
     }
+}
 
-    /// Runs a pass (full or quiet, `quiet.rs`) every `reconcile_every` until
-    /// `shutdown` turns true, the
-    /// usage pass about every [`USAGE_EVERY`] and the workspace retention
-    /// about once a minute.
-    pub fn spawn_loop(
-        self: Arc<Self>,
-        mut shutdown: watch::Receiver<bool>,
-    ) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut last_expiry = Instant::now();
-            let mut last_usage = Instant::now();
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(self.cfg.reconcile_every) => {}
-                    _ = shutdown.changed() => {}
-                }
-                if *shutdown.borrow() {
-                    break;
-                }
-                if let Err(e) = self.pass().await {
-                    tracing::warn!(error = %e, "reconcile pass failed");
-                }
-                if last_usage.elapsed() >= USAGE_EVERY {
-                    last_usage = Instant::now();
-                    if let Err(e) = self.tally_usage().await {
-                        tracing::warn!(error = %e, "usage pass failed");
-                    }
-                }
-                if last_expiry.elapsed() >= Duration::from_secs(60) {
-                    last_expiry = Instant::now();
-                    if let Err(e) = self.expire_workspaces().await {
-                        tracing::warn!(error = %e, "workspace retention failed");
-                    }
-                }
-            }
-        })
-    }
+/// The pane processes of the runs that have a live pane.
+fn live_pids(runs: &[Run], by_session: &HashMap<&str, &Pane>) -> Vec<i64> {
+    runs.iter()
+        .filter_map(|r| by_session.get(r.session.as_str()))
+        .filter(|p| !p.dead)
+        .map(|p| p.pid)
+        .collect()
 }

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::launch::{BinaryError, InFlight, LaunchTimings};
+use super::launch::{BinaryError, LaunchTimings};
 use super::launch_file::{Start, StartError};
+use super::launches::InFlight;
 use super::runner::{RunError, Runner};
 use crate::auth::{digest, new_token};
 use crate::domain::{Run, RunKind, RunState};
@@ -129,7 +130,7 @@ impl Runner {
         let run = self.store.run(id).await?;
         let (repo, p, program) = self.resumable(&run, from).await?.map_err(RunError::from)?;
         let token = new_token();
-        let _in_flight = InFlight::of_run(self, id);
+        let _in_flight = InFlight::of_run(&self.launches, id);
         if !self
             .store
             .begin_resume(id, &hex::encode(digest(&token)), from)

@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::busy::RunSet;
@@ -110,45 +109,18 @@ pub struct Runner {
     /// The git identity runs commit as by default: the operator's, read
     /// once.
     pub(super) identity: tokio::sync::OnceCell<(String, String)>,
-    /// Runs between their insert and their session: reconcile leaves them be.
-    /// Counted: two resumes of one run may be in flight at once (one then
-    /// loses), and the loser's end must not unmark the winner's.
-    pub(super) launching: Mutex<HashMap<i64, usize>>,
-    /// Launches that have not yet registered their run id.
-    pub(super) pending: AtomicUsize,
+    /// Launches in flight: reconcile leaves their runs be.
+    pub(super) launches: super::launches::Launches,
     /// Runs being stopped: the stop, not reconcile, records how they ended.
     pub(super) ending: RunSet,
-    /// Sessions on lab's socket that no run owns, as of the last pass.
-    pub(super) strays: Mutex<Vec<String>>,
-    pub(super) passes: AtomicUsize,
-    /// One reconcile pass at a time.
-    pub(super) pass_lock: tokio::sync::Mutex<()>,
-    pub(super) last_pass: Mutex<Option<super::PassReport>>,
-    /// The log size of each live run when lab last read its screen, and
-    /// when that was.
-    /// Per live run: the log size its screen was last read at, when, and
-    /// until when a changed screen is read at every pass (`attention.rs`).
-    pub(super) log_seen: Mutex<HashMap<i64, super::attention::Seen>>,
-    /// The log size of each live run at the last pass.
-    pub(super) log_last: Mutex<HashMap<i64, u64>>,
-    /// Live runs whose usage did not change at the last read: when to read
-    /// again, and the wait after that (doubling, see `usage.rs`).
-    pub(super) usage_rest: Mutex<HashMap<i64, super::usage::Rest>>,
-    /// The usage pass's runs, with the store's write count and the time
-    /// they were read (`usage.rs`).
-    pub(super) usage_runs: Mutex<Option<super::usage::TallyRuns>>,
-    /// What the usage pass last stored of each run's transcript.
-    pub(super) usage_reads: Mutex<HashMap<i64, crate::store::UsageRead>>,
-    /// Dead panes whose exit status tmux has not reported yet, since when.
-    pub(super) exit_wait: Mutex<HashMap<i64, std::time::Instant>>,
+    /// The reconcile passes' own state (`reconcile.rs`).
+    pub(super) reconciler: super::reconcile::Reconciler,
+    /// The screen check's own state (`attention.rs`).
+    pub(super) screen_check: super::attention::ScreenCheck,
+    /// The usage pass's own state (`usage.rs`).
+    pub(super) usage: super::usage::UsageTracker,
     /// Runs' screens, replayed from their logs when someone looks.
     pub(super) screens: super::screen::Screens,
-    /// What the last full pass read, for the quiet passes after it.
-    pub(super) seen: Mutex<Option<super::quiet::Seen>>,
-    /// The pane processes the quiet passes watch.
-    pub(super) watches: Mutex<super::quiet::Watches>,
-    /// Which logs were written since the screen check sized them.
-    pub(super) log_watch: Mutex<super::log_watch::LogWatch>,
     /// The relay that copies the runs' output (ADR 22).
     pub(super) relay: super::relay::keeper::Keeper,
     /// What runs' workspaces take on disk, measured when asked.
@@ -196,11 +168,19 @@ impl Runner {
     /// (a login screen drawn before the hook came) must be seen again; and
     /// the next usage pass read its transcript.
     pub fn look_again(&self, run: i64) {
-        self.log_seen
-            .lock()
-            .expect("poisoned")
-            .insert(run, super::attention::Seen::eager());
-        self.usage_rest.lock().expect("poisoned").remove(&run);
+        self.usage.read_soon(run);
+        self.screen_check.look_again(run);
+    }
+
+    /// How many times the usage pass looked at `run`'s transcript (tests
+    /// wait on it).
+    pub fn usage_reads_of(&self, run: i64) -> u64 {
+        self.usage.reads_of(run)
+    }
+
+    /// How many screens the screen check has read (tests wait on it).
+    pub fn screens_read(&self) -> usize {
+        self.screen_check.screens_read()
     }
 
     pub fn new(store: Store, cfg: RunnerConfig) -> anyhow::Result<Runner> {
@@ -217,6 +197,7 @@ impl Runner {
             cfg.sandbox_policy.hidden.push(dir.to_path_buf());
         }
         let relay = super::relay::keeper::Keeper::new(tmux.socket(), &cfg.lab_exe, cfg.relay);
+        let usage = super::usage::UsageTracker::new(store.subscribe(crate::store::Written::Runs));
         Ok(Runner {
             store,
             relay,
@@ -224,23 +205,12 @@ impl Runner {
             workspaces: Workspaces::new(&cfg.data_dir),
             cfg,
             identity: tokio::sync::OnceCell::new(),
-            launching: Mutex::new(HashMap::new()),
-            pending: AtomicUsize::new(0),
+            launches: Default::default(),
             ending: RunSet::default(),
-            strays: Mutex::new(Vec::new()),
-            passes: AtomicUsize::new(0),
-            pass_lock: tokio::sync::Mutex::new(()),
-            last_pass: Mutex::new(None),
-            exit_wait: Mutex::new(HashMap::new()),
-            log_seen: Mutex::new(HashMap::new()),
-            log_last: Mutex::new(HashMap::new()),
-            usage_rest: Mutex::new(HashMap::new()),
-            usage_runs: Mutex::new(None),
-            usage_reads: Mutex::new(HashMap::new()),
+            reconciler: Default::default(),
+            screen_check: Default::default(),
+            usage,
             screens: super::screen::Screens::new(super::tmux::PANE_ROWS, super::tmux::PANE_COLS),
-            seen: Mutex::new(None),
-            watches: Mutex::new(Default::default()),
-            log_watch: Mutex::new(Default::default()),
             disk: Default::default(),
         })
     }
@@ -326,7 +296,7 @@ impl Runner {
                 node: run.node.clone(),
             }));
         }
-        if self.launching.lock().expect("poisoned").contains_key(&id) {
+        if self.launches.contains(id) {
             return Err(RunError::Conflict(Conflict::Starting { id }));
         }
         let Some(_ending) = self.ending.enter(id) else {
@@ -419,15 +389,15 @@ impl Runner {
 
     /// Sessions on lab's socket that no run owns, as of the last pass.
     pub fn strays(&self) -> Vec<String> {
-        self.strays.lock().expect("poisoned").clone()
+        self.reconciler.strays()
     }
 
     pub fn passes(&self) -> usize {
-        self.passes.load(Ordering::Relaxed)
+        self.reconciler.passes()
     }
 
     /// What the last reconcile pass saw and cost.
     pub fn last_pass(&self) -> Option<super::PassReport> {
-        self.last_pass.lock().expect("poisoned").clone()
+        self.reconciler.last()
     }
 }

@@ -9,10 +9,12 @@
 //! `usage::MAX_LINE`).
 //! Sub-agents' tokens and cost are the run's too.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 use super::Runner;
 use super::transcript::find;
@@ -83,9 +85,96 @@ impl Rest {
     }
 }
 
-/// The usage pass's runs, with the store's write count and the time they
-/// were read.
-pub(super) type TallyRuns = (u64, std::time::Instant, Arc<Vec<Run>>);
+/// What the usage pass keeps of one run between passes.
+#[derive(Debug, Default, Clone)]
+struct Tracked {
+    /// While its usage did not change: when to read it again.
+    rest: Option<Rest>,
+    /// What the pass last stored of its transcript (this node alone writes
+    /// its runs' usage, so it is what the database holds).
+    read: Option<crate::store::UsageRead>,
+    /// An ended run read for the last time.
+    finished: bool,
+    /// How many times its transcript was looked for or read on.
+    reads: u64,
+}
+
+/// The usage pass's state, its own: one map from run to what the pass keeps
+/// of it (pruned to the runs each pass reads, the one place an entry goes),
+/// and the runs it reads with when they were read.
+pub(super) struct UsageTracker {
+    runs: Mutex<HashMap<i64, Tracked>>,
+    list: Mutex<Option<(std::time::Instant, Arc<Vec<Run>>)>>,
+    /// Changes with each write to runs this process makes: the list is read
+    /// again after one.
+    written: Mutex<watch::Receiver<u64>>,
+}
+
+impl UsageTracker {
+    pub(super) fn new(written: watch::Receiver<u64>) -> UsageTracker {
+        UsageTracker {
+            runs: Mutex::new(HashMap::new()),
+            list: Mutex::new(None),
+            written: Mutex::new(written),
+        }
+    }
+
+    /// How many times the pass looked at `run`'s transcript (tests wait on
+    /// it instead of a quiet window).
+    pub(super) fn reads_of(&self, run: i64) -> u64 {
+        self.runs
+            .lock()
+            .expect("poisoned")
+            .get(&run)
+            .map_or(0, |t| t.reads)
+    }
+
+    /// Ends a run's rest: the next pass reads its transcript.
+    pub(super) fn read_soon(&self, run: i64) {
+        if let Some(t) = self.runs.lock().expect("poisoned").get_mut(&run) {
+            t.rest = None;
+        }
+    }
+
+    fn keep_read(&self, run: i64, read: crate::store::UsageRead) {
+        self.runs
+            .lock()
+            .expect("poisoned")
+            .entry(run)
+            .or_default()
+            .read = Some(read);
+    }
+
+    /// When the next usage pass has something to read: now when a run is
+    /// not resting (or ended and not read to its end), else the end of the
+    /// first rest, else (no run) never.
+    pub(super) fn next_due(&self) -> Option<std::time::Instant> {
+        let now = std::time::Instant::now();
+        let stale = self
+            .written
+            .lock()
+            .expect("poisoned")
+            .has_changed()
+            .unwrap_or(true);
+        let list = self.list.lock().expect("poisoned");
+        let Some((at, runs)) = list.as_ref().filter(|_| !stale) else {
+            // The runs to read are not known, or changed.
+            return Some(now);
+        };
+        let tracked = self.runs.lock().expect("poisoned");
+        let first = runs
+            .iter()
+            .filter_map(|r| match tracked.get(&r.id) {
+                None => Some(now),
+                Some(t) if !r.state.is_active() => (!t.finished).then_some(now),
+                Some(t) => Some(t.rest.map_or(now, |rest| rest.next)),
+            })
+            .min();
+        // The list is read again at least every FULL_EVERY (other nodes).
+        let again = *at + super::reconcile::FULL_EVERY;
+        Some(first.map_or(again, |f| f.min(again)))
+    }
+}
 
 /// The longest a working Codex run's rollout goes unread, in passes: its
 /// turn's end shows within seconds even without its notify hook.
@@ -113,49 +202,53 @@ impl Runner {
         let mut changed = 0;
         let now = std::time::Instant::now();
         let ids: HashSet<i64> = runs.iter().map(|r| r.id).collect();
-        let active: HashSet<i64> = runs
-            .iter()
-            .filter(|r| r.state.is_active())
-            .map(|r| r.id)
-            .collect();
-        self.usage_rest
-            .lock()
-            .expect("poisoned")
-            .retain(|id, _| active.contains(id));
-        self.usage_reads
-            .lock()
-            .expect("poisoned")
-            .retain(|id, _| ids.contains(id));
+        {
+            let mut tracked = self.usage.runs.lock().expect("poisoned");
+            // The one place a run's entry goes: the pass no longer reads it.
+            tracked.retain(|id, _| ids.contains(id));
+            for r in runs.iter().filter(|r| !r.state.is_active()) {
+                if let Some(t) = tracked.get_mut(&r.id) {
+                    t.rest = None;
+                }
+            }
+        }
         let pass = self.cfg.reconcile_every;
         let quiet = pass * REST_QUIET;
         for run in runs.iter() {
-            let log = self
-                .log_last
-                .lock()
-                .expect("poisoned")
-                .get(&run.id)
-                .copied();
+            let log = self.screen_check.log_size(run.id);
             let most = pass * rest_max(run);
             let rest = self
-                .usage_rest
+                .usage
+                .runs
                 .lock()
                 .expect("poisoned")
                 .get(&run.id)
-                .copied();
+                .and_then(|t| t.rest);
             if run.state.is_active() && rest.is_some_and(|r| r.holds(now, log, most)) {
                 continue;
             }
-            match self.tally_run(run).await {
+            let read = self.tally_run(run).await;
+            self.usage
+                .runs
+                .lock()
+                .expect("poisoned")
+                .entry(run.id)
+                .or_default()
+                .reads += 1;
+            match read {
                 Ok(true) => {
                     changed += 1;
-                    self.usage_rest.lock().expect("poisoned").remove(&run.id);
+                    self.usage.read_soon(run.id);
                 }
                 Ok(false) => {
-                    let next = Rest::after(rest, now, log, pass, most, quiet);
-                    self.usage_rest
-                        .lock()
-                        .expect("poisoned")
-                        .insert(run.id, next);
+                    let mut tracked = self.usage.runs.lock().expect("poisoned");
+                    let t = tracked.entry(run.id).or_default();
+                    if run.state.is_active() {
+                        t.rest = Some(Rest::after(rest, now, log, pass, most, quiet));
+                    } else {
+                        // Read to its end (or nothing to read): not again.
+                        t.finished = true;
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(run = run.id, error = %e, "could not read the run's usage")
@@ -167,23 +260,36 @@ impl Runner {
 
     /// The runs a usage pass reads: this node's live runs and those that
     /// ended within the hour and were not read to their end. Read again
-    /// only after this process wrote to runs, or every `quiet::FULL_EVERY`
-    /// (as the reconcile loop's runs are).
+    /// only after this process wrote to runs, or every
+    /// [`FULL_EVERY`](super::reconcile::FULL_EVERY) (as the reconcile
+    /// loop's runs are).
     async fn runs_to_tally(&self) -> Result<Arc<Vec<Run>>, StoreError> {
-        let generation = self.store.runs_generation();
-        if let Some((g, at, runs)) = &*self.usage_runs.lock().expect("poisoned")
-            && *g == generation
-            && at.elapsed() < super::quiet::FULL_EVERY
+        let written = self
+            .usage
+            .written
+            .lock()
+            .expect("poisoned")
+            .has_changed()
+            .unwrap_or(true);
+        if !written
+            && let Some((at, runs)) = &*self.usage.list.lock().expect("poisoned")
+            && at.elapsed() < super::reconcile::FULL_EVERY
         {
             return Ok(runs.clone());
         }
+        // Marked seen before the read: a write after it is read next time.
+        self.usage
+            .written
+            .lock()
+            .expect("poisoned")
+            .mark_unchanged();
         let runs = Arc::new(
             self.store
                 .runs_to_tally(&self.cfg.node, now_ms() - ENDED_WINDOW_MS)
                 .await?,
         );
-        *self.usage_runs.lock().expect("poisoned") =
-            Some((generation, std::time::Instant::now(), runs.clone()));
+        *self.usage.list.lock().expect("poisoned") =
+            Some((std::time::Instant::now(), runs.clone()));
         Ok(runs)
     }
 
@@ -194,11 +300,12 @@ impl Runner {
         // This node alone reads its runs' transcripts, so what it stored
         // last is what the database holds.
         let known = self
-            .usage_reads
+            .usage
+            .runs
             .lock()
             .expect("poisoned")
             .get(&run.id)
-            .cloned();
+            .and_then(|t| t.read.clone());
         let before = match known {
             Some(r) => r,
             None => self.store.usage_read(run.id).await?,
@@ -233,17 +340,11 @@ impl Runner {
         let mut read = read;
         let seen = read.tally.agent.take();
         if read == before {
-            self.usage_reads
-                .lock()
-                .expect("poisoned")
-                .insert(run.id, read);
+            self.usage.keep_read(run.id, read);
             return Ok(false);
         }
         self.store.save_usage_read(run.id, &read).await?;
-        self.usage_reads
-            .lock()
-            .expect("poisoned")
-            .insert(run.id, read);
+        self.usage.keep_read(run.id, read);
         if let Some(seen) = seen.filter(|_| !ended) {
             self.record_seen(run.id, &seen).await?;
         }

@@ -319,13 +319,6 @@ impl Store {
         }
     }
 
-    /// How many writes to runs this process made: a reader holding runs
-    /// it read knows them current while this stays the same (other nodes'
-    /// writes are not counted).
-    pub fn runs_generation(&self) -> u64 {
-        self.written(Written::Runs)
-    }
-
     /// How often the resolve cache answered a read, and how often it could
     /// not (ADR 11).
     pub fn cache_stats(&self) -> CacheStats {

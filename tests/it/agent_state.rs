@@ -68,9 +68,9 @@ async fn claude_hooks_drive_the_agent_state(b: Backend) {
             && page.contains("Claude needs your permission to use Bash"),
         "{page}"
     );
-    // The screen check (every pass, 100 ms apart here) sees no question on
-    // the fake agent's screen, and leaves the hook's wait alone.
-    s.after_passes(4).await;
+    // The screen check, made to read the screen, sees no question on the
+    // fake agent's screen, and leaves the hook's wait alone.
+    s.after_a_look(n).await;
     let still = s.get(&format!("/api/v1/runs/{n}")).await.ok();
     assert_eq!(agent(&still), agent(&waiting), "{still}");
 
@@ -246,9 +246,9 @@ async fn codex_rollout_drives_the_agent_state(b: Backend) {
     let aborted = agent_becomes(&s, n, "idle", Some("the turn was interrupted")).await;
     assert_eq!(aborted["state"], "running");
     assert!(aborted["state_reason"].is_null(), "{aborted}");
-    // Nothing new in the rollout: the state stays (the screen check, every
-    // pass, sees no question and leaves it alone).
-    s.after_passes(4).await;
+    // Nothing new in the rollout: the state stays (the screen check, made
+    // to read the screen, sees no question and leaves it alone).
+    s.after_a_look(n).await;
     let still = s.get(&format!("/api/v1/runs/{n}")).await.ok();
     assert_eq!(agent(&still), agent(&aborted), "{still}");
     s.stop().await;

@@ -203,8 +203,8 @@ async fn events_arrive_in_order_and_a_500_is_tried_again(b: Backend) {
 }
 
 /// With nothing to send, the loop does not read the outbox again while
-/// nothing is written (its shortest gap is 50 ms here; 20 reconcile passes
-/// take 2 s); a run's end is still sent at once, as the write to runs that
+/// nothing is written (its shortest gap is 50 ms here; three AFK ticks
+/// take 3 s); a run's end is still sent at once, as the write to runs that
 /// queued it wakes the loop.
 async fn an_idle_outbox_is_not_read_at_every_tick(b: Backend) {
     let rx = Receiver::start().await;
@@ -216,13 +216,17 @@ async fn an_idle_outbox_is_not_read_at_every_tick(b: Backend) {
     )
     .await;
     let reads = |v: Value| v["notifications"]["reads"].as_u64().unwrap();
+    // Time, as the AFK loop's ticks (one a second here) witness it.
+    s.patch("/api/v1/settings", json!({"afk": {"tick_seconds": 1}}))
+        .await
+        .ok();
     s.outbox_settled().await;
     let reads0 = reads(s.get("/api/v1/status").await.ok());
-    s.after_passes(20).await;
+    s.after_ticks(3).await;
     let reads1 = reads(s.get("/api/v1/status").await.ok());
     assert!(
         reads1 - reads0 <= 1,
-        "outbox reads in 20 passes with nothing written: {}",
+        "outbox reads in 3 AFK ticks with nothing written: {}",
         reads1 - reads0
     );
     let started = std::time::Instant::now();
@@ -304,8 +308,9 @@ async fn pull_requests_and_failures_are_sent_once_across_a_restart(b: Backend) {
     assert_eq!(p["state"], "waiting");
 
     let s = s.restart().await;
-    // Passes of the new server see the run waiting still: no new entry.
-    s.after_passes(8).await;
+    // The new server's screen check sees the run waiting still: no new
+    // entry.
+    s.after_a_look(run_id).await;
     s.outbox_settled().await;
     assert_eq!(rx.events("hook").len(), 2, "{:?}", rx.events("hook"));
     let session = format!("={}", run["session"].as_str().unwrap());

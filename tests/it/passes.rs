@@ -1,8 +1,8 @@
 //! The reconcile loop's passes over live runs: what a pass costs in tmux
-//! calls, quiet passes while nothing changes, and the screen check that
-//! finds a waiting agent.
+//! calls, a loop that sleeps while nothing changes, and the screen check
+//! that finds a waiting agent.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use sqlx::Connection;
 
 use crate::on_both;
@@ -24,11 +24,18 @@ async fn reconcile_costs_a_constant_number_of_tmux_calls(b: Backend) {
         }
         // The newest agent has printed all it prints at start.
         s.record(last, "child").await;
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         // A pass after new output also reads the changed screens: one more
-        // call, whatever their number.
-        let first = s.runner().reconcile(false).await.unwrap();
-        assert!(first.tmux_calls <= 2, "at {target} runs: {first:?}");
+        // call, whatever their number; then only the pane listing.
+        wait::until(
+            format_args!("a pass with no new output at {target} runs"),
+            wait::secs(20),
+            async || {
+                let first = s.runner().reconcile(false).await.unwrap();
+                assert!(first.tmux_calls <= 2, "at {target} runs: {first:?}");
+                (first.tmux_calls == 1).then_some(())
+            },
+        )
+        .await;
         let report = s.runner().reconcile(false).await.unwrap();
         assert_eq!(report.checked, target);
         assert_eq!(report.tmux_calls, 1, "at {target} runs: {report:?}");
@@ -37,10 +44,33 @@ async fn reconcile_costs_a_constant_number_of_tmux_calls(b: Backend) {
     s.stop().await;
 }
 
-/// While nothing changes, the loop's passes are quiet (ADR 21): no tmux
-/// client, no read of the runs. A session killed by hand is still seen at
-/// the next pass, long before the next full one.
-async fn passes_are_quiet_while_nothing_changes(b: Backend) {
+/// Waits until the reconcile loop went one AFK tick (a second here) without
+/// a pass, its last pass having left nothing to look at again soon: the
+/// agents' first output is read and nothing is left. What then happens or
+/// not is what a test checks.
+async fn settled(s: &TestServer) -> Value {
+    s.patch("/api/v1/settings", json!({"afk": {"tick_seconds": 1}}))
+        .await
+        .ok();
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    for _ in 0..30 {
+        let before = s.get("/api/v1/status").await.ok();
+        s.after_ticks(1).await;
+        let after = s.get("/api/v1/status").await.ok();
+        if n(&after, "reconcile_passes") == n(&before, "reconcile_passes")
+            && after["last_pass"]["soon"] == false
+        {
+            return after;
+        }
+    }
+    panic!("the reconcile loop never settled");
+}
+
+/// While nothing changes, the loop sleeps (ADR 30): no pass, no tmux client
+/// while time goes by (witnessed by the AFK loop's ticks, a second apart
+/// here). A session killed by hand wakes it at once: its pane's process
+/// ended, and the pidfd says so.
+async fn the_loop_sleeps_while_nothing_changes(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
     let mut runs = Vec::new();
@@ -49,29 +79,20 @@ async fn passes_are_quiet_while_nothing_changes(b: Backend) {
         s.record(id(&r), "child").await;
         runs.push(r);
     }
-    // (A screen whose first lines came after the last full pass is read by
-    // a quiet one: one tmux call, once.)
-    let before = wait::until(
-        "a quiet pass with no tmux call",
-        wait::secs(10),
-        async || {
-            let st = s.get("/api/v1/status").await.ok();
-            (st["last_pass"]["full"] == false && st["last_pass"]["tmux_calls"] == 0).then_some(st)
-        },
-    )
-    .await;
+    let before = settled(&s).await;
     assert_eq!(before["last_pass"]["runs"], 3, "{before}");
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    s.after_ticks(3).await;
     let after = s.get("/api/v1/status").await.ok();
     let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    // At most the 10 s read of the runs may fall in those 3 s; it starts
+    // no tmux client.
     assert!(
-        n(&after, "reconcile_passes") >= n(&before, "reconcile_passes") + 4,
-        "the loop goes on: {before} → {after}"
+        n(&after, "reconcile_passes") <= n(&before, "reconcile_passes") + 1,
+        "the loop sleeps: {before} → {after}"
     );
-    // Not a list-panes a pass: at most one full pass in that second (and a
-    // screen read, should a late line of an agent's come).
-    assert!(
-        n(&after, "tmux_calls") <= n(&before, "tmux_calls") + 2,
+    assert_eq!(
+        n(&after, "tmux_calls"),
+        n(&before, "tmux_calls"),
         "{before} → {after}"
     );
 
@@ -91,8 +112,8 @@ async fn passes_are_quiet_while_nothing_changes(b: Backend) {
     );
     s.wait_state(id(&runs[0]), "lost").await;
     assert!(
-        killed.elapsed() < std::time::Duration::from_secs(5),
-        "seen by a quiet pass, not the next full one: {:?}",
+        killed.elapsed() < lab::run::FULL_EVERY / 2,
+        "woken by the pane's end, not the 10 s read: {:?}",
         killed.elapsed()
     );
     for r in &runs[1..] {
@@ -103,9 +124,10 @@ async fn passes_are_quiet_while_nothing_changes(b: Backend) {
 }
 
 /// Every `FULL_EVERY` the loop reads the runs again, and lists the panes
-/// only when the runs changed (or every `PANES_EVERY`): 11 s of a quiet run
-/// start no tmux client, and a change written behind this process's back
-/// (another node, or by hand) still brings a full pass within about 10 s.
+/// only when the runs changed (or every `PANES_EVERY`): the read of a quiet
+/// run starts no tmux client, and a change written behind this process's
+/// back (another node, or by hand) still brings a full pass within about
+/// 10 s.
 async fn the_runs_are_read_again_and_the_panes_listed_only_on_a_change(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
@@ -113,31 +135,24 @@ async fn the_runs_are_read_again_and_the_panes_listed_only_on_a_change(b: Backen
     let run = id(&r);
     s.record(run, "child").await;
     let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
-    wait::until("a quiet pass", wait::secs(10), async || {
-        let st = s.get("/api/v1/status").await.ok();
-        (st["last_pass"]["full"] == false && st["last_pass"]["tmux_calls"] == 0).then_some(())
-    })
+    let before = settled(&s).await;
+    // The next pass is the 10 s read of the runs: they are unchanged, so it
+    // lists no panes.
+    let after = wait::until(
+        "the runs read again",
+        wait::secs(20).every_ms(100),
+        async || {
+            let st = s.get("/api/v1/status").await.ok();
+            (n(&st, "reconcile_passes") > n(&before, "reconcile_passes")).then_some(st)
+        },
+    )
     .await;
-    // (A late line of the agent's is read by one more pass: let it come,
-    // until a second goes by without a tmux client.)
-    let mut before = s.get("/api/v1/status").await.ok();
-    for _ in 0..10 {
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        let now = s.get("/api/v1/status").await.ok();
-        let still = n(&now, "tmux_calls") == n(&before, "tmux_calls");
-        before = now;
-        if still {
-            break;
-        }
-    }
-    tokio::time::sleep(lab::run::FULL_EVERY + std::time::Duration::from_millis(1500)).await;
-    let after = s.get("/api/v1/status").await.ok();
     assert_eq!(
         n(&after, "tmux_calls"),
         n(&before, "tmux_calls"),
-        "no tmux client past FULL_EVERY with the runs unchanged: {before} → {after}"
+        "no tmux client for unchanged runs: {before} → {after}"
     );
-    assert!(n(&after, "reconcile_passes") > n(&before, "reconcile_passes") + 50);
+    assert_eq!(after["last_pass"]["full"], false, "{after}");
 
     // Another writer changes the run.
     let sql = "UPDATE runs SET state_reason = 'changed elsewhere' WHERE id = $1";
@@ -192,7 +207,7 @@ async fn a_waiting_agent_shows_as_waiting(b: Backend) {
 
 on_both!(
     reconcile_costs_a_constant_number_of_tmux_calls,
-    passes_are_quiet_while_nothing_changes,
+    the_loop_sleeps_while_nothing_changes,
     the_runs_are_read_again_and_the_panes_listed_only_on_a_change,
     a_waiting_agent_shows_as_waiting,
 );

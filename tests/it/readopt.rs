@@ -1,8 +1,6 @@
 //! A real `lab serve` process, killed with -9 while runs are live, then
 //! started again: every live run is re-adopted, none respawned, none lost.
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use crate::on_both;
@@ -112,7 +110,17 @@ async fn kill_9_then_restart_readopts_every_live_run(b: Backend) {
         &socket,
         &["new-session", "-d", "-s", "intruder", "--", "sleep", "300"],
     );
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    // The agent that ends while lab is down has ended: its shim wrote how.
+    let exit_file = data
+        .join("runs")
+        .join(ends_while_down["id"].as_i64().unwrap().to_string())
+        .join("exit.json");
+    wait::until(
+        "the agent's end while lab is down",
+        wait::secs(10),
+        async || exit_file.exists(),
+    )
+    .await;
 
     let lab2 = home.start(&[]).await;
     for (i, r) in live.iter().enumerate() {

@@ -134,7 +134,7 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     let more = assistant("msg_A", 10, 50, 100, 1000);
     let (head, tail) = more.split_at(40);
     append(&transcript, head);
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    s.after_usage_reads(rid, 2).await;
     let r = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
     assert_eq!(
         usage(&r),
@@ -156,7 +156,7 @@ async fn a_claude_transcript_is_the_runs_usage_read_once(b: Backend) {
     );
     let want = (11, 51, 100, 1000, 2, Some(cost(11, 51, 100, 1000)));
     wait_usage(&s, rid, want).await;
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    s.after_usage_reads(rid, 2).await;
     let r = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
     assert_eq!(usage(&r), Some(want), "{r}");
     let listed = s.get("/api/v1/runs").await.ok();
@@ -309,8 +309,8 @@ async fn usage_is_null_until_known(b: Backend) {
     s.add_repo("r").await;
     let run = s.working_run("r").await;
     let rid = id(&run);
-    // Two usage passes.
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    // Two reads of its (missing) transcript.
+    s.after_usage_reads(rid, 2).await;
     let r = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
     assert!(r["usage"].is_null(), "{r}");
     assert!(r["cli_session_id"].is_string(), "{r}");
@@ -459,7 +459,7 @@ async fn a_transcript_through_a_link_is_not_read(b: Backend) {
             .await;
         let rid = id(&run);
         s.record(rid, "linked").await;
-        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        s.after_usage_reads(rid, 2).await;
         let r = s.get(&format!("/api/v1/runs/{rid}")).await.ok();
         assert!(
             usage(&r).is_none_or(|u| u.0 == 0 && u.1 == 0 && u.4 == 0),

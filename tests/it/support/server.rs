@@ -151,18 +151,35 @@ impl TestServer {
         .await;
     }
 
-    /// Waits until the reconcile loop finished `n` more passes (each reads
-    /// the screens of runs whose output grew): what a check that the screen
-    /// check did *not* change something waits for, rather than a quiet
-    /// window (a stalled loop fails it instead of passing it).
-    pub async fn after_passes(&self, n: usize) {
-        let from = self.runner().passes();
+    /// Makes the screen check read `run`'s screen at the next pass, and
+    /// waits until it has, and written what the screen said: what a check
+    /// that the screen check did *not* change something waits for, rather
+    /// than a quiet window (a stalled loop fails it instead of passing it).
+    pub async fn after_a_look(&self, run: i64) {
+        let from = self.runner().screens_read();
+        self.runner().look_again(run);
         super::wait::until(
-            format_args!("{n} more reconcile passes (from {from})"),
-            super::wait::secs(30).every_ms(50),
-            async || self.runner().passes() >= from + n,
+            format_args!("a look at run {run}'s screen (from {from} read)"),
+            super::wait::secs(30).every_ms(20),
+            async || self.runner().screens_read() > from,
         )
         .await;
+    }
+
+    /// Ends `run`'s usage rest and waits until the usage pass has read its
+    /// transcript `n` more times: what a check that a read did *not* count
+    /// something waits for, rather than a quiet window.
+    pub async fn after_usage_reads(&self, run: i64, n: u64) {
+        let from = self.runner().usage_reads_of(run);
+        for i in 1..=n {
+            self.runner().look_again(run);
+            super::wait::until(
+                format_args!("usage read {i} of {n} of run {run} (from {from})"),
+                super::wait::secs(30).every_ms(20),
+                async || self.runner().usage_reads_of(run) >= from + i,
+            )
+            .await;
+        }
     }
 
     pub fn runner(&self) -> &lab::run::Runner {
