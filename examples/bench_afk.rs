@@ -56,6 +56,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         sandbox_ro: Vec::new(),
         sandbox_rw: Vec::new(),
         launch_pause_ms: 0,
+        limit_minute_ms: 60_000,
     };
     let running = lab::server::start(&cfg).await.expect("lab starts");
     let api = Api::new(format!("http://{}", running.addr), running.token.clone());

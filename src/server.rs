@@ -82,6 +82,11 @@ pub struct ServeConfig {
     /// up, a crash mid-launch). 0 in use.
     #[arg(long, env = "LAB_LAUNCH_PAUSE_MS", default_value_t = 0, hide = true)]
     pub launch_pause_ms: u64,
+    /// Milliseconds a minute of an AFK run's time limit lasts: for tests of
+    /// what a time limit does, without waiting a minute. 60000 in use.
+    #[arg(long, env = "LAB_LIMIT_MINUTE_MS", default_value_t = 60_000, hide = true,
+          value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub limit_minute_ms: u64,
 }
 
 fn run_env_name(s: &str) -> Result<String, String> {
@@ -435,6 +440,7 @@ async fn runner_config(
         forge_poll: std::time::Duration::from_millis(cfg.forge_poll_ms),
         relay: !cfg.no_relay,
         launch_pause: std::time::Duration::from_millis(cfg.launch_pause_ms),
+        limit_minute_ms: cfg.limit_minute_ms as i64,
     })
 }
 

@@ -71,7 +71,7 @@ impl Scheduler {
         waiting: bool,
     ) -> Verdict {
         let budget = budget_of(run, repo, settings);
-        if let Some(v) = over_time_or_budget(run, &budget) {
+        if let Some(v) = over_time_or_budget(run, &budget, self.runner.cfg().limit_minute_ms) {
             return Some(v);
         }
         if waiting {
@@ -427,20 +427,26 @@ fn budget_of(run: &Run, repo: Option<&Repo>, settings: &Settings) -> Budget {
 
 /// When a live run passes its time limit (ms): the settle that ends it
 /// is due then, whatever else wakes the loop.
-pub(super) fn time_limit_at(run: &Run, repo: Option<&Repo>, settings: &Settings) -> i64 {
+/// `minute_ms` is how long a minute of it lasts (60 000 but in tests).
+pub(super) fn time_limit_at(
+    run: &Run,
+    repo: Option<&Repo>,
+    settings: &Settings,
+    minute_ms: i64,
+) -> i64 {
     let started = run.started_at.unwrap_or(run.created_at);
     started.saturating_add(
         budget_of(run, repo, settings)
             .run_timeout_minutes
-            .saturating_mul(60_000),
+            .saturating_mul(minute_ms),
     ) + 1
 }
 
 /// Past its time limit, or over its token or cost budget. The time a run
 /// waited on a usage limit counts: the limit is the run's own word.
-fn over_time_or_budget(run: &Run, b: &Budget) -> Verdict {
+fn over_time_or_budget(run: &Run, b: &Budget, minute_ms: i64) -> Verdict {
     let started = run.started_at.unwrap_or(run.created_at);
-    if now_ms() - started > b.run_timeout_minutes * 60_000 {
+    if now_ms() - started > b.run_timeout_minutes.saturating_mul(minute_ms) {
         return Some((
             StopCause::TimeLimit,
             format!(

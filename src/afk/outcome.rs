@@ -113,6 +113,7 @@ impl Scheduler {
                             &run,
                             repo.as_ref(),
                             &settings,
+                            self.runner.cfg().limit_minute_ms,
                         )),
                     }
                 });
@@ -349,7 +350,8 @@ impl Scheduler {
         };
         let budget = repo.budget.over(&settings.afk);
         let started = run.started_at.unwrap_or(run.created_at);
-        if now_ms() - started > budget.run_timeout_minutes * 60_000 {
+        let minute_ms = self.runner.cfg().limit_minute_ms;
+        if now_ms() - started > budget.run_timeout_minutes.saturating_mul(minute_ms) {
             return Ended::Judge(None);
         }
         match self.follow_forge(claim, run, repo, settings, number).await {

@@ -48,6 +48,9 @@ pub struct RunnerConfig {
     pub relay: bool,
     /// A pause in every launch once its run is recorded (tests only).
     pub launch_pause: Duration,
+    /// How many milliseconds a minute of an AFK run's time limit lasts
+    /// (60 000; tests shorten it).
+    pub limit_minute_ms: i64,
     /// How runs are limited here (probed at start-up).
     pub cgroups: super::cgroup::Cgroups,
 }

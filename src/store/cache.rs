@@ -33,6 +33,8 @@ pub struct Cache {
     inner: RwLock<Inner>,
     repos: Counters,
     settings: Counters,
+    /// Probes this node's listener heard back (PostgreSQL, ADR 11).
+    probes: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -73,6 +75,9 @@ pub struct CacheStats {
     pub repos: Counts,
     /// `settings` reads.
     pub settings: Counts,
+    /// Probes this node's listener sent itself and heard back: it hears
+    /// other nodes' writes (PostgreSQL only).
+    pub probes: u64,
 }
 
 /// How often the cache served a read, and how often a read went to the
@@ -159,7 +164,13 @@ impl Cache {
             on: self.read().on,
             repos: self.repos.get(),
             settings: self.settings.get(),
+            probes: self.probes.load(Ordering::Relaxed),
         }
+    }
+
+    /// The listener heard its probe back.
+    pub(super) fn probed(&self) {
+        self.probes.fetch_add(1, Ordering::Relaxed);
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {

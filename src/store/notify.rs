@@ -147,7 +147,12 @@ async fn probe_round(
     by(deadline, ask.execute(&mut *listener)).await?;
     loop {
         match by(deadline, next(listener)).await? {
-            Heard::Probe(p) if p == probe => return Ok(()),
+            Heard::Probe(p) if p == probe => {
+                if let Some(c) = cache.upgrade() {
+                    c.probed();
+                }
+                return Ok(());
+            }
             Heard::Probe(_) => {}
             Heard::Write => {
                 empty(cache);

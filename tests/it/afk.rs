@@ -322,8 +322,9 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
 }
 
 /// A run that goes past the time limit is stopped, its process tree ended.
+/// (A minute of a time limit lasts 15 s here.)
 async fn a_hanging_agent_times_out(b: Backend) {
-    let s = TestServer::start(b).await;
+    let s = TestServer::start_tweaked(b, |c| c.limit_minute_ms = 15_000).await;
     behave(
         &s,
         "sh -c 'trap \"\" TERM HUP; sleep 100000' &\necho $! > \"$FAKE_REC/../hang-child.pid\"\nwhile :; do sleep 1; done\n",

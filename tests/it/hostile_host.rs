@@ -230,9 +230,10 @@ touch {operator}/.claude/settings.json 2>/dev/null && echo wrote > "$FAKE_REC/op
 /// A run prints Claude Code's usage-limit text with a reset hours away and
 /// posts `StopFailure` `rate_limit` with its own token: it alone waits.
 /// Another issue of the same provider starts at once, and the printing
-/// run's time limit keeps counting (it ends timed out).
+/// run's time limit keeps counting (it ends timed out; a minute of it lasts
+/// 15 s here).
 async fn a_printed_limit_stops_only_its_own_run(b: Backend) {
-    let s = TestServer::start(b).await;
+    let s = TestServer::start_tweaked(b, |c| c.limit_minute_ms = 15_000).await;
     behave(
         &s,
         r#"if [ "$LAB_ISSUE" != 1 ]; then sleep 120; exit 0; fi

@@ -58,7 +58,10 @@ async fn a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs(b: Backend) {
     .collect();
     assert_eq!(argv.len(), want.len());
     assert!(argv == want, "argv differs");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Nothing to wait for: a shell would have run its commands before the
+    // agent started (it recorded its argv above), and a tmux command list
+    // runs `run-shell` to its end before the call that started the run
+    // returns (the run was `running` when it did).
     for i in 1..=5 {
         assert!(
             !std::path::Path::new(&format!("{}.{i}", pwned.display())).exists(),

@@ -192,7 +192,11 @@ async fn another_nodes_write_empties_this_nodes_cache(pg: Backend) {
     let mut kept = false;
     for _ in 0..3 {
         let misses = a.cache_stats().repos.misses;
-        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let probes = a.cache_stats().probes;
+        wait::until("two more probes heard back", wait::secs(30), async || {
+            a.cache_stats().probes >= probes + 2
+        })
+        .await;
         a.repo_with_global(&key).await.unwrap();
         if a.cache_stats().repos.misses == misses {
             kept = true;

@@ -255,9 +255,9 @@ async fn a_reviewer_asks_for_a_person(b: Backend) {
 
 /// Checks still pending at the run's time limit: `pr-opened`. Meanwhile a
 /// rate limit of the forge moves the next read to when it asks, and says
-/// so on the AFK status.
+/// so on the AFK status. (A minute of the time limit lasts 20 s here.)
 async fn pending_checks_at_the_time_limit(b: Backend) {
-    let s = TestServer::start(b).await;
+    let s = TestServer::start_tweaked(b, |c| c.limit_minute_ms = 20_000).await;
     let f = FakeForge::start(Flavor::Gitea).await;
     f.fake.state.lock().unwrap().ci.all = Some("pending".into());
     s.patch(

@@ -291,5 +291,6 @@ pub fn config(dir: &TempDir, database_url: Option<String>) -> lab::server::Serve
         sandbox_ro: vec![dir.path().to_path_buf()],
         sandbox_rw: vec![dir.path().join("records")],
         launch_pause_ms: 0,
+        limit_minute_ms: 60_000,
     }
 }
