@@ -36,6 +36,14 @@ pub(super) struct ClaimState {
     /// Its run was told to continue after a limit: when (ms), and the
     /// message it had (still on its screen for a while: not a new limit).
     pub resumed: Option<(i64, String)>,
+    /// The last time its branch changed paths outside its scope (issue 28
+    /// §4): what the judge of its outcome says, and how often lab refused
+    /// to open its pull request for it.
+    pub scope: Option<super::scope::Breach>,
+    pub scope_refusals: i64,
+    /// A breach found by a round's push, with the head it was found at, not
+    /// yet acted on.
+    pub scope_pending: Option<(super::scope::Breach, Option<String>)>,
     /// Its outcome is recorded: nothing of its following counts any more
     /// (its limit wait is not another run's word on its provider).
     pub judged: bool,

@@ -13,6 +13,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::prompt::Then;
+use super::scope::Breach;
 use super::{PR_GRACE, Scheduler};
 use crate::domain::ChecksState;
 use crate::domain::{AgentBy, AgentState, Run, RunState, StopCause};
@@ -35,6 +37,8 @@ pub(super) enum Slot {
         round: i64,
         head: Option<String>,
         result: CheckResult,
+        /// The branch left the run's scope: the check did not run.
+        scope: Option<Breach>,
     },
     /// The round's result was acted on; the next check waits for the next
     /// round.
@@ -50,6 +54,7 @@ enum Next {
     Judge {
         head: Option<String>,
         result: CheckResult,
+        scope: Option<Breach>,
     },
     /// No check of this round yet: one starts (the slot says it runs).
     Start,
@@ -76,6 +81,25 @@ impl Scheduler {
         }
         if waiting {
             return None;
+        }
+        if claim.pr_url.is_none() {
+            // lab refused its pull request for paths out of its scope more
+            // often than it has rounds: a person looks.
+            let refused = self
+                .claims
+                .peek(claim.id, |c| c.scope.clone().map(|b| (b, c.scope_refusals)));
+            if let Some(Some((b, n))) = refused
+                && n > settings.afk.max_rounds
+            {
+                return Some((
+                    StopCause::Scope,
+                    format!(
+                        "{}; lab refused its pull request {n} times (afk.max_rounds is {})",
+                        b.named(),
+                        settings.afk.max_rounds
+                    ),
+                ));
+            }
         }
         claim.pr_url.as_ref()?;
         let repo = repo?;
@@ -134,9 +158,14 @@ impl Scheduler {
                 round,
                 head,
                 result,
+                scope,
             }) if round == claim.rounds => {
                 c.check = Some(Slot::Seen { round });
-                Next::Judge { head, result }
+                Next::Judge {
+                    head,
+                    result,
+                    scope,
+                }
             }
             Some(Slot::Seen { round }) if round == claim.rounds => {
                 c.check = Some(Slot::Seen { round });
@@ -152,7 +181,19 @@ impl Scheduler {
         });
         match next {
             Next::Wait => None,
-            Next::Judge { head, result } => {
+            Next::Judge {
+                head,
+                scope: Some(b),
+                ..
+            } => {
+                self.scope_round(claim, run, max_rounds, &b, head.as_deref(), Then::Check)
+                    .await
+            }
+            Next::Judge {
+                head,
+                result,
+                scope: None,
+            } => {
                 self.judge_check(claim, run, command, max_rounds, head, result)
                     .await
             }
@@ -191,9 +232,14 @@ impl Scheduler {
                 round,
                 head,
                 result,
+                scope,
             }) => {
                 c.check = Some(Slot::Seen { round });
-                Some(Next::Judge { head, result })
+                Some(Next::Judge {
+                    head,
+                    result,
+                    scope,
+                })
             }
             Some(Slot::Seen { round }) if round == claim.rounds => {
                 c.check = Some(Slot::Seen { round });
@@ -213,7 +259,32 @@ impl Scheduler {
                 self.start_check(claim, run, repo, command);
                 false
             }
-            Next::Judge { head, result } => {
+            Next::Judge {
+                head,
+                scope: Some(b),
+                ..
+            } => {
+                // A round resumes the session (or the run ends for a
+                // person: the claim's scope says so to the judge).
+                let on_its_own = run.state == RunState::Exited && run.stop_cause.is_none();
+                if on_its_own
+                    && self
+                        .scope_round(claim, run, max_rounds, &b, head.as_deref(), Then::Check)
+                        .await
+                        .is_none()
+                {
+                    return false;
+                }
+                self.claims.with(claim.id, |c| c.scope = Some(b));
+                self.note_checks(claim, &ChecksState::Failed("out of scope".to_owned()))
+                    .await;
+                true
+            }
+            Next::Judge {
+                head,
+                result,
+                scope: None,
+            } => {
                 let on_its_own = run.state == RunState::Exited && run.stop_cause.is_none();
                 if !result.passed() && on_its_own && claim.rounds < max_rounds {
                     let head = head.unwrap_or_default();
@@ -268,7 +339,7 @@ impl Scheduler {
         let (claim_id, round, command) = (claim.id, claim.rounds, command.to_owned());
         tracing::info!(run = run.id, round, "running the repo's check");
         tokio::spawn(async move {
-            let mut head = None;
+            let (mut head, mut scope) = (None, None);
             if let (Some(ws), Some(branch)) = (run.workspace.as_deref(), run.branch.as_deref()) {
                 let ws = std::path::Path::new(ws);
                 let jail = runner.jail(&run, Some(&repo));
@@ -280,14 +351,29 @@ impl Scheduler {
                     tracing::warn!(run = run.id, error = %e, "could not take the run's branch");
                 }
                 head = runner.workspaces().branch_head(&repo, branch).await;
+                // A branch out of its scope is not checked: the round
+                // undoes that first (issue 28 §4).
+                match super::scope::breach_of(&runner, &repo, &run, branch).await {
+                    Ok(b) => scope = b,
+                    Err(e) => {
+                        tracing::warn!(run = run.id, error = %e, "could not read the branch's paths")
+                    }
+                }
             }
-            let result = runner.check(&run, &repo, &command, CHECK_LIMIT).await;
+            let result = match &scope {
+                Some(b) => CheckResult {
+                    status: None,
+                    output: b.told(),
+                },
+                None => runner.check(&run, &repo, &command, CHECK_LIMIT).await,
+            };
             claims.land(claim_id, |c| {
                 if matches!(c.check, Some(Slot::Running { round: r }) if r == round) {
                     c.check = Some(Slot::Done {
                         round,
                         head,
                         result,
+                        scope,
                     });
                 }
             });

@@ -173,13 +173,22 @@ impl Scheduler {
         let (run, repo, claim_id, round) = (run.clone(), repo.clone(), claim.id, claim.rounds);
         tokio::spawn(async move {
             if push && let Some(branch) = run.branch.as_deref() {
-                if let Err(e) = super::pull::deliver(&runner, &repo, &run, branch, lease).await {
-                    tracing::warn!(run = run.id, error = %e, "could not push the round's commits");
-                }
+                let pushed = super::pull::deliver(&runner, &repo, &run, branch, lease).await;
                 let sha = runner.workspaces().branch_head(&repo, branch).await;
                 claims.land(claim_id, |c| {
                     c.forge.pushed = Some((round, Instant::now()));
-                    c.forge.pushed_sha = sha;
+                    match pushed {
+                        // Nothing was pushed: the forge's head stays what
+                        // lab last pushed, and the breach is acted on.
+                        Err(super::pull::PullError::Scope(b)) => {
+                            c.scope_pending = Some((b, sha));
+                        }
+                        Err(e) => {
+                            tracing::warn!(run = run.id, error = %e, "could not push the round's commits");
+                            c.forge.pushed_sha = sha;
+                        }
+                        Ok(()) => c.forge.pushed_sha = sha,
+                    }
                 });
             }
             let r = source.pull_status(number).await;
@@ -222,6 +231,18 @@ impl Scheduler {
                 StopCause::PullRequest,
                 format!("its pull request was {how}; lab ended the run"),
             ));
+        }
+        if let Some((b, head)) = self.claims.with(claim.id, |c| c.scope_pending.take()) {
+            return self
+                .scope_round(
+                    claim,
+                    run,
+                    settings.afk.max_rounds,
+                    &b,
+                    head.as_deref(),
+                    super::prompt::Then::Push,
+                )
+                .await;
         }
         let (answered, pushed_sha, since_push) = self
             .claims

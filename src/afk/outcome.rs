@@ -159,11 +159,13 @@ impl Scheduler {
             // The claim as it is now (its checks may have been noted since
             // it was read).
             let claim = store.claim_of_run(run_id).await?.unwrap_or(claim);
+            let scope = self.claims.peek(claim.id, |c| c.scope.clone()).flatten();
             let (mut outcome, mut detail) = judge(
                 &claim,
                 &run,
                 settings.afk.max_rounds,
                 ended_cause,
+                scope.as_ref(),
                 &self.runner.cfg().lab_url,
             );
             // A CLI that exits as soon as it starts: lab checks it, and only
@@ -387,10 +389,40 @@ fn judge(
     run: &Run,
     max_rounds: i64,
     ended_cause: Option<StopCause>,
+    scope: Option<&super::scope::Breach>,
     lab_url: &str,
 ) -> (Outcome, String) {
     let reason = run.state_reason.clone().unwrap_or_default();
-    match run.stop_cause.or(ended_cause) {
+    // Out of its scope: the paths are the agent's bytes, named on the run's
+    // page only; the issue hears the count and the operator's globs.
+    let cause = run.stop_cause.or(ended_cause);
+    if let Some(b) = scope.filter(|_| {
+        cause == Some(StopCause::Scope)
+            || claim.pr_url.is_none()
+            || claim
+                .checks
+                .as_deref()
+                .is_some_and(|c| c.ends_with("out of scope"))
+    }) {
+        let pr = match &claim.pr_url {
+            Some(url) => format!("{url}: "),
+            None => "It opened no pull request: ".to_owned(),
+        };
+        let ran_out = if cause == Some(StopCause::Scope) {
+            ", and its rounds to undo that ran out"
+        } else {
+            ""
+        };
+        return (
+            Outcome::NeedsHuman,
+            format!(
+                "{pr}{}{ran_out}; lab pushed none of it. Its changes are on the run's page: {}",
+                b.told(),
+                run_page(lab_url, run.id)
+            ),
+        );
+    }
+    match cause {
         Some(StopCause::Budget) => return (Outcome::OverBudget, format!("{reason}.")),
         Some(StopCause::CliUnusable) => return (Outcome::CliUnusable, format!("{reason}.")),
         Some(StopCause::Rounds) => {

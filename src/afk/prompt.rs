@@ -62,6 +62,8 @@ pub enum Red<'a> {
         result: &'a CheckResult,
     },
     Forge(&'a [Failure]),
+    /// The branch changes paths outside the run's `writes` (issue 28 §4).
+    Scope(&'a super::scope::Breach),
 }
 
 /// What lab does after the agent's turn.
@@ -96,12 +98,19 @@ pub fn round(r: &Round<'_>) -> String {
                 out.push_str(&format!("\n- {}: {}", f.name, f.text));
             }
         }
+        Some(Red::Scope(b)) => out.push_str(&format!(
+            " On {short}, {}. lab pushes none of it and opens no pull request while it does.",
+            b.named()
+        )),
         None => {}
     }
     for (author, text) in &r.feedback {
         out.push_str(&format!("\n\nReview by {author}:\n{}", text.trim_end()));
     }
-    let fix = if r.feedback.is_empty() {
+    let fix = if matches!(r.red, Some(Red::Scope(_))) {
+        "it: undo the changes outside the scope (restore those paths as they are on the base \
+         branch, delete the ones you added)"
+    } else if r.feedback.is_empty() {
         "the cause"
     } else {
         "what they ask"

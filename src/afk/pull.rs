@@ -22,6 +22,15 @@ pub enum PullError {
     Conflict(String),
     #[error("{0}")]
     Push(String),
+    /// The branch changes paths outside the run's `writes`: what the run's
+    /// token is told names the count and the globs, never the paths.
+    #[error(
+        "{}: lab pushes none of it and opens no pull request while it does. Undo the changes \
+         outside the scope in a new commit (`git diff --name-only` against the base branch lists \
+         what the branch changes), then try again",
+        .0.told()
+    )]
+    Scope(super::scope::Breach),
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error(transparent)]
@@ -121,6 +130,14 @@ pub(super) async fn deliver(
             repo.default_branch
         )));
     }
+    // Nothing out of the run's scope is ever pushed or proposed (issue 28
+    // §4).
+    if let Some(b) = super::scope::breach_of(runner, repo, run, branch)
+        .await
+        .map_err(PullError::Push)?
+    {
+        return Err(PullError::Scope(b));
+    }
     if repo.issues.source != SourceKind::Builtin {
         let remote = push_url(repo)
             .ok_or_else(|| PullError::Push("the repo has no URL to push to".into()))?;
@@ -194,7 +211,15 @@ async fn open_now(
             run.id
         )));
     }
-    deliver(runner, &repo, run, &branch, Lease::Unknown).await?;
+    if let Err(e) = deliver(runner, &repo, run, &branch, Lease::Unknown).await {
+        if let (PullError::Scope(b), Some(c)) = (&e, claim.as_ref()) {
+            afk.claims.with(c.id, |s| {
+                s.scope = Some(b.clone());
+                s.scope_refusals += 1;
+            });
+        }
+        return Err(e);
+    }
     let source = afk.sources.of(&repo);
     let pr = source
         .create_pull(&NewPull {

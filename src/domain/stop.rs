@@ -18,5 +18,8 @@ spelled! {
         Rounds = "rounds",
         /// Its agent CLI cannot work (not signed in, its sign-in refused).
         CliUnusable = "cli_unusable",
+        /// Its branch changed paths outside its `writes` and its rounds to
+        /// undo that were used up.
+        Scope = "scope",
     }
 }

@@ -330,6 +330,9 @@ async fn open_pull(
         .map_err(|e| match e {
             PullError::Invalid(i) => ApiError::invalid(i),
             PullError::Conflict(m) => ApiError::conflict(m),
+            e @ PullError::Scope(_) => {
+                ApiError::new(StatusCode::CONFLICT, "out_of_scope", e.to_string())
+            }
             PullError::Push(m) => ApiError::new(StatusCode::BAD_GATEWAY, "push_failed", m),
             PullError::Source(s) => source_error(s),
             PullError::Store(s) => ApiError::from_store(s, || format!("run {id}'s repo")),

@@ -1,6 +1,6 @@
 //! `writes`: the workspace paths the run may change, as globs. Empty (the
-//! default) is unrestricted. lab checks the globs now; enforcing them (a
-//! write outside refused, the branch checked) comes with the AFK phases.
+//! default) is unrestricted. lab enforces it on what the run's branch
+//! changes (`afk/scope.rs`): nothing out of it is pushed or proposed.
 
 use super::{Knob, Phase, Type, Value};
 

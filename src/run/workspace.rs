@@ -28,6 +28,32 @@ use crate::validate::FieldError;
 #[error("{0}")]
 pub struct WorkspaceError(pub String);
 
+/// The most bytes of changed paths' names lab reads of one branch.
+const MAX_CHANGES_BYTES: usize = 4 << 20;
+
+/// A path a run's branch changes (added, modified, deleted, or its mode
+/// changed), as git names it: bytes, not necessarily UTF-8.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub path: Vec<u8>,
+    /// What a symlink the branch leaves at `path` points to (its blob).
+    pub link: Option<Vec<u8>>,
+}
+
+/// The entries of `git diff-tree -r -z --raw`: each a metadata field
+/// (`:100644 100644 <sha> <sha> M`) and a path, NUL after each.
+fn raw_entries(raw: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut parts = raw.split(|b| *b == 0);
+    let mut out = Vec::new();
+    while let (Some(meta), Some(path)) = (parts.next(), parts.next()) {
+        if !meta.starts_with(b":") {
+            break;
+        }
+        out.push((String::from_utf8_lossy(meta).into_owned(), path.to_vec()));
+    }
+    out
+}
+
 /// Checks that a repo's source can be used: a local path must hold a git
 /// repository (a work tree or a bare one). A URL is checked when lab first
 /// fetches it.
@@ -222,6 +248,76 @@ impl Workspaces {
                 .await
                 .is_err(),
         )
+    }
+
+    /// Every path `branch` of the registered repo (or its mirror) changes
+    /// against where it left the default branch (its merge base): what its
+    /// pull request would hold. A symlink it adds or changes comes with the
+    /// target it names. Host side: lab's own repo, after
+    /// [`collect`](Self::collect) brought the branch in through git's
+    /// protocol; git reads trees here (`diff-tree`, `cat-file`), never a
+    /// work tree, and runs no driver or filter. The paths and targets are
+    /// the agent's bytes: the caller shows them only on lab's own pages.
+    pub async fn changed_paths(
+        &self,
+        repo: &Repo,
+        branch: &str,
+    ) -> Result<Vec<Changed>, WorkspaceError> {
+        let dir = self.git_dir(repo);
+        let git = Git::host(&dir);
+        let head = git
+            .commit(&format!("refs/heads/{branch}"))
+            .await
+            .ok_or_else(|| WorkspaceError(format!("{branch} is not in the repo")))?;
+        let base = git
+            .out(&[
+                "merge-base",
+                &head,
+                &format!("refs/heads/{}", repo.default_branch),
+            ])
+            .await?;
+        if !base.bytes().all(|b| b.is_ascii_hexdigit()) || base.is_empty() {
+            return Err(WorkspaceError(format!(
+                "{branch} shares no history with {}",
+                repo.default_branch
+            )));
+        }
+        let (raw, cut) = git
+            .bytes(
+                &[
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--no-renames",
+                    "--raw",
+                    &base,
+                    &head,
+                ],
+                MAX_CHANGES_BYTES,
+            )
+            .await?;
+        if cut {
+            return Err(WorkspaceError(format!(
+                "{branch} changes more paths than lab reads ({} MiB of names)",
+                MAX_CHANGES_BYTES >> 20
+            )));
+        }
+        let mut out = Vec::new();
+        for (meta, path) in raw_entries(&raw) {
+            // `:old-mode new-mode old-sha new-sha status`
+            let fields: Vec<&str> = meta.split(' ').collect();
+            let (Some(mode), Some(sha)) = (fields.get(1), fields.get(3)) else {
+                continue;
+            };
+            let link = if *mode == "120000" && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+                let (target, _) = git.bytes(&["cat-file", "blob", sha], 4096).await?;
+                Some(target)
+            } else {
+                None
+            };
+            out.push(Changed { path, link });
+        }
+        Ok(out)
     }
 
     /// The commit a branch of the registered repo (or its mirror) points

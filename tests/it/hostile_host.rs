@@ -312,4 +312,64 @@ on_both!(
     a_partial_clone_s_command_never_runs_on_the_host,
     a_live_diff_never_holds_what_a_swapped_link_names,
     a_run_s_cli_config_is_its_own,
+    a_link_in_scope_cannot_carry_a_write_out_of_it,
 );
+
+/// A run limited to `src/**` commits a link in scope that points out of it
+/// (`src/readme-link` → `../README.md`) and a file whose name is a terminal
+/// escape, and asks for its pull request again and again: each time it is
+/// refused with the count and the globs only; past `afk.max_rounds`
+/// refusals the run ends `needs-human` (`stop_cause` `scope`). The paths are
+/// named, escaped, on lab's own record of the run; its issue and its token
+/// never see them, and nothing was proposed.
+async fn a_link_in_scope_cannot_carry_a_write_out_of_it(b: Backend) {
+    let s = TestServer::start(b).await;
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"knobs": {"writes": ["src/**"]}}))
+        .await
+        .ok();
+    behave(
+        &s,
+        r#"mkdir -p src && ln -s ../README.md src/readme-link
+touch "owned-$(printf '')]0;title$(printf '').txt"
+git add -A && git -c user.name=a -c user.email=a@example.com commit -qm "Fix" || exit 8
+while :; do
+  labctl pr create --title Fix --body done >> "$FAKE_REC/../refused.txt" 2>&1 && exit 9
+  sleep 0.3
+done
+"#,
+    );
+    let n = issue(&s, "r", "Escape the scope").await;
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "needs-human", "{c}");
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    assert_eq!(run["stop_cause"], "scope", "{run}");
+    let reason = run["state_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the branch changes 2 path(s) outside the run's scope (writes: src/**)")
+            && reason.contains("src/readme-link")
+            && reason.contains(r"owned-\u{1b}]0;title\u{7}.txt"),
+        "{reason}"
+    );
+    let refused = std::fs::read_to_string(s.tmp().join("records/refused.txt")).unwrap();
+    assert!(
+        refused.matches("outside the run's scope").count() > 3,
+        "{refused}"
+    );
+    let said = comments(&s, "r", n).await;
+    for answer in [&refused, &said, &c.to_string()] {
+        assert!(
+            !answer.contains("readme-link")
+                && !answer.contains("owned")
+                && !answer.contains('\u{1b}'),
+            "{answer}"
+        );
+    }
+    assert!(
+        said.contains("outside the run's scope (writes: src/**)"),
+        "{said}"
+    );
+    let pulls = s.get("/api/v1/repos/r/pulls").await.ok();
+    assert_eq!(pulls.as_array().map(Vec::len), Some(0), "{pulls}");
+    s.stop().await;
+}

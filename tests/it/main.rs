@@ -56,3 +56,4 @@ mod store;
 mod store_cache;
 mod store_ledger;
 mod usage;
+mod writes_scope;

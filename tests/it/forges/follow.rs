@@ -389,3 +389,55 @@ async fn a_red_check_resumes_an_ended_session(b: Backend) {
 }
 
 crate::on_both!(a_red_check_resumes_an_ended_session);
+
+/// A round's commits that leave the run's scope are not pushed: the forge
+/// keeps the last head lab pushed, a round tells the agent which paths (in
+/// its own session), and once it undoes them the push goes and the pull
+/// request ends green; the forge's branch never shows the path.
+async fn a_round_out_of_scope_is_not_pushed(b: Backend) {
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Gitea).await;
+    s.patch(
+        "/api/v1/settings",
+        json!({"knobs": {"writes": ["*.md", "FIXED"]}}),
+    )
+    .await
+    .ok();
+    let script = format!(
+        "{STOP}\ncommit work\nlabctl pr create --title 'Do it' --body 'Resolves' || exit 7\nstop\n\
+         read line\ntimeout --foreground 2 cat > /dev/null\n\
+         touch FIXED OUT.txt && git add FIXED OUT.txt\ncommit round2\nstop\n\
+         read line\nprintf '%s\\n' \"$line\" > \"$FAKE_REC/../round3.txt\"\n\
+         git rm -q OUT.txt\ncommit round3\nstop\nwhile :; do sleep 1; done\n"
+    );
+    let (bare, n) = setup(&s, &f, Flavor::Gitea, &script).await;
+    // Every head the forge's branch takes is kept (a bare repo keeps none).
+    git::git(&bare, &["config", "core.logAllRefUpdates", "always"]);
+    f.fake.state.lock().unwrap().ci.green_file = Some("FIXED".into());
+    let c = outcome(&s, "r", n, 90).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    assert_eq!(c["rounds"].as_i64(), Some(3), "{c}");
+    let told = record(&s, "round3.txt");
+    assert!(
+        told.starts_with("lab: your pull request needs another round (round 3 of 3).")
+            && told.contains(
+                "the branch changes 1 path(s) outside the run's scope (writes: *.md, FIXED): OUT.txt"
+            ),
+        "{told}"
+    );
+    let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+    let branch = runs[0]["branch"].as_str().unwrap();
+    let files = git::git(&bare, &["ls-tree", "--name-only", branch]);
+    assert!(
+        files.contains("FIXED") && !files.contains("OUT.txt"),
+        "{files}"
+    );
+    // The forge's branch moved from the first push straight to the round
+    // that undid the path: the round that added it never was its head.
+    let heads = git::git(&bare, &["reflog", "show", "--format=%s", branch]);
+    let heads: Vec<&str> = heads.lines().collect();
+    assert_eq!(heads, ["round3", "work"], "newest first");
+    s.stop().await;
+}
+
+crate::on_both!(a_round_out_of_scope_is_not_pushed);
