@@ -7,7 +7,7 @@ use std::fmt::Display;
 
 use serde::Serialize;
 
-use crate::domain::{RunState, compact_cost, compact_tokens};
+use crate::domain::{Phase, RunState, compact_cost, compact_tokens};
 use crate::http::providers::ProviderBody;
 use crate::http::repos::{RepoBody, ResolvedBody};
 use crate::http::runs::{RunBody, UsageBody};
@@ -472,6 +472,10 @@ fn issue_cell(r: &RunBody) -> String {
     if let Some(o) = r.outcome {
         cell.push_str(&format!(" {o}"));
     }
+    // Working and done go without saying (the state says them).
+    if !matches!(r.phase, Phase::Working | Phase::Done) {
+        cell.push_str(&format!(" {}", r.phase));
+    }
     cell
 }
 
@@ -499,6 +503,7 @@ pub fn run_detail(r: &RunBody, as_json: bool) {
         ("repo", r.repo.clone()),
         ("kind", r.kind.to_string()),
         ("state", state(r)),
+        ("phase", r.phase.to_string()),
         ("reason", opt(&r.state_reason)),
         ("provider", r.provider.clone()),
         ("model", r.model.value.clone()),

@@ -65,6 +65,11 @@ fn run(full: bool) -> RunBody {
             BTreeMap::new()
         },
         prompt: "do it".into(),
+        phase: if full {
+            crate::domain::Phase::Done
+        } else {
+            crate::domain::Phase::Working
+        },
         state: if full {
             RunState::Exited
         } else {

@@ -28,7 +28,7 @@ pub use notification::{NotifyEvent, NotifyKind};
 pub use outcome::Outcome;
 pub use output::{OutputFormat, ScreenFormat};
 pub use provenance::{Layer, Sourced};
-pub use run::{IssueBudget, Run, RunIssue, RunKind, RunLimits, RunState};
+pub use run::{IssueBudget, Phase, Run, RunIssue, RunKind, RunLimits, RunState};
 pub use stop::StopCause;
 pub use usage::{Usage, compact_cost, compact_tokens, nano_to_usd};
 

@@ -44,6 +44,42 @@ impl FromStr for RunKind {
     }
 }
 
+/// Which step of its work a run is at (issue 28), beside its state:
+/// `working` while its agent works (or waits for a person, or can be
+/// resumed), `checking` while an AFK run's turn is over and lab judges it
+/// (its check command, the forge's checks and reviews), `done` once it
+/// ended. `planning`, `plan-review` and `reviewing` belong to the plan and
+/// review runs, which come with their phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Planning,
+    PlanReview,
+    Working,
+    Checking,
+    Reviewing,
+    Done,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Planning => "planning",
+            Phase::PlanReview => "plan-review",
+            Phase::Working => "working",
+            Phase::Checking => "checking",
+            Phase::Reviewing => "reviewing",
+            Phase::Done => "done",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -209,6 +245,23 @@ impl IssueBudget {
 }
 
 impl Run {
+    /// Its [`Phase`]: from its state and, for an AFK run, whether its
+    /// agent's turn is over.
+    pub fn phase(&self) -> Phase {
+        if !self.state.is_active() && self.state != RunState::Lost {
+            return Phase::Done;
+        }
+        let turn_over = self
+            .agent
+            .as_ref()
+            .is_some_and(|a| a.state == super::AgentState::Idle);
+        if self.kind == RunKind::Afk && self.state.is_active() && turn_over {
+            Phase::Checking
+        } else {
+            Phase::Working
+        }
+    }
+
     /// Its provider, unless that left lab's catalog since the run started
     /// (the row keeps the id it was started with).
     pub fn provider_id(&self) -> Result<ProviderId, UnknownProvider> {

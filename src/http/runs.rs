@@ -17,7 +17,9 @@ use super::schema;
 use crate::domain::rfc3339;
 use crate::state::AppState;
 
-use crate::domain::{Outcome, OutputFormat, Run, RunKind, RunState, Sourced, StopCause, Usage};
+use crate::domain::{
+    Outcome, OutputFormat, Phase, Run, RunKind, RunState, Sourced, StopCause, Usage,
+};
 use crate::run::{Runner, log};
 use crate::service;
 use crate::store::{RepoKey, RunFilter};
@@ -36,6 +38,11 @@ pub struct RunBody {
     pub options: BTreeMap<String, Sourced>,
     pub prompt: String,
     pub state: RunState,
+    /// Which step of its work the run is at: `working`, `checking` (an AFK
+    /// run's turn is over and lab judges it), `done`; `planning`,
+    /// `plan-review` and `reviewing` are the plan and review runs' (issue
+    /// 28).
+    pub phase: Phase,
     /// Why the run failed, ended or waits.
     pub state_reason: Option<String>,
     pub node: String,
@@ -145,6 +152,7 @@ impl From<&Usage> for UsageBody {
 impl RunBody {
     pub fn new(r: Run, runner: &Runner) -> RunBody {
         let log_dropped = r.log_path.as_deref().map_or(0, crate::run::log::dropped);
+        let phase = r.phase();
         RunBody {
             attach_command: runner.tmux().attach_command(&r.session),
             tmux_socket: runner.tmux().socket().to_string_lossy().into_owned(),
@@ -157,6 +165,7 @@ impl RunBody {
             options: r.options,
             knobs: r.knobs.into_iter().map(Into::into).collect(),
             prompt: r.prompt,
+            phase,
             state: r.state,
             state_reason: r.state_reason,
             node: r.node,

@@ -195,6 +195,9 @@ impl Runner {
         }
         env.insert("LAB_URL".into(), self.cfg.lab_url.clone());
         env.insert("LAB_RUN_ID".into(), run.id.to_string());
+        // What the run is for (issue 28): `manual` or `afk`; the plan and
+        // review kinds come with their phases.
+        env.insert("LAB_RUN_KIND".into(), run.kind.as_str().into());
         env.insert("LAB_TOKEN".into(), token.to_owned());
         // LAB_RUN_ID and LAB_NODE mark the run's processes (see proctree).
         env.insert("LAB_NODE".into(), self.cfg.node.clone());

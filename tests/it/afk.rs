@@ -393,6 +393,10 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
         env.iter().find(|(k, _)| k == "LAB_ISSUE").unwrap().1,
         n.to_string()
     );
+    assert_eq!(
+        env.iter().find(|(k, _)| k == "LAB_RUN_KIND").unwrap().1,
+        "afk"
+    );
     let as_run = Api::new(s.url.clone(), token.clone());
     use reqwest::Method;
     for (m, path, want) in [

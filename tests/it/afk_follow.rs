@@ -120,7 +120,9 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
     let id = runs[0]["id"].to_string();
     let show = crate::labctl::ok(&crate::labctl::labctl(&s, &["show", &id]));
     assert!(
-        show.contains(&format!("r#{n} Make the check pass")) && show.contains("round          2"),
+        show.contains(&format!("r#{n} Make the check pass"))
+            && show.contains("round          2")
+            && show.contains("phase          done"),
         "{show}"
     );
     let cookie = crate::pages_input::session(&s).await;
@@ -132,6 +134,7 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend) {
     assert!(
         page.contains(&format!(">#{n}</a> Make the check pass"))
             && page.contains(r#"<dd id="round">2</dd>"#)
+            && page.contains(r#"<dd id="phase">done</dd>"#)
             && page.contains("<strong>pr-green</strong>"),
         "{page}"
     );

@@ -92,6 +92,8 @@ async fn each_run_has_its_own_workspace_branch_and_token(b: Backend) {
         let env = agent::env(&s.record(id(r), "env").await);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(get("LAB_RUN_ID"), Some(id(r).to_string()));
+        assert_eq!(get("LAB_RUN_KIND").as_deref(), Some("manual"));
+        assert_eq!(r["phase"], "working", "{r}");
         assert_eq!(get("LAB_URL").as_deref(), Some(s.url.as_str()));
         let token = get("LAB_TOKEN").unwrap();
         assert_ne!(token, s.token, "a run never gets the admin token");

@@ -272,6 +272,17 @@ async fn pending_checks_at_the_time_limit(b: Backend) {
         follow_calls(&f).0 >= 1
     })
     .await;
+    // Its turn is over and lab follows the checks: the run's phase says so,
+    // and so does `labctl ps`.
+    let run = wait::until("phase checking", wait::secs(10).every_ms(100), async || {
+        let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+        let r = runs[0].clone();
+        (r["phase"] == "checking").then_some(r).ok_or(runs)
+    })
+    .await;
+    assert_eq!(run["state"], "running", "{run}");
+    let ps = crate::labctl::ok(&crate::labctl::labctl(&s, &["ps"]));
+    assert!(ps.contains(&format!("#{n} checking")), "{ps}");
     f.fake.state.lock().unwrap().limit = Some(Limit::RetryAfter(4));
     let problem = wait::until("the back-off", wait::secs(10).every_ms(100), async || {
         let st = s.get("/api/v1/afk/status").await.ok();
@@ -316,6 +327,8 @@ async fn pending_checks_at_the_time_limit(b: Backend) {
     let c = outcome(&s, "r", n, 90).await;
     assert_eq!(c["outcome"], "pr-opened", "{c}");
     assert_eq!(c["checks"], "pending", "{c}");
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    assert_eq!(run["phase"], "done", "{run}");
     assert_eq!(c["rounds"], 1, "{c}");
     s.stop().await;
 }
