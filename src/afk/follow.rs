@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use super::prompt::Then;
 use super::scope::Breach;
 use super::{PR_GRACE, Scheduler};
-use crate::domain::ChecksState;
 use crate::domain::{AgentBy, AgentState, Run, RunState, StopCause};
+use crate::domain::{CheckStep, ChecksState, RoundCause, Step};
 use crate::repo::issue_source::SourceKind;
 use crate::repo::{Budget, Repo};
 use crate::run::check::CheckResult;
@@ -292,7 +292,7 @@ impl Scheduler {
                     match self
                         .runner
                         .store()
-                        .start_round(claim.id, &format!("{head}:check"))
+                        .start_round(claim.id, &format!("{head}:check"), RoundCause::Check)
                         .await
                     {
                         Ok(true) => match self.runner.resume_round(run.id, prompt).await {
@@ -365,7 +365,21 @@ impl Scheduler {
                     status: None,
                     output: b.told(),
                 },
-                None => runner.check(&run, &repo, &command, CHECK_LIMIT).await,
+                None => {
+                    let began = Instant::now();
+                    let result = runner.check(&run, &repo, &command, CHECK_LIMIT).await;
+                    let step = Step::Check(CheckStep {
+                        round,
+                        command: command.clone(),
+                        status: result.status,
+                        duration_ms: began.elapsed().as_millis() as i64,
+                        output_tail: CheckStep::tail(&result.output),
+                    });
+                    if let Err(e) = runner.store().note_step(claim_id, &step).await {
+                        tracing::warn!(claim = claim_id, error = %e, "could not record the check");
+                    }
+                    result
+                }
             };
             claims.land(claim_id, |c| {
                 if matches!(c.check, Some(Slot::Running { round: r }) if r == round) {
@@ -412,7 +426,12 @@ impl Scheduler {
         }
         let head = head.unwrap_or_default();
         let key = format!("{head}:check");
-        match self.runner.store().start_round(claim.id, &key).await {
+        match self
+            .runner
+            .store()
+            .start_round(claim.id, &key, RoundCause::Check)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => {
                 return Some((

@@ -27,7 +27,7 @@ use super::forge_feedback::{
     ASK_FOR_A_PERSON, Feedback, asks_for_a_person, feedback, round_prompt,
 };
 use super::{PR_GRACE, Scheduler};
-use crate::domain::{AgentState, ChecksState, Run, StopCause};
+use crate::domain::{AgentState, ChecksState, RoundCause, Run, StopCause};
 use crate::issues::SourceError;
 use crate::issues::pull_status::{CheckState, Mergeable, PullStatus};
 use crate::repo::Repo;
@@ -390,7 +390,11 @@ impl Scheduler {
         match self
             .runner
             .store()
-            .start_round(claim.id, &format!("conflict:{}", s.head_sha))
+            .start_round(
+                claim.id,
+                &format!("conflict:{}", s.head_sha),
+                RoundCause::Conflict,
+            )
             .await
         {
             Ok(true) => {}
@@ -454,7 +458,12 @@ impl Scheduler {
             (None, Some(f)) => f.key.clone(),
             (None, None) => return None,
         };
-        match self.runner.store().start_round(claim.id, &key).await {
+        let cause = if red.is_some() {
+            RoundCause::ForgeCheck
+        } else {
+            RoundCause::Review
+        };
+        match self.runner.store().start_round(claim.id, &key, cause).await {
             Ok(true) => {}
             Ok(false) if red.is_some() => {
                 return Some((

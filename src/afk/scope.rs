@@ -16,7 +16,7 @@ use globset::GlobSet;
 
 use super::Scheduler;
 use super::follow::Verdict;
-use crate::domain::{Run, StopCause};
+use crate::domain::{RoundCause, Run, StopCause};
 use crate::knob::{self, Knob};
 use crate::repo::Repo;
 use crate::run::workspace::Changed;
@@ -129,7 +129,7 @@ impl Scope {
 /// `Workspaces::collect`), leaves the run's scope. `Ok(None)`: in scope, or
 /// unrestricted. An error is lab's failure to read the branch (its text is
 /// lab's git's about lab's repo, and names no path).
-pub(super) async fn breach_of(
+pub async fn breach_of(
     runner: &crate::run::Runner,
     repo: &Repo,
     run: &Run,
@@ -179,7 +179,7 @@ impl Scheduler {
         match self
             .runner
             .store()
-            .start_round(claim.id, &format!("{head}:scope"))
+            .start_round(claim.id, &format!("{head}:scope"), RoundCause::Scope)
             .await
         {
             Ok(true) => {}

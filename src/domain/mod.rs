@@ -15,6 +15,7 @@ mod output;
 mod provenance;
 mod run;
 mod spelled;
+mod step;
 mod stop;
 mod usage;
 
@@ -29,6 +30,7 @@ pub use outcome::Outcome;
 pub use output::{OutputFormat, ScreenFormat};
 pub use provenance::{Layer, Sourced};
 pub use run::{IssueBudget, Phase, Run, RunIssue, RunKind, RunLimits, RunState};
+pub use step::{CheckStep, RoundCause, RoundStep, STEP_TAIL, Step};
 pub use stop::StopCause;
 pub use usage::{Usage, compact_cost, compact_tokens, nano_to_usd};
 

@@ -15,6 +15,7 @@ pub mod issues;
 pub mod knobs;
 mod openapi;
 pub mod providers;
+pub mod receipt;
 pub mod repos;
 mod resume;
 pub mod runs;
@@ -48,6 +49,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(agent::router())
                 .merge(issues::router())
                 .merge(diffs::router())
+                .merge(receipt::router())
                 .merge(afk::router())
                 .merge(status::router()),
         )

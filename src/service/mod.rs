@@ -9,6 +9,7 @@ pub mod afk;
 pub mod hooks;
 pub mod issues;
 pub mod pulls;
+pub mod receipt;
 pub mod repos;
 pub mod runs;
 pub mod settings;

@@ -8,7 +8,7 @@ use super::Written;
 use sqlx::FromRow;
 
 use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
-use crate::domain::Outcome;
+use crate::domain::{Outcome, RoundCause, RoundStep, Step};
 
 const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
      detail, relabelled, claimed_at, started_at, ended_at, attempt, rounds, retry_at, round_key, checks, pr_number";
@@ -258,20 +258,57 @@ impl Store {
     /// Records a new round of a claim's run, started for `key` (the head
     /// and the check that failed); false when a round for `key` was
     /// started already.
-    pub async fn start_round(&self, claim: i64, key: &str) -> Result<bool> {
+    pub async fn start_round(&self, claim: i64, key: &str, cause: RoundCause) -> Result<bool> {
         let _counted = self.writing(Written::Claims);
-        let n = on_db!(self.db(), pool => {
-            sqlx::query(
+        let started = in_tx!(self.db(), tx => {
+            let round: Option<i64> = sqlx::query_scalar(
                 "UPDATE afk_claims SET rounds = rounds + 1, round_key = $1 WHERE id = $2 AND active \
-                 AND (round_key IS NULL OR round_key <> $1)",
+                 AND (round_key IS NULL OR round_key <> $1) RETURNING rounds",
             )
             .bind(key)
             .bind(claim)
-            .execute(pool)
-            .await?
-            .rows_affected()
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(round) = round {
+                let step = Step::Round(RoundStep { round, cause });
+                sqlx::query("INSERT INTO claim_steps (claim_id, at, step) VALUES ($1, $2, $3)")
+                    .bind(claim)
+                    .bind(now_ms())
+                    .bind(serde_json::to_string(&step).expect("a step is JSON"))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Ok::<_, StoreError>(round.is_some())
+        })?;
+        Ok(started)
+    }
+
+    /// Records a step lab took for a claim (a check it ran).
+    pub async fn note_step(&self, claim: i64, step: &Step) -> Result<()> {
+        on_db!(self.db(), pool => {
+            sqlx::query("INSERT INTO claim_steps (claim_id, at, step) VALUES ($1, $2, $3)")
+                .bind(claim)
+                .bind(now_ms())
+                .bind(serde_json::to_string(step).expect("a step is JSON"))
+                .execute(pool)
+                .await?;
         });
-        Ok(n == 1)
+        Ok(())
+    }
+
+    /// A claim's steps, oldest first, each with when it was taken (ms).
+    /// A row lab cannot read (a later lab's kind of step) is left out.
+    pub async fn claim_steps(&self, claim: i64) -> Result<Vec<(i64, Step)>> {
+        let rows: Vec<(i64, String)> = on_db!(self.db(), pool => {
+            sqlx::query_as("SELECT at, step FROM claim_steps WHERE claim_id = $1 ORDER BY id")
+                .bind(claim)
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows
+            .into_iter()
+            .filter_map(|(at, s)| serde_json::from_str(&s).ok().map(|s| (at, s)))
+            .collect())
     }
 
     /// Records what a claim's pull request's checks said last.

@@ -117,6 +117,102 @@ struct PullPage {
     checks: Option<(String, i64)>,
     /// A forge pull request's checks, as the forge says them now.
     forge_checks: Option<String>,
+    /// Its run's receipt, when an AFK run opened it (issue 28 §5).
+    receipt: Option<ReceiptView>,
+}
+
+/// A receipt as the page shows it: lab's words, escaped by the template.
+struct ReceiptView {
+    /// `(label, value)` rows: the issue, the resolved values and knobs with
+    /// where each came from, the scope, the attempt, usage, the outcome.
+    facts: Vec<(String, String)>,
+    /// One line per round: its number and what started it.
+    rounds: Vec<String>,
+    /// One line per check: round, command, how it ended, how long; and the
+    /// end of its output.
+    checks: Vec<(String, String)>,
+}
+
+impl ReceiptView {
+    fn new(r: crate::service::receipt::Receipt) -> ReceiptView {
+        use crate::domain::Step;
+        let run = &r.run;
+        let mut facts = vec![
+            ("provider".to_owned(), run.provider.clone()),
+            (
+                "model".to_owned(),
+                format!("{} (from {})", run.model.value, run.model.layer),
+            ),
+            (
+                "effort".to_owned(),
+                format!("{} (from {})", run.effort.value, run.effort.layer),
+            ),
+        ];
+        for k in &run.knobs {
+            facts.push((
+                format!("knob {}", k.key),
+                format!("{} (from {})", k.value.shown(), k.source.as_str()),
+            ));
+        }
+        let scope = match &r.scope {
+            crate::service::receipt::ScopeCheck::Outside { count, .. } => {
+                format!("{count} path(s) outside {}", r.scope.globs().join(", "))
+            }
+            s if s.globs().is_empty() => "unrestricted".to_owned(),
+            s => format!("{} ({})", s.state(), s.globs().join(", ")),
+        };
+        facts.push(("scope".to_owned(), scope));
+        facts.push(("attempt".to_owned(), r.claim.attempt.to_string()));
+        if let Some(u) = &run.usage {
+            facts.push((
+                "used".to_owned(),
+                format!(
+                    "{} tokens, {}",
+                    u.input_tokens
+                        + u.output_tokens
+                        + u.cache_read_tokens
+                        + u.cache_creation_tokens,
+                    crate::domain::compact_cost(u.cost_usd())
+                ),
+            ));
+        }
+        if let Some(o) = r.claim.outcome {
+            facts.push(("outcome".to_owned(), o.to_string()));
+        }
+        let mut rounds = vec!["round 1: the issue".to_owned()];
+        let mut checks = Vec::new();
+        for (_, step) in &r.steps {
+            match step {
+                Step::Round(s) => rounds.push(format!(
+                    "round {}: {}",
+                    s.round,
+                    serde_json::to_value(s.cause)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                )),
+                Step::Check(c) => checks.push((
+                    format!(
+                        "round {}: `{}` {} in {:.1} s",
+                        c.round,
+                        c.command,
+                        match c.status {
+                            Some(0) => "passed".to_owned(),
+                            Some(n) => format!("failed ({n})"),
+                            None => "did not finish".to_owned(),
+                        },
+                        c.duration_ms as f64 / 1000.0
+                    ),
+                    c.output_tail.clone(),
+                )),
+            }
+        }
+        ReceiptView {
+            facts,
+            rounds,
+            checks,
+        }
+    }
 }
 
 /// A forge's checks in a few words: `passed`, `running`, `none reported`,
@@ -180,6 +276,13 @@ async fn pull_page(
             .and_then(|c| c.checks.map(|k| (k, c.rounds))),
         None => None,
     };
+    let receipt = match view.pull.run_id {
+        Some(run) => crate::service::receipt::of_run(&app.scheduler, run)
+            .await
+            .ok()
+            .map(ReceiptView::new),
+        None => None,
+    };
     let status = if refused.is_some() {
         StatusCode::CONFLICT
     } else {
@@ -205,6 +308,7 @@ async fn pull_page(
             view,
             refused,
             checks,
+            receipt,
         },
     )
 }

@@ -46,6 +46,7 @@ mod passes;
 mod pulls_merge;
 mod readopt;
 mod real_cli;
+mod receipt;
 mod relay;
 mod run_limits;
 mod runs;

@@ -254,7 +254,10 @@ async fn every_claim_write_moves_the_claims_count(b: Backend) {
     moved("attach_run", &store);
     store.set_claim_pr(c.id, "https://x/pr/1", 1).await.unwrap();
     moved("set_claim_pr", &store);
-    store.start_round(c.id, "k").await.unwrap();
+    store
+        .start_round(c.id, "k", lab::domain::RoundCause::Check)
+        .await
+        .unwrap();
     moved("start_round", &store);
     store.set_claim_checks(c.id, "{}").await.unwrap();
     moved("set_claim_checks", &store);

@@ -450,6 +450,19 @@ async fn a_round_out_of_scope_is_not_pushed(b: Backend) {
     let heads = git::git(&bare, &["reflog", "show", "--format=%s", branch]);
     let heads: Vec<&str> = heads.lines().collect();
     assert_eq!(heads, ["round3", "work"], "newest first");
+    // The receipt says what started each round.
+    let r = s
+        .get(&format!("/api/v1/runs/{}/receipt", c["run_id"]))
+        .await
+        .ok();
+    let causes: Vec<&str> = r["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["cause"].as_str().unwrap())
+        .collect();
+    assert_eq!(causes, ["issue", "forge-check", "scope"], "{r}");
+    assert_eq!(r["scope"]["state"], "in-scope", "{r}");
     s.stop().await;
 }
 

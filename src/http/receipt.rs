@@ -1,0 +1,183 @@
+//! `GET /api/v1/runs/{id}/receipt`: an AFK run's receipt (issue 28 §5),
+//! the body `labctl` and the checks outside read. Built by
+//! `service::receipt`; this module only shapes it.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::error::{ApiResult, ErrorBody};
+use super::extract::ApiPath;
+use super::knobs::SourcedKnobBody;
+use super::runs::{RunIssueBody, UsageBody};
+use crate::domain::{Outcome, Phase, RoundCause, Sourced, Step, rfc3339};
+use crate::service::receipt::{self, Receipt};
+use crate::state::AppState;
+
+/// What lab knows of the work behind an AFK run's pull request, written by
+/// lab, never by the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReceiptBody {
+    pub run_id: i64,
+    pub repo: String,
+    /// The issue it worked on.
+    pub issue: Option<RunIssueBody>,
+    /// Its pull request, once opened.
+    pub pull_request: Option<PullRef>,
+    #[schema(schema_with = super::schema::provider_id)]
+    pub provider: String,
+    pub model: Sourced,
+    pub effort: Sourced,
+    pub options: BTreeMap<String, Sourced>,
+    /// Its knobs, each with where its value came from.
+    pub knobs: Vec<SourcedKnobBody>,
+    /// Each round: the first is the issue's, each next one what lab sent
+    /// the agent back for (`check`, `forge-check`, `review`, `scope`,
+    /// `conflict`).
+    pub rounds: Vec<ReceiptRound>,
+    /// Each run of the repo's check command.
+    pub checks: Vec<ReceiptCheck>,
+    /// The run's scope, checked now on its branch as lab's repo holds it.
+    pub scope: ScopeBody,
+    /// Which attempt at the issue it is.
+    pub attempt: i64,
+    /// Tokens and cost, from its CLI's transcript.
+    pub usage: Option<UsageBody>,
+    pub phase: Phase,
+    pub outcome: Option<Outcome>,
+    /// What lab said of the outcome on the issue.
+    pub outcome_detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PullRef {
+    pub url: String,
+    pub number: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReceiptRound {
+    pub round: i64,
+    pub cause: RoundCause,
+    /// When it started (RFC 3339).
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReceiptCheck {
+    /// The round it checked.
+    pub round: i64,
+    pub command: String,
+    /// Its exit status; `null` when it did not exit on its own.
+    pub status: Option<i32>,
+    pub duration_ms: i64,
+    /// The end of what it printed (at most 2 KiB).
+    pub output_tail: String,
+    /// When it ended (RFC 3339).
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ScopeBody {
+    /// The run's `writes` globs; `[]` is unrestricted.
+    pub writes: Vec<String>,
+    /// `unrestricted`, `in-scope`, `outside` or `not-read` (the branch is
+    /// not in lab's repo yet).
+    pub state: String,
+    /// How many changed paths are outside it (`outside` only; the paths
+    /// are on the run's page).
+    pub outside: Option<u64>,
+}
+
+impl From<Receipt> for ReceiptBody {
+    fn from(r: Receipt) -> Self {
+        let Receipt {
+            run,
+            claim,
+            steps,
+            scope,
+        } = r;
+        let mut rounds = vec![ReceiptRound {
+            round: 1,
+            cause: RoundCause::Issue,
+            at: rfc3339(run.started_at.unwrap_or(run.created_at)),
+        }];
+        let mut checks = Vec::new();
+        for (at, step) in steps {
+            match step {
+                Step::Round(s) => rounds.push(ReceiptRound {
+                    round: s.round,
+                    cause: s.cause,
+                    at: rfc3339(at),
+                }),
+                Step::Check(c) => checks.push(ReceiptCheck {
+                    round: c.round,
+                    command: c.command,
+                    status: c.status,
+                    duration_ms: c.duration_ms,
+                    output_tail: c.output_tail,
+                    at: rfc3339(at),
+                }),
+            }
+        }
+        let outside = match &scope {
+            receipt::ScopeCheck::Outside { count, .. } => Some(*count as u64),
+            _ => None,
+        };
+        ReceiptBody {
+            run_id: run.id,
+            phase: run.phase(),
+            issue: run.issue.map(|i| RunIssueBody {
+                repo: run.repo_name.clone(),
+                number: i.number,
+                title: i.title,
+                url: i.url,
+            }),
+            repo: run.repo_name,
+            pull_request: claim.pr_url.map(|url| PullRef {
+                url,
+                number: claim.pr_number,
+            }),
+            provider: run.provider,
+            model: run.model,
+            effort: run.effort,
+            options: run.options,
+            knobs: run.knobs.into_iter().map(Into::into).collect(),
+            rounds,
+            checks,
+            scope: ScopeBody {
+                writes: scope.globs().to_vec(),
+                state: scope.state().to_owned(),
+                outside,
+            },
+            attempt: claim.attempt,
+            usage: run.usage.as_ref().map(UsageBody::from),
+            outcome: claim.outcome,
+            outcome_detail: claim.detail,
+        }
+    }
+}
+
+/// An AFK run's receipt: its issue, knobs and resolved values with where
+/// each came from, each round and what started it, each check lab ran, its
+/// scope checked now, its attempt, tokens and cost, and its outcome.
+#[utoipa::path(get, path = "/runs/{id}/receipt", tag = "runs", params(("id" = i64, Path)),
+    responses((status = 200, body = ReceiptBody),
+              (status = 404, body = ErrorBody),
+              (status = 409, description = "The run is a manual run: it has no receipt", body = ErrorBody)))]
+async fn run_receipt(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<ReceiptBody>> {
+    let id = super::runs::run_id(&id)?;
+    Ok(Json(receipt::of_run(&app.scheduler, id).await?.into()))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(run_receipt))
+}
