@@ -324,6 +324,8 @@ pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
             tokens(r),
             compact_cost(r.cost_usd),
             r.per_success_shown(),
+            r.merged.to_string(),
+            r.per_merged_shown(),
         ]
     };
     let by_repo: Vec<Vec<String>> = v.by_repo.iter().map(|r| row(r, opt(&r.repo))).collect();
@@ -345,6 +347,8 @@ pub async fn ledger(client: &Client, json: bool) -> CliResult<()> {
         "TOKENS",
         "COST",
         "PER SUCCESS",
+        "MERGED",
+        "PER MERGED",
     ];
     table(&[&["REPO"][..], &counts].concat(), &by_repo);
     println!();

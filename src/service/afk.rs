@@ -110,6 +110,13 @@ pub struct LedgerRow {
     /// What a resolved issue costs: the group's whole cost over its
     /// successes; `null` without a success or a known cost.
     pub cost_per_success_usd: Option<f64>,
+    /// Runs whose pull request was merged (the run ended `pr-merged`, or
+    /// its built-in pull request was merged after).
+    pub merged: usize,
+    /// What a merged pull request costs: the group's whole cost (failed
+    /// attempts included) over its merged pull requests; `null` without a
+    /// merge or a known cost.
+    pub cost_per_merged_usd: Option<f64>,
 }
 
 impl LedgerRow {
@@ -120,6 +127,16 @@ impl LedgerRow {
             "-".to_owned()
         } else {
             crate::domain::compact_cost(self.cost_per_success_usd)
+        }
+    }
+
+    /// The cost per merged pull request as shown: `-` without a merge,
+    /// `?` when a run's model has no price.
+    pub fn per_merged_shown(&self) -> String {
+        if self.merged == 0 {
+            "-".to_owned()
+        } else {
+            crate::domain::compact_cost(self.cost_per_merged_usd)
         }
     }
 }
@@ -167,6 +184,10 @@ pub async fn ledger(store: &Store) -> Result<LedgerBody, StoreError> {
             cost_per_success_usd: cost_usd
                 .filter(|_| c.succeeded > 0)
                 .map(|usd| usd / c.succeeded as f64),
+            merged: n(c.merged),
+            cost_per_merged_usd: cost_usd
+                .filter(|_| c.merged > 0)
+                .map(|usd| usd / c.merged as f64),
         }
     };
     let rows = |counts: Vec<LedgerCount>, by| -> Vec<LedgerRow> {

@@ -29,6 +29,9 @@ pub struct LedgerCount {
     /// `over-budget`, and any outcome lab does not know).
     pub failed: i64,
     pub timed_out: i64,
+    /// Runs whose pull request was merged: the run ended `pr-merged`, or a
+    /// person merged its built-in pull request (issue 28 §5).
+    pub merged: i64,
     /// Rounds on pull requests, over the group's runs.
     pub rounds: i64,
     /// Runs that were a second (or later) attempt at their issue.
@@ -74,18 +77,22 @@ impl Store {
             .collect::<Vec<_>>()
             .join(", ");
         let late = Outcome::TimedOut.as_str();
+        let merged = Outcome::PrMerged.as_str();
         let sql = format!(
             "SELECT name, sub, COUNT(*) AS runs, \
                SUM(CASE WHEN outcome IN ({ok}) THEN 1 ELSE 0 END) AS succeeded, \
                SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ({ok}, '{late}') \
                    THEN 1 ELSE 0 END) AS failed, \
                SUM(CASE WHEN outcome = '{late}' THEN 1 ELSE 0 END) AS timed_out, \
+               CAST(SUM(merged) AS BIGINT) AS merged, \
                CAST(SUM(rounds) AS BIGINT) AS rounds, \
                SUM(CASE WHEN attempt > 1 THEN 1 ELSE 0 END) AS retries, \
                CAST(AVG(CASE WHEN rn * 2 BETWEEN n AND n + 2 THEN d END) AS DOUBLE PRECISION) AS median_ms, \
                CAST(COALESCE(SUM(tokens), 0) AS BIGINT) AS tokens, \
                CASE WHEN SUM(unpriced) > 0 THEN NULL ELSE CAST(SUM(cost) AS BIGINT) END AS cost_nano \
              FROM (SELECT {k} AS name, {s} AS sub, outcome, rounds, attempt, ended_at - started_at AS d, \
+                     CASE WHEN outcome = '{merged}' OR EXISTS (SELECT 1 FROM pulls p \
+                       WHERE p.run_id = c.run_id AND p.merged_at IS NOT NULL) THEN 1 ELSE 0 END AS merged, \
                      u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_creation_tokens AS tokens, \
                      CASE WHEN u.transcript IS NOT NULL THEN u.cost_nano_usd END AS cost, \
                      CASE WHEN u.transcript IS NOT NULL AND u.cost_nano_usd IS NULL THEN 1 ELSE 0 END AS unpriced, \

@@ -314,10 +314,11 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
     assert_eq!(ledger["by_repo"][0]["retries"], 1, "{ledger}");
     assert_eq!(ledger["by_repo"][0]["rounds"], 2, "{ledger}");
     assert_eq!(ledger["by_model"][0]["model"], "sonnet", "{ledger}");
-    // No success: no cost per success ("-"), not an unpriced one ("?").
+    // No success: no cost per success ("-"), not an unpriced one ("?");
+    // no merge: none per merged pull request either.
     let out = crate::labctl::ok(&crate::labctl::labctl(&s, &["ledger"]));
     let line = out.lines().find(|l| l.starts_with("r ")).unwrap_or("");
-    assert!(line.trim_end().ends_with("?     -"), "{out}");
+    assert!(line.trim_end().ends_with("?     -            0       -"), "{out}");
     s.stop().await;
 }
 

@@ -420,7 +420,7 @@ async fn issues_afk_and_ledger(b: Backend) {
     let out = ok(&labctl(&s, &["ledger"]));
     assert!(out.contains("web") && out.contains("FAILED"), "{out}");
     assert!(
-        out.contains("TOKENS") && out.contains("PER SUCCESS"),
+        out.contains("TOKENS") && out.contains("PER SUCCESS") && out.contains("PER MERGED"),
         "{out}"
     );
     assert!(out.contains("OUTCOME"), "{out}");

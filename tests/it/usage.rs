@@ -331,7 +331,7 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
         .await
         .unwrap();
     // (issue, model, outcome, tokens in, cost in billionths; None: unpriced)
-    let runs: [(i64, &str, &str, i64, Option<i64>); 6] = [
+    let runs: [(i64, &str, &str, i64, Option<i64>); 9] = [
         (1, "sonnet", "pr-green", 1000, Some(2_000_000_000)),
         (2, "sonnet", "failed", 500, Some(1_000_000_000)),
         (3, "sonnet", "pr-green", 300, Some(1_000_000_000)),
@@ -339,6 +339,11 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
         (5, "sonnet", "", 0, Some(0)),
         // Its transcript was never found (the pass read it a last time).
         (6, "opus", "failed", 0, Some(0)),
+        // Merged: one ended by its merge, one merged on lab's page after it
+        // ended green; a failed attempt's cost counts too.
+        (7, "haiku", "pr-merged", 100, Some(1_000_000_000)),
+        (8, "haiku", "pr-green", 100, Some(1_000_000_000)),
+        (9, "haiku", "failed", 100, Some(1_000_000_000)),
     ];
     for (issue, model, outcome, tokens, cost) in runs {
         let ClaimResult::Claimed(c) = store
@@ -370,6 +375,30 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
             ..Usage::default()
         };
         store.save_usage_read(run, &read).await.unwrap();
+        if issue == 8 {
+            let url = |n: i64| format!("/repos/a/pulls/{n}");
+            let pull = store
+                .create_pull(
+                    repo.id,
+                    &lab::store::NewPullRow {
+                        title: "t",
+                        body: "",
+                        head: "lab/8",
+                        base: "main",
+                        issue: Some(8),
+                        run_id: Some(run),
+                        url: &url,
+                    },
+                )
+                .await
+                .unwrap();
+            assert!(
+                store
+                    .set_pull_merged(repo.id, pull.number, "s", "b", "h")
+                    .await
+                    .unwrap()
+            );
+        }
     }
     let l = lab::service::afk::ledger(&store).await.unwrap();
     let sonnet = l
@@ -380,6 +409,14 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
     assert_eq!((sonnet.runs, sonnet.succeeded, sonnet.tokens), (4, 2, 1800));
     assert_eq!(sonnet.cost_usd, Some(4.0));
     assert_eq!(sonnet.cost_per_success_usd, Some(2.0));
+    assert_eq!((sonnet.merged, sonnet.cost_per_merged_usd), (0, None));
+    let haiku = l
+        .by_model
+        .iter()
+        .find(|r| r.model.as_deref() == Some("haiku"))
+        .unwrap();
+    assert_eq!((haiku.runs, haiku.merged), (3, 2));
+    assert_eq!(haiku.cost_per_merged_usd, Some(1.5));
     let fable = l
         .by_model
         .iter()
@@ -397,8 +434,9 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
             .unwrap_or_else(|| panic!("no {o:?} row in {:?}", l.by_outcome));
         (r.runs, r.tokens, r.cost_usd)
     };
-    assert_eq!(outcome(Some("pr-green")), (3, 2000, None));
-    assert_eq!(outcome(Some("failed")), (2, 500, Some(1.0)));
+    assert_eq!(outcome(Some("pr-green")), (4, 2100, None));
+    assert_eq!(outcome(Some("failed")), (3, 600, Some(2.0)));
+    assert_eq!(outcome(Some("pr-merged")), (1, 100, Some(1.0)));
     let opus = l
         .by_model
         .iter()
@@ -406,14 +444,15 @@ async fn the_ledger_counts_tokens_and_cost(b: Backend) {
         .unwrap();
     assert_eq!((opus.runs, opus.tokens, opus.cost_usd), (1, 0, None));
     assert_eq!(outcome(None), (1, 0, Some(0.0)));
-    assert_eq!(l.by_outcome.len(), 3);
-    assert_eq!(l.by_repo[0].runs, 6);
-    assert_eq!(l.by_repo[0].tokens, 2500);
+    assert_eq!(l.by_outcome.len(), 4);
+    assert_eq!(l.by_repo[0].runs, 9);
+    assert_eq!(l.by_repo[0].tokens, 2800);
+    assert_eq!(l.by_repo[0].merged, 2);
     assert_eq!(l.by_repo[0].cost_usd, None);
     // The ledger outlives the runs' rows: usage is kept by run id.
     assert_eq!(
         store.afk_ledger(lab::store::LedgerBy::Repo).await.unwrap()[0].tokens,
-        2500
+        2800
     );
 }
 
