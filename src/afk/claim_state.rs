@@ -44,6 +44,9 @@ pub(super) struct ClaimState {
     /// A breach found by a round's push, with the head it was found at, not
     /// yet acted on.
     pub scope_pending: Option<(super::scope::Breach, Option<String>)>,
+    /// The receipt lab last wrote into its forge pull request's
+    /// description: its full text, and the text without usage.
+    pub receipt_sent: Option<(String, String)>,
     /// Its outcome is recorded: nothing of its following counts any more
     /// (its limit wait is not another run's word on its provider).
     pub judged: bool,

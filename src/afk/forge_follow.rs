@@ -170,7 +170,13 @@ impl Scheduler {
             self.claims.clone(),
             self.sources.of(repo),
         );
-        let (run, repo, claim_id, round) = (run.clone(), repo.clone(), claim.id, claim.rounds);
+        let (run, repo, claim, claim_id, round) = (
+            run.clone(),
+            repo.clone(),
+            claim.clone(),
+            claim.id,
+            claim.rounds,
+        );
         tokio::spawn(async move {
             if push && let Some(branch) = run.branch.as_deref() {
                 let pushed = super::pull::deliver(&runner, &repo, &run, branch, lease).await;
@@ -191,6 +197,8 @@ impl Scheduler {
                     }
                 });
             }
+            // The rounds and checks so far, in its description.
+            super::pull::write_receipt(&runner, &claims, source.as_ref(), &claim, false).await;
             let r = source.pull_status(number).await;
             claims.land(claim_id, |c| {
                 let f = &mut c.forge;

@@ -278,6 +278,8 @@ impl Scheduler {
             ),
         };
         let source = self.sources.of(&repo);
+        // The pull request's description ends with the whole receipt.
+        super::pull::write_receipt(&self.runner, &self.claims, source.as_ref(), claim, true).await;
         let told = async {
             if claim.retry_at.is_some() {
                 // Tried again: the issue keeps its ready label.

@@ -159,6 +159,60 @@ pub(super) async fn deliver(
     Ok(())
 }
 
+/// Writes the run's receipt into its forge pull request's description when
+/// it changed since lab last wrote it: with `full`, usage counts too (the
+/// end of the run); otherwise only rounds, checks, scope and outcome do,
+/// so a run's tokens alone never cost the forge a call. What stands before
+/// lab's marker (the agent's description, a person's edits) is kept. The
+/// built-in tracker shows the receipt on its page instead.
+pub(super) async fn write_receipt(
+    runner: &crate::run::Runner,
+    claims: &super::claim_state::Claims,
+    source: &dyn crate::issues::IssueSource,
+    claim: &crate::store::Claim,
+    full: bool,
+) {
+    use crate::service::receipt;
+    if source.kind() == SourceKind::Builtin {
+        return;
+    }
+    let (Some(run_id), Some(number)) = (claim.run_id, claim.pr_number) else {
+        return;
+    };
+    let Ok(r) = receipt::of_run(runner, run_id).await else {
+        return;
+    };
+    let (text, key) = r.markdown();
+    let same = claims
+        .peek(claim.id, |c| {
+            c.receipt_sent
+                .as_ref()
+                .is_some_and(|(t, k)| if full { *t == text } else { *k == key })
+        })
+        .unwrap_or(false);
+    if same {
+        return;
+    }
+    let written = async {
+        let now = source.pull(number).await?;
+        let body = receipt::with_receipt(&now.body, &text);
+        if body != now.body {
+            source.set_pull_body(number, &body).await?;
+        }
+        Ok::<_, SourceError>(())
+    };
+    match written.await {
+        // Only into a state still held: an answer for a claim forgotten
+        // meanwhile never makes it again.
+        Ok(()) => {
+            claims.land(claim.id, |c| c.receipt_sent = Some((text, key)));
+        }
+        Err(e) => {
+            tracing::warn!(claim = claim.id, error = %e, "could not write the receipt into the pull request");
+        }
+    }
+}
+
 /// Opens the pull request of a run's branch against the repo's default
 /// branch. One per run: a run that already opened one, or is opening one
 /// right now, is told so. The work runs as a task of its own, so a caller
@@ -240,6 +294,14 @@ async fn open_now(
         )));
     }
     tracing::info!(run = run.id, url = %pr.url, "pull request opened");
+    // Its description gets lab's receipt (a forge's; the built-in page
+    // shows it).
+    if let Ok(Some(c)) = store.claim_of_run(run.id).await {
+        // The claim is live and followed from now: its state is made here,
+        // so what lab wrote is remembered.
+        afk.claims.with(c.id, |_| ());
+        write_receipt(runner, &afk.claims, source.as_ref(), &c, true).await;
+    }
     if let Err(e) = store.note_pull_opened(run, &pr.url).await {
         tracing::warn!(run = run.id, error = %e, "could not queue the pull request's notifications");
     }

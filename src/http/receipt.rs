@@ -175,7 +175,9 @@ async fn run_receipt(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ReceiptBody>> {
     let id = super::runs::run_id(&id)?;
-    Ok(Json(receipt::of_run(&app.scheduler, id).await?.into()))
+    Ok(Json(
+        receipt::of_run(app.scheduler.runner(), id).await?.into(),
+    ))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -234,6 +234,12 @@ pub trait IssueSource: Send + Sync {
             closed: p.state == "closed",
         })
     }
+    /// Replaces a pull request's description (lab's receipt in it, issue 28
+    /// §5). The built-in tracker shows the receipt on its page instead, and
+    /// keeps the description as it was opened.
+    async fn set_pull_body(&self, _number: i64, _body: &str) -> Result<()> {
+        Ok(())
+    }
     /// Replaces an issue's directives (issue 27), already checked against
     /// its repo. Only the built-in tracker keeps them; on a forge they are
     /// the ```` ```lab ```` block of the issue's body.

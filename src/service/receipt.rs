@@ -10,8 +10,8 @@
 //! code's doing: it is for lab's pages and the API, never a forge.
 
 use super::{ServiceError, ServiceResult};
-use crate::afk::Scheduler;
 use crate::domain::{Run, RunKind, Step};
+use crate::run::Runner;
 use crate::store::{Claim, RepoKey, StoreError};
 
 /// The receipt of one AFK run.
@@ -60,8 +60,8 @@ impl ScopeCheck {
 }
 
 /// The receipt of run `id`: an AFK run's; a manual run has none.
-pub async fn of_run(afk: &Scheduler, id: i64) -> ServiceResult<Receipt> {
-    let store = afk.runner().store();
+pub async fn of_run(runner: &Runner, id: i64) -> ServiceResult<Receipt> {
+    let store = runner.store();
     let run = store
         .run(id)
         .await
@@ -79,7 +79,7 @@ pub async fn of_run(afk: &Scheduler, id: i64) -> ServiceResult<Receipt> {
         .claim_steps(claim.id)
         .await
         .map_err(|e| ServiceError::Internal(e.to_string()))?;
-    let scope = scope_now(afk, &run).await;
+    let scope = scope_now(runner, &run).await;
     Ok(Receipt {
         run,
         claim,
@@ -88,7 +88,7 @@ pub async fn of_run(afk: &Scheduler, id: i64) -> ServiceResult<Receipt> {
     })
 }
 
-async fn scope_now(afk: &Scheduler, run: &Run) -> ScopeCheck {
+async fn scope_now(runner: &Runner, run: &Run) -> ScopeCheck {
     let Some(scope) = crate::afk::scope::Scope::of(run) else {
         return ScopeCheck::Unrestricted;
     };
@@ -96,16 +96,135 @@ async fn scope_now(afk: &Scheduler, run: &Run) -> ScopeCheck {
     let (Some(repo_id), Some(branch)) = (run.repo_id, run.branch.as_deref()) else {
         return ScopeCheck::NotRead { globs };
     };
-    let repo = match afk.runner().store().repo(&RepoKey::Id(repo_id)).await {
+    let repo = match runner.store().repo(&RepoKey::Id(repo_id)).await {
         Ok(r) => r,
         Err(StoreError::NotFound) | Err(_) => return ScopeCheck::NotRead { globs },
     };
-    match crate::afk::scope::breach_of(afk.runner(), &repo, run, branch).await {
+    match crate::afk::scope::breach_of(runner, &repo, run, branch).await {
         Ok(None) => ScopeCheck::InScope { globs },
         Ok(Some(b)) => ScopeCheck::Outside {
             globs,
             count: b.count,
         },
         Err(_) => ScopeCheck::NotRead { globs },
+    }
+}
+
+/// Where lab's receipt starts in a forge pull request's description:
+/// everything after it is lab's, rewritten as rounds go; everything before
+/// it (the agent's description, a person's edits) is kept.
+pub const MARKER: &str =
+    "<!-- lab: the receipt below is written by lab; edits to it are replaced -->";
+
+impl Receipt {
+    /// The receipt as Markdown for a forge's pull request description:
+    /// lab's words and the operator's and issue's settings only. No check
+    /// output and no path the agent chose goes to the forge (those are on
+    /// lab's page). The second value leaves usage out: what changes only
+    /// with tokens does not rewrite the description.
+    pub fn markdown(&self) -> (String, String) {
+        let run = &self.run;
+        let mut lines = vec![
+            "### lab's receipt".to_owned(),
+            String::new(),
+            format!(
+                "- **Run** {} of issue #{}, attempt {}",
+                run.id, self.claim.issue_number, self.claim.attempt
+            ),
+            format!(
+                "- **Agent** {}: model `{}` (from {}), effort `{}` (from {})",
+                run.provider, run.model.value, run.model.layer, run.effort.value, run.effort.layer
+            ),
+        ];
+        for k in &run.knobs {
+            lines.push(format!(
+                "- **Knob** `{}` = `{}` (from {})",
+                k.key,
+                k.value.shown(),
+                k.source.as_str()
+            ));
+        }
+        lines.push(match &self.scope {
+            ScopeCheck::Unrestricted => "- **Scope** unrestricted".to_owned(),
+            ScopeCheck::InScope { globs } => {
+                format!("- **Scope** every change within `{}`", globs.join("`, `"))
+            }
+            ScopeCheck::Outside { globs, count } => format!(
+                "- **Scope** {count} path(s) outside `{}`",
+                globs.join("`, `")
+            ),
+            ScopeCheck::NotRead { globs } => {
+                format!("- **Scope** `{}` (not read yet)", globs.join("`, `"))
+            }
+        });
+        lines.push("- **Round 1**: the issue".to_owned());
+        for (_, step) in &self.steps {
+            match step {
+                Step::Round(s) => lines.push(format!(
+                    "- **Round {}**: {}",
+                    s.round,
+                    match s.cause {
+                        crate::domain::RoundCause::Issue => "the issue",
+                        crate::domain::RoundCause::Check => "the check command failed",
+                        crate::domain::RoundCause::ForgeCheck => "the forge's checks failed",
+                        crate::domain::RoundCause::Review => "a review asked for changes",
+                        crate::domain::RoundCause::Scope => "the branch left its scope",
+                        crate::domain::RoundCause::Conflict => "a conflict with the base",
+                    }
+                )),
+                Step::Check(c) => lines.push(format!(
+                    "- **Check** of round {}: `{}` {} in {:.1} s",
+                    c.round,
+                    c.command.replace('`', "'"),
+                    match c.status {
+                        Some(0) => "passed".to_owned(),
+                        Some(n) => format!("failed (exit status {n})"),
+                        None => "did not finish".to_owned(),
+                    },
+                    c.duration_ms as f64 / 1000.0
+                )),
+            }
+        }
+        if let Some(o) = self.claim.outcome {
+            lines.push(format!("- **Outcome** {o}"));
+        }
+        let key = lines.join("\n");
+        if let Some(u) = &run.usage {
+            let tokens =
+                u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_creation_tokens;
+            lines.push(format!(
+                "- **Used** {tokens} tokens, {}",
+                crate::domain::compact_cost(u.cost_usd())
+            ));
+        }
+        (lines.join("\n"), key)
+    }
+}
+
+/// A pull request description with `receipt` as lab's part: what stands
+/// before lab's marker in `body` (all of it, when it has none) is kept.
+pub fn with_receipt(body: &str, receipt: &str) -> String {
+    let kept = body.split(MARKER).next().unwrap_or("").trim_end();
+    if kept.is_empty() {
+        format!("{MARKER}\n{receipt}\n")
+    } else {
+        format!("{kept}\n\n{MARKER}\n{receipt}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_keeps_what_stands_before_lab_s_part() {
+        let first = with_receipt("What I did.", "R1");
+        assert_eq!(first, format!("What I did.\n\n{MARKER}\nR1\n"));
+        let edited = first.replace("What I did.", "What I did, and a person's note.");
+        assert_eq!(
+            with_receipt(&edited, "R2"),
+            format!("What I did, and a person's note.\n\n{MARKER}\nR2\n")
+        );
+        assert_eq!(with_receipt("", "R"), format!("{MARKER}\nR\n"));
     }
 }

@@ -277,7 +277,7 @@ async fn pull_page(
         None => None,
     };
     let receipt = match view.pull.run_id {
-        Some(run) => crate::service::receipt::of_run(&app.scheduler, run)
+        Some(run) => crate::service::receipt::of_run(app.scheduler.runner(), run)
             .await
             .ok()
             .map(ReceiptView::new),

@@ -318,7 +318,10 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
     // no merge: none per merged pull request either.
     let out = crate::labctl::ok(&crate::labctl::labctl(&s, &["ledger"]));
     let line = out.lines().find(|l| l.starts_with("r ")).unwrap_or("");
-    assert!(line.trim_end().ends_with("?     -            0       -"), "{out}");
+    assert!(
+        line.trim_end().ends_with("?     -            0       -"),
+        "{out}"
+    );
     s.stop().await;
 }
 

@@ -409,6 +409,15 @@ impl IssueSource for Forge {
         Ok(pr)
     }
 
+    async fn set_pull_body(&self, number: i64, body: &str) -> Result<()> {
+        self.send(
+            self.req(Method::PATCH, &format!("{}/pulls/{number}", self.repo_api))
+                .json(&json!({ "body": body })),
+        )
+        .await?;
+        Ok(())
+    }
+
     async fn pulls(&self) -> Result<Vec<PullRequest>> {
         let items: Vec<ForgePull> = self
             .all(format!(

@@ -72,14 +72,29 @@ pub(crate) fn record(s: &TestServer, name: &str) -> String {
     std::fs::read_to_string(s.tmp().join("records").join(name)).unwrap_or_default()
 }
 
-/// The requests lab made to follow pull request 500.
+/// The requests lab made to follow pull request 500. A read of the pull
+/// request right before an edit of it is lab writing its receipt into the
+/// description, not following: it is left out.
 pub(crate) fn follow_calls(f: &FakeForge) -> (usize, usize) {
     let log = f.log();
-    let polls = log
+    let pull = |l: &str| l.split('?').next().unwrap().ends_with("/pulls/500");
+    let follow: Vec<&String> = log
         .iter()
-        .filter(|l| l.starts_with("GET") && l.split('?').next().unwrap().ends_with("/pulls/500"))
+        .enumerate()
+        .filter(|(i, l)| {
+            !(l.starts_with("GET")
+                && pull(l)
+                && log
+                    .get(i + 1)
+                    .is_some_and(|n| n.starts_with("PATCH") && pull(n)))
+        })
+        .map(|(_, l)| l)
+        .collect();
+    let polls = follow
+        .iter()
+        .filter(|l| l.starts_with("GET") && pull(l))
         .count();
-    let all = log
+    let all = follow
         .iter()
         .filter(|l| {
             l.starts_with("GET")
@@ -124,6 +139,27 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
     let branch = runs[0]["branch"].as_str().unwrap();
     let files = git::git(&bare, &["ls-tree", "--name-only", branch]);
     assert!(files.contains("FIXED"), "{files}");
+    // Its description is the agent's, then lab's receipt, whole at the end;
+    // lab rewrote it only when a round or the outcome changed it.
+    let (body, edits) = {
+        let st = f.fake.state.lock().unwrap();
+        (
+            st.pulls[0]["body"].as_str().unwrap().to_owned(),
+            st.pull_edits,
+        )
+    };
+    let (agent, receipt) = body
+        .split_once(lab::service::receipt::MARKER)
+        .unwrap_or_else(|| panic!("no receipt in {body}"));
+    assert_eq!(agent.trim(), "Resolves", "{body}");
+    assert!(
+        receipt.contains("### lab's receipt")
+            && receipt.contains("- **Round 1**: the issue")
+            && receipt.contains("- **Round 2**: the forge's checks failed")
+            && receipt.contains("- **Outcome** pr-green"),
+        "{body}"
+    );
+    assert!((1..=4).contains(&edits), "{edits} edits");
     // Each read of the pull request is 6 requests on GitHub (the pull
     // request, check runs, combined status, reviews, review comments, the
     // conversation), 4 on Gitea (no check runs; each review's line comments
@@ -463,6 +499,15 @@ async fn a_round_out_of_scope_is_not_pushed(b: Backend) {
         .collect();
     assert_eq!(causes, ["issue", "forge-check", "scope"], "{r}");
     assert_eq!(r["scope"]["state"], "in-scope", "{r}");
+    // The forge's description never names the path the agent chose.
+    let body = f.fake.state.lock().unwrap().pulls[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        body.contains("- **Round 3**: the branch left its scope") && !body.contains("OUT.txt"),
+        "{body}"
+    );
     s.stop().await;
 }
 

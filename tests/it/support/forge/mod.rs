@@ -58,6 +58,8 @@ pub struct State_ {
     pub org_labels: Vec<(i64, String)>,
     pub comments: Vec<(i64, String)>,
     pub pulls: Vec<Value>,
+    /// How many times lab edited a pull request (its receipt).
+    pub pull_edits: usize,
     /// Every request: method and path with query.
     pub log: Vec<String>,
     /// When each request of `log` came.
@@ -198,7 +200,10 @@ impl FakeForge {
                 get(follow::review_line_comments),
             )
             .route(&format!("{repo}/pulls"), get(list_pulls).post(create_pull))
-            .route(&format!("{repo}/pulls/{{n}}"), get(follow::get_pull))
+            .route(
+                &format!("{repo}/pulls/{{n}}"),
+                get(follow::get_pull).patch(edit_pull),
+            )
             .route(&format!("{repo}/pulls/{{n}}/reviews"), get(follow::reviews))
             .route(
                 &format!("{repo}/pulls/{{n}}/comments"),

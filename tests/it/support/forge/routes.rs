@@ -352,6 +352,25 @@ fn branch_json(f: &Fake, owner: &str, branch: &str, sha: &str) -> Value {
     b
 }
 
+/// An edit of a pull request (`PATCH …/pulls/{n}`): its description, as
+/// GitHub and Gitea both take it; the pull request as it is now.
+pub(super) async fn edit_pull(
+    State(f): State<Fake>,
+    Path(n): Path<i64>,
+    Json(b): Json<Value>,
+) -> Response {
+    let mut s = f.state.lock().unwrap();
+    let Some(p) = s.pulls.iter_mut().find(|p| p["number"] == n) else {
+        return (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response();
+    };
+    if let Some(body) = b.get("body") {
+        p["body"] = body.clone();
+    }
+    let p = p.clone();
+    s.pull_edits += 1;
+    (StatusCode::OK, Json(p)).into_response()
+}
+
 /// A new pull request; `head` may be `owner:branch` (a fork's branch).
 /// One open pull request per head: Gitea refuses another with 409, GitHub
 /// with 422 and the reason in `errors[].message`.
