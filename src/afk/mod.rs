@@ -23,6 +23,7 @@ mod outcome;
 mod problems;
 pub mod prompt;
 pub mod pull;
+pub mod receipt;
 pub mod scope;
 mod ticks;
 mod wakes;

@@ -172,7 +172,7 @@ pub(super) async fn write_receipt(
     claim: &crate::store::Claim,
     full: bool,
 ) {
-    use crate::service::receipt;
+    use super::receipt;
     if source.kind() == SourceKind::Builtin {
         return;
     }

@@ -228,7 +228,16 @@ async fn the_agent_gets_only_allow_listed_variables(b: Backend) {
         .filter(|n| n.starts_with("LAB_"))
         .collect();
     lab_vars.sort();
-    assert_eq!(lab_vars, ["LAB_NODE", "LAB_RUN_ID", "LAB_TOKEN", "LAB_URL"]);
+    assert_eq!(
+        lab_vars,
+        [
+            "LAB_NODE",
+            "LAB_RUN_ID",
+            "LAB_RUN_KIND",
+            "LAB_TOKEN",
+            "LAB_URL"
+        ]
+    );
     let argv = agent::argv(&agent::record(tmp.path(), id, "argv").await);
     assert!(
         argv.windows(2)
