@@ -1,6 +1,7 @@
 //! What one notification looks like to each kind of endpoint.
 //!
-//! - webhook: a JSON object (`event`, `run`, `repo`, `state`, `reason`,
+//! - webhook: a JSON object (`event`, `run`, `repo`, `state`, `phase`
+//!   (`working` while the run lives, `done` once it ended), `reason`,
 //!   `at`, `url`, `pull_request`, `outcome` (an AFK run's, else null) and
 //!   `issue` (`{repo, number, title, url}` or null)).
 //! - ntfy: the message as the plain-text body, with `Title`, `Tags` and
@@ -15,7 +16,7 @@
 use reqwest::RequestBuilder;
 use serde_json::json;
 
-use crate::domain::{NotifyEvent, NotifyKind, Outcome, rfc3339};
+use crate::domain::{NotifyEvent, NotifyKind, Outcome, Phase, rfc3339};
 use crate::settings::notifications::Endpoint;
 use crate::store::Due;
 
@@ -80,6 +81,7 @@ pub fn webhook_body(d: &Due, run_url: &str) -> serde_json::Value {
         "run": d.run_id,
         "repo": d.repo,
         "state": d.state,
+        "phase": phase(d),
         "reason": reason(d),
         "at": rfc3339(d.at),
         "url": run_url,
@@ -92,6 +94,15 @@ pub fn webhook_body(d: &Due, run_url: &str) -> serde_json::Value {
             "url": d.issue_url,
         })),
     })
+}
+
+/// The run's phase when it happened: a notification is sent while its
+/// agent works or waits (`working`) or once the run ended (`done`).
+fn phase(d: &Due) -> Phase {
+    match d.state.as_str() {
+        "exited" | "failed" | "stopped" => Phase::Done,
+        _ => Phase::Working,
+    }
 }
 
 fn reason(d: &Due) -> Option<String> {
@@ -250,7 +261,7 @@ mod tests {
             Some("trust?\x1b[0m"),
         );
         let b = webhook_body(&d, "http://lab/runs/7");
-        expect_test::expect![[r#"{"event":"waiting","run":7,"repo":"demo","state":"waiting","reason":"trust? [0m","at":"1970-01-01T00:00:00.000Z","url":"http://lab/runs/7","pull_request":null,"outcome":null,"issue":null}"#]]
+        expect_test::expect![[r#"{"event":"waiting","run":7,"repo":"demo","state":"waiting","phase":"working","reason":"trust? [0m","at":"1970-01-01T00:00:00.000Z","url":"http://lab/runs/7","pull_request":null,"outcome":null,"issue":null}"#]]
             .assert_eq(&b.to_string());
     }
 

@@ -160,6 +160,7 @@ async fn events_arrive_in_order_and_a_500_is_tried_again(b: Backend) {
     assert_eq!(w["run"], run_id);
     assert_eq!(w["repo"], "r");
     assert_eq!(w["state"], "waiting");
+    assert_eq!(w["phase"], "working");
     assert!(
         w["reason"].as_str().unwrap().contains("not logged in"),
         "{w}"
@@ -168,6 +169,7 @@ async fn events_arrive_in_order_and_a_500_is_tried_again(b: Backend) {
     assert!(w["at"].as_str().unwrap().ends_with('Z'), "{w}");
     let e = got[2].json();
     assert_eq!((&e["state"], &e["run"]), (&json!("exited"), &json!(run_id)));
+    assert_eq!(e["phase"], "done");
     assert!(e["pull_request"].is_null());
     assert_eq!(got[2].headers["content-type"], "application/json");
 
