@@ -108,6 +108,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show an AFK run's receipt: what lab did for its pull request, round
+    /// by round.
+    Receipt {
+        /// Run id.
+        run: String,
+        /// Print lab's answer as JSON (errors too: `{"error": …}` on stdout).
+        #[arg(long)]
+        json: bool,
+    },
     /// Attach this terminal to a run's tmux session (detach: Ctrl-b d).
     Attach {
         /// Run id.
@@ -293,6 +302,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Start(args) => runs::start(&client, args).await,
         Command::Ps(args) => runs::ps(&client, args).await,
         Command::Show { run, json } => runs::show(&client, &run, json).await,
+        Command::Receipt { run, json } => runs::receipt(&client, &run, json).await,
         Command::Attach { run } => runs::attach(&client, &run).await,
         Command::Stop { run, json } => runs::stop(&client, &run, json).await,
         Command::Resume { run, json } => resume::resume(&client, &run, json).await,

@@ -202,6 +202,13 @@ pub async fn show(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
     Ok(())
 }
 
+pub async fn receipt(client: &Client, run: &str, as_json: bool) -> CliResult<()> {
+    let r: crate::http::receipt::ReceiptBody =
+        client.get(&format!("{}/receipt", run_path(run)?)).await?;
+    output::receipt(&r, as_json);
+    Ok(())
+}
+
 pub async fn attach(client: &Client, run: &str) -> CliResult<()> {
     let run: RunBody = client.get(&run_path(run)?).await?;
     attach_to(&run)

@@ -72,6 +72,23 @@ async fn a_receipt_tells_each_round_and_check_of_a_pull_request(b: Backend) {
     assert_eq!(r["attempt"], 1);
     assert_eq!(r["outcome"], "pr-green");
     assert_eq!(r["phase"], "done");
+    // labctl shows it, and its --json is the API's body.
+    let out = crate::labctl::ok(&crate::labctl::labctl(&s, &["receipt", &run.to_string()]));
+    assert!(
+        out.contains("ROUND  CAUSE")
+            && out.lines().any(|l| l.starts_with("2      check"))
+            && out.contains("echo checking; test -f FIXED")
+            && out.contains("in-scope (*.md, FIXED)"),
+        "{out}"
+    );
+    let as_json = crate::labctl::ok(&crate::labctl::labctl(
+        &s,
+        &["receipt", &run.to_string(), "--json"],
+    ));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&as_json).unwrap(),
+        r
+    );
     // The pull request's page shows it.
     let cookie = crate::pages_input::session(&s).await;
     let page = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, "/repos/r/pulls/1")
