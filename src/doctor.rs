@@ -525,6 +525,8 @@ async fn argv_finding(runner: &Runner, id: ProviderId, bin: &Path) -> Vec<Findin
         sandboxed: true,
         hook_command: runner.hook_command(p),
         session_id: p.takes_session_id().then(crate::run::new_session_id),
+        // A scope, so the check covers the live scope hook's settings too.
+        writes: vec!["src/**".into()],
     };
     let verdict = cli_check::check(
         p,

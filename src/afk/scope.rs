@@ -17,7 +17,7 @@ use globset::GlobSet;
 use super::Scheduler;
 use super::follow::Verdict;
 use crate::domain::{RoundCause, Run, StopCause};
-use crate::knob::{self, Knob};
+use crate::knob;
 use crate::repo::Repo;
 use crate::run::workspace::Changed;
 use crate::store::Claim;
@@ -71,14 +71,10 @@ impl Scope {
     /// The scope a run resolved with; `None` when it is unrestricted (no
     /// `writes`, or an empty list).
     pub fn of(run: &Run) -> Option<Scope> {
-        let globs = run
-            .knobs
-            .iter()
-            .find(|k| k.key == knob::Writes.key())?
-            .value
-            .as_list()
-            .filter(|l| !l.is_empty())?
-            .to_vec();
+        let globs = knob::writes_of(&run.knobs);
+        if globs.is_empty() {
+            return None;
+        }
         // The globs were checked when they were set; one that no longer
         // parses (a lab that checks harder) restricts to nothing.
         let set = knob::glob_set(&globs).unwrap_or_else(|_| GlobSet::empty());

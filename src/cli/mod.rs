@@ -15,6 +15,7 @@ mod resume;
 mod round_trip;
 mod runs;
 mod settings;
+mod writes_hook;
 
 use std::process::ExitCode;
 
@@ -187,6 +188,19 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
+    /// Claude Code's `PreToolUse` hook in a run with a scope (what lab puts
+    /// on its file-writing tools): reads the tool call on stdin and refuses
+    /// a write outside the globs, naming the path and the globs. Inside the
+    /// run's sandbox, never talks to lab, always exits 0.
+    #[command(hide = true)]
+    WritesHook {
+        /// The run's workspace.
+        #[arg(long)]
+        root: std::path::PathBuf,
+        /// The run's `writes` globs.
+        #[arg(last = true)]
+        globs: Vec<String>,
+    },
     /// Save where lab serves and a token for it, so later calls need no
     /// LAB_URL or LAB_TOKEN (the token: --token or LAB_TOKEN, else the
     /// token file of a lab on this machine, else read from stdin).
@@ -241,7 +255,14 @@ pub fn main() -> ExitCode {
         .build()
     {
         Ok(rt) => rt,
-        Err(_) if matches!(cli.command, Command::Hook { .. }) => return ExitCode::SUCCESS,
+        Err(_)
+            if matches!(
+                cli.command,
+                Command::Hook { .. } | Command::WritesHook { .. }
+            ) =>
+        {
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("labctl: cannot start: {e}");
             return Exit::Failure.into();
@@ -265,6 +286,10 @@ async fn run(cli: Cli) -> CliResult<()> {
     if let Command::Hook { provider, args } = &cli.command {
         let url = cli.lab_url.as_deref().unwrap_or(config::DEFAULT_URL);
         hook::hook(url, cli.token.clone(), provider, args).await;
+        return Ok(());
+    }
+    if let Command::WritesHook { root, globs } = &cli.command {
+        writes_hook::writes_hook(root, globs);
         return Ok(());
     }
     if let Command::Logout = cli.command {
@@ -334,6 +359,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Diff(args) => pulls::diff(&client, args).await,
         Command::Completions { .. }
         | Command::Hook { .. }
+        | Command::WritesHook { .. }
         | Command::Login { .. }
         | Command::Logout => unreachable!("handled above"),
     }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use change_scope::ChangeScope;
 pub use check::{MAX_GLOB_LEN, MAX_GLOBS, MAX_TEXT, check, check_text, glob_set, narrows, parse};
 pub use layers::{Layers, Resolved, Source, prompt_block, resolve};
-pub use writes::Writes;
+pub use writes::{Writes, globs as writes_of};
 
 /// Knobs set at one place (an issue, a repo, a `.lab.toml`, the settings):
 /// checked values by key; a key that is absent inherits.

@@ -45,3 +45,14 @@ impl Knob for Writes {
         }
     }
 }
+
+/// A run's `writes` globs (empty: unrestricted): what its launch hands the
+/// CLI's live check and what `afk::scope` checks its branch against.
+pub fn globs(knobs: &[super::Resolved]) -> Vec<String> {
+    knobs
+        .iter()
+        .find(|k| k.key == Writes.key())
+        .and_then(|k| k.value.as_list())
+        .map(<[String]>::to_vec)
+        .unwrap_or_default()
+}

@@ -332,7 +332,14 @@ fn line(spec: &SpawnSpec, session_flag: &str, prompt: String) -> CommandLine {
         }
     }
     if let Some(command) = &spec.hook_command {
-        settings.insert("hooks".into(), hooks::claude_hooks(command));
+        let mut all = hooks::claude_hooks(command);
+        if let (Some(pre), Some(map)) = (
+            hooks::claude_writes_hook(command, &spec.working_dir.to_string_lossy(), &spec.writes),
+            all.as_object_mut(),
+        ) {
+            map.insert("PreToolUse".into(), pre);
+        }
+        settings.insert("hooks".into(), all);
     }
     if !settings.is_empty() {
         args.push("--settings".to_owned());

@@ -166,6 +166,40 @@ pub fn claude_hooks(command: &[String]) -> Value {
     )
 }
 
+/// Claude Code's tools that write a file, each naming it in its input's
+/// `file_path` (`NotebookEdit`: `notebook_path`), as 2.1.332 calls them.
+/// A shell command's writes are not seen here: lab's check of the branch
+/// catches those.
+pub const CLAUDE_WRITE_TOOLS: &str = "Write|Edit|MultiEdit|NotebookEdit";
+
+/// The `PreToolUse` hook that refuses a write outside `writes` as it is
+/// tried (issue 28 §4): `labctl writes-hook --root ROOT -- GLOB…`, run by
+/// the labctl of `command` (`command[0]`) on [`CLAUDE_WRITE_TOOLS`]. It
+/// answers Claude Code's `permissionDecision: "deny"` with a reason that
+/// names the path and the globs, which the model reads and retries within
+/// scope. `None` when there is no scope (or no labctl).
+pub fn claude_writes_hook(command: &[String], root: &str, writes: &[String]) -> Option<Value> {
+    if writes.is_empty() {
+        return None;
+    }
+    let mut argv = vec![
+        command.first()?.clone(),
+        "writes-hook".to_owned(),
+        "--root".to_owned(),
+        root.to_owned(),
+        "--".to_owned(),
+    ];
+    argv.extend(writes.iter().cloned());
+    Some(serde_json::json!([{
+        "matcher": CLAUDE_WRITE_TOOLS,
+        "hooks": [{
+            "type": "command",
+            "command": shell_words(&argv),
+            "timeout": CLAUDE_HOOK_TIMEOUT,
+        }]
+    }]))
+}
+
 /// Codex's `-c notify=[…]` override: a TOML array of strings (a JSON array
 /// of strings is one).
 pub fn codex_notify(command: &[String]) -> String {

@@ -85,6 +85,11 @@ pub struct SpawnSpec {
     /// The session id lab chose for the run (a v4 UUID), for a CLI that
     /// takes one ([`Provider::takes_session_id`]).
     pub session_id: Option<String>,
+    /// The run's `writes` globs (issue 28 §4; empty: unrestricted). A CLI
+    /// with a hook before its file-writing tools refuses a write outside
+    /// them as it is tried (Claude Code's `PreToolUse`); lab's check of the
+    /// branch holds for every CLI either way.
+    pub writes: Vec<String>,
 }
 
 impl SpawnSpec {

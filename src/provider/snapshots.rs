@@ -21,6 +21,7 @@ fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> Sp
         sandboxed: false,
         hook_command: None,
         session_id: Some("0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37".into()),
+        writes: Vec::new(),
     }
 }
 
@@ -127,6 +128,50 @@ fn render(cl: &CommandLine) -> String {
         out.push_str(&format!("env -{k}\n"));
     }
     out
+}
+
+/// A run with a scope: Claude Code gets a `PreToolUse` hook on its
+/// file-writing tools that runs `labctl writes-hook` with the workspace and
+/// the globs (issue 28 §4); Codex, with no such hook, gets nothing more.
+#[test]
+fn a_scope_adds_the_live_write_check_to_claude_only() {
+    let scoped = |provider: &str| {
+        let mut s = spec("sonnet", "high", &[], "");
+        s.hook_command = Some(vec![
+            "/opt/lab/bin/labctl".into(),
+            "hook".into(),
+            provider.into(),
+        ]);
+        s.writes = vec!["src/**".into(), "docs/it's.md".into()];
+        get(provider).unwrap().command_line(&s)
+    };
+    let claude = scoped("claude-code");
+    let at = claude.args.iter().position(|a| a == "--settings").unwrap();
+    let settings: serde_json::Value = serde_json::from_str(&claude.args[at + 1]).unwrap();
+    expect![[r#"
+        [
+          {
+            "matcher": "Write|Edit|MultiEdit|NotebookEdit",
+            "hooks": [
+              {
+                "type": "command",
+                "command": "'/opt/lab/bin/labctl' 'writes-hook' '--root' '/work/demo' '--' 'src/**' 'docs/it'\\''s.md'",
+                "timeout": 10
+              }
+            ]
+          }
+        ]"#]]
+    .assert_eq(&serde_json::to_string_pretty(&settings["hooks"]["PreToolUse"]).unwrap());
+    let mut unscoped = spec("sonnet", "high", &[], "");
+    unscoped.hook_command = Some(vec![
+        "/opt/lab/bin/labctl".into(),
+        "hook".into(),
+        "codex".into(),
+    ]);
+    assert_eq!(
+        render(&scoped("codex")),
+        render(&get("codex").unwrap().command_line(&unscoped))
+    );
 }
 
 fn check(provider: &str, s: SpawnSpec, want: Expect) {

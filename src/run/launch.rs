@@ -282,6 +282,7 @@ impl Runner {
             sandboxed: run.sandboxed,
             hook_command: self.hook_command(p),
             session_id: run.cli_session_id.clone(),
+            writes: crate::knob::writes_of(&run.knobs),
         };
         if !self.cfg.launch_pause.is_zero() {
             tokio::time::sleep(self.cfg.launch_pause).await;

@@ -205,6 +205,7 @@ impl Runner {
             sandboxed: run.sandboxed,
             hook_command: self.hook_command(p),
             session_id: run.cli_session_id.clone(),
+            writes: crate::knob::writes_of(&run.knobs),
         };
         let prepared = self.prepare_files(run, p, &spec, false).await?;
         let relay = self.relay.ensure(&self.tmux).await;

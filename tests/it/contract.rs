@@ -15,6 +15,8 @@ use lab::run::cli_check;
 
 use crate::support::real;
 
+mod pre_tool_use;
+
 const PROMPT: &str = "Resolve issue 1.";
 
 /// Every spawn spec lab can build for `p`: manual runs (no options) and AFK
@@ -55,6 +57,8 @@ fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
                     ]),
                     // lab gives each Claude Code run a session id of its own.
                     session_id: p.takes_session_id().then(lab::run::new_session_id),
+                    // A scope: Claude Code's live write check is on the line.
+                    writes: vec!["src/**".into()],
                 });
             }
         }
