@@ -18,11 +18,11 @@ use super::scope::Breach;
 use super::{PR_GRACE, Scheduler};
 use crate::domain::{AgentBy, AgentState, Run, RunState, StopCause};
 use crate::domain::{CheckStep, ChecksState, RoundCause, Step};
+use crate::repo::Repo;
 use crate::repo::issue_source::SourceKind;
-use crate::repo::{Budget, Repo};
 use crate::run::check::CheckResult;
 use crate::settings::Settings;
-use crate::store::{Claim, now_ms};
+use crate::store::Claim;
 
 /// The longest a check command may run.
 pub const CHECK_LIMIT: Duration = Duration::from_secs(20 * 60);
@@ -75,8 +75,8 @@ impl Scheduler {
         settings: &Settings,
         waiting: bool,
     ) -> Verdict {
-        let budget = budget_of(run, repo, settings);
-        if let Some(v) = over_time_or_budget(run, &budget, self.runner.cfg().limit_minute_ms) {
+        let budget = super::budget::of(run, repo, settings);
+        if let Some(v) = super::budget::over(run, &budget, self.runner.cfg().limit_minute_ms) {
             return Some(v);
         }
         if waiting {
@@ -511,86 +511,6 @@ impl Scheduler {
             tracing::warn!(claim = claim.id, error = %e, "could not record the checks");
         }
     }
-}
-
-/// A run's budgets: its repo's override, else the AFK settings'.
-/// A run's budgets: its repo's (else the global ones), lowered by what its
-/// issue set (issue 27).
-fn budget_of(run: &Run, repo: Option<&Repo>, settings: &Settings) -> Budget {
-    let b = repo
-        .map(|r| r.budget.over(&settings.afk))
-        .unwrap_or(Budget {
-            max_tokens: settings.afk.max_tokens,
-            max_cost_nano_usd: settings.afk.max_cost_nano_usd,
-            run_timeout_minutes: settings.afk.run_timeout_minutes,
-        });
-    match &run.issue_budget {
-        Some(i) => b.lowered(i),
-        None => b,
-    }
-}
-
-/// When a live run passes its time limit (ms): the settle that ends it
-/// is due then, whatever else wakes the loop.
-/// `minute_ms` is how long a minute of it lasts (60 000 but in tests).
-pub(super) fn time_limit_at(
-    run: &Run,
-    repo: Option<&Repo>,
-    settings: &Settings,
-    minute_ms: i64,
-) -> i64 {
-    let started = run.started_at.unwrap_or(run.created_at);
-    started.saturating_add(
-        budget_of(run, repo, settings)
-            .run_timeout_minutes
-            .saturating_mul(minute_ms),
-    ) + 1
-}
-
-/// Past its time limit, or over its token or cost budget. The time a run
-/// waited on a usage limit counts: the limit is the run's own word.
-fn over_time_or_budget(run: &Run, b: &Budget, minute_ms: i64) -> Verdict {
-    let started = run.started_at.unwrap_or(run.created_at);
-    if now_ms() - started > b.run_timeout_minutes.saturating_mul(minute_ms) {
-        return Some((
-            StopCause::TimeLimit,
-            format!(
-                "timed out: the run took longer than {} minute(s)",
-                b.run_timeout_minutes
-            ),
-        ));
-    }
-    let u = run.usage.as_ref()?;
-    if let Some(max) = b.max_tokens
-        && u.tokens() > max
-    {
-        return Some((
-            StopCause::Budget,
-            format!(
-                "over budget: it used {} tokens, more than its budget of {max}",
-                u.tokens()
-            ),
-        ));
-    }
-    if let (Some(max), Some(cost)) = (b.max_cost_nano_usd, u.cost_nano_usd)
-        && cost > max
-    {
-        // The cost of what lab can price; tokens of unpriced models are
-        // under the token budget alone, never guessed at.
-        let unpriced = match u.unpriced_tokens {
-            0 => String::new(),
-            n => format!(" (and {n} tokens of models lab has no price for)"),
-        };
-        return Some((
-            StopCause::Budget,
-            format!(
-                "over budget: it cost ${:.2}{unpriced}, more than its budget of ${:.2}",
-                crate::domain::nano_to_usd(cost),
-                crate::domain::nano_to_usd(max)
-            ),
-        ));
-    }
-    None
 }
 
 /// What the agent is told when its pull request's check failed.

@@ -10,6 +10,7 @@
 //! launched, so two nodes can never both take it.
 
 mod admission;
+mod budget;
 mod claim_state;
 pub mod cli_hold;
 mod directives;

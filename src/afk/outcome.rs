@@ -109,7 +109,7 @@ impl Scheduler {
                     Pace::Follow
                 } else {
                     Pace::Watch {
-                        until_ms: Some(super::follow::time_limit_at(
+                        until_ms: Some(super::budget::time_limit_at(
                             &run,
                             repo.as_ref(),
                             &settings,

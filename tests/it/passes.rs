@@ -37,7 +37,20 @@ async fn reconcile_costs_a_constant_number_of_tmux_calls(b: Backend) {
         )
         .await;
         let report = s.runner().reconcile(false).await.unwrap();
-        assert_eq!(report.checked, target);
+        if report.checked != target {
+            // Which run ended, and why (a fake agent that should stay).
+            let runs = s.get("/api/v1/runs").await.ok();
+            let ended: Vec<&Value> = runs
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["state"] != "running")
+                .collect();
+            panic!(
+                "at {target} runs a pass checked {}: {ended:?}",
+                report.checked
+            );
+        }
         assert_eq!(report.tmux_calls, 1, "at {target} runs: {report:?}");
         assert!(report.exited.is_empty() && report.lost.is_empty());
     }
