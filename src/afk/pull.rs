@@ -275,6 +275,19 @@ async fn open_now(
         return Err(e);
     }
     let source = afk.sources.of(&repo);
+    // A forge's description carries lab's receipt from the start (one call,
+    // not a create, a read and an edit); the built-in page shows it.
+    let receipt = match (&claim, source.kind()) {
+        (Some(_), kind) if kind != SourceKind::Builtin => super::receipt::of_run(runner, run.id)
+            .await
+            .ok()
+            .map(|r| r.markdown()),
+        _ => None,
+    };
+    let body = match &receipt {
+        Some((text, _)) => super::receipt::with_receipt(&body, text),
+        None => body,
+    };
     let pr = source
         .create_pull(&NewPull {
             title,
@@ -299,7 +312,9 @@ async fn open_now(
     if let Ok(Some(c)) = store.claim_of_run(run.id).await {
         // The claim is live and followed from now: its state is made here,
         // so what lab wrote is remembered.
-        afk.claims.with(c.id, |_| ());
+        afk.claims.with(c.id, |s| s.receipt_sent = receipt);
+        // Written again only if it changed meanwhile (the claim now names
+        // its pull request).
         write_receipt(runner, &afk.claims, source.as_ref(), &c, true).await;
     }
     if let Err(e) = store.note_pull_opened(run, &pr.url).await {

@@ -141,13 +141,21 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
     assert!(files.contains("FIXED"), "{files}");
     // Its description is the agent's, then lab's receipt, whole at the end;
     // lab rewrote it only when a round or the outcome changed it.
-    let (body, edits) = {
+    let (body, edits, opened_with) = {
         let st = f.fake.state.lock().unwrap();
         (
             st.pulls[0]["body"].as_str().unwrap().to_owned(),
             st.pull_edits,
+            st.created_bodies[0].clone(),
         )
     };
+    // It was opened with the receipt already in it (no edit for that).
+    assert!(
+        opened_with.starts_with("Resolves")
+            && opened_with.contains(lab::service::receipt::MARKER)
+            && opened_with.contains("- **Round 1**: the issue"),
+        "{opened_with}"
+    );
     let (agent, receipt) = body
         .split_once(lab::service::receipt::MARKER)
         .unwrap_or_else(|| panic!("no receipt in {body}"));
@@ -159,7 +167,7 @@ async fn a_red_check_is_fixed_in_a_second_round(b: Backend, flavor: Flavor) {
             && receipt.contains("- **Outcome** pr-green"),
         "{body}"
     );
-    assert!((1..=4).contains(&edits), "{edits} edits");
+    assert!((1..=3).contains(&edits), "{edits} edits");
     // Each read of the pull request is 6 requests on GitHub (the pull
     // request, check runs, combined status, reviews, review comments, the
     // conversation), 4 on Gitea (no check runs; each review's line comments

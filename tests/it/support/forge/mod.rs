@@ -60,6 +60,8 @@ pub struct State_ {
     pub pulls: Vec<Value>,
     /// How many times lab edited a pull request (its receipt).
     pub pull_edits: usize,
+    /// The description each pull request was opened with.
+    pub created_bodies: Vec<String>,
     /// Every request: method and path with query.
     pub log: Vec<String>,
     /// When each request of `log` came.

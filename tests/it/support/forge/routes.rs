@@ -398,6 +398,8 @@ pub(super) async fn create_pull(State(f): State<Fake>, Json(b): Json<Value>) -> 
         .into_response();
     }
     let number = 500 + s.pulls.len() as i64;
+    let opened_with = b["body"].as_str().unwrap_or_default().to_owned();
+    s.created_bodies.push(opened_with);
     let html = format!("{}/owner/repo/pulls/{number}", f.base);
     let mut p = json!({"id": number, "number": number, "title": b["title"], "body": b["body"], "state": "open",
         "html_url": html, "url": format!("{}{}/pulls/{number}", f.base, repo_path(f.flavor)),
