@@ -26,7 +26,7 @@ impl Knob for ChangeScope {
     }
 
     fn phases(&self) -> &'static [Phase] {
-        &[Phase::Work]
+        &Phase::ALL
     }
 
     fn fragment(&self, phase: Phase, value: &Value) -> Option<String> {
@@ -41,6 +41,26 @@ impl Knob for ChangeScope {
                 "Scope: refactor. Restructuring the code around the change is welcome where it \
                  makes the result clearer; keep behaviour the same outside what the issue asks, \
                  and say in the pull request what you restructured and why."
+                    .to_owned(),
+            ),
+            (Phase::Plan, "surgical") => Some(
+                "Scope: surgical. Plan the smallest change that resolves the issue: no renames, \
+                 reformatting or restructuring beyond what it needs."
+                    .to_owned(),
+            ),
+            (Phase::Plan, "refactor") => Some(
+                "Scope: refactor. The plan may restructure the code around the change where that \
+                 makes the result clearer; say what and why."
+                    .to_owned(),
+            ),
+            (Phase::Review, "surgical") => Some(
+                "Scope: surgical. A change broader than the issue needs (renames, reformatting, \
+                 restructuring, unrelated fixes) is a blocking finding."
+                    .to_owned(),
+            ),
+            (Phase::Review, "refactor") => Some(
+                "Scope: refactor. Restructuring around the change was welcome: breadth alone is \
+                 not a finding."
                     .to_owned(),
             ),
             _ => None,

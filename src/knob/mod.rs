@@ -18,6 +18,7 @@
 mod change_scope;
 mod check;
 mod layers;
+mod phases;
 mod writes;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use change_scope::ChangeScope;
 pub use check::{MAX_GLOB_LEN, MAX_GLOBS, MAX_TEXT, check, check_text, glob_set, narrows, parse};
 pub use layers::{Layers, Resolved, Source, prompt_block, resolve};
+pub use phases::{Plan, Review, oversight, rank};
 pub use writes::{Writes, globs as writes_of};
 
 /// Knobs set at one place (an issue, a repo, a `.lab.toml`, the settings):
@@ -42,18 +44,24 @@ pub enum Input {
     Text(Vec<(String, String)>),
 }
 
-/// A phase of an AFK run a knob may add to the prompt of. Today lab has
-/// one: the work.
+/// A phase of an AFK issue a knob may add to the prompt of: the planning
+/// run's, the work run's, the review run's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
+    Plan,
     Work,
+    Review,
 }
 
 impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Plan, Phase::Work, Phase::Review];
+
     pub fn as_str(self) -> &'static str {
         match self {
+            Phase::Plan => "plan",
             Phase::Work => "work",
+            Phase::Review => "review",
         }
     }
 }
@@ -147,7 +155,7 @@ pub trait Knob: Sync {
 
 /// Every registered knob, in the order their fragments go in a prompt.
 pub fn all() -> &'static [&'static dyn Knob] {
-    &[&ChangeScope, &Writes]
+    &[&ChangeScope, &Writes, &Plan, &Review]
 }
 
 /// The knob with this key.

@@ -25,24 +25,32 @@ impl Knob for Writes {
     }
 
     fn phases(&self) -> &'static [Phase] {
-        &[Phase::Work]
+        &Phase::ALL
     }
 
     fn fragment(&self, phase: Phase, value: &Value) -> Option<String> {
         let globs = value.as_list().filter(|l| !l.is_empty())?;
-        match phase {
-            // Globs are of a narrow alphabet (`check.rs`): no prose can
-            // travel in them.
-            Phase::Work => Some(format!(
-                "Scope of files: change only paths that match {}; leave every other path as it \
-                 is.",
-                globs
-                    .iter()
-                    .map(|g| format!("`{g}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        }
+        // Globs are of a narrow alphabet (`check.rs`): no prose can travel
+        // in them.
+        let listed = globs
+            .iter()
+            .map(|g| format!("`{g}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(match phase {
+            Phase::Work => format!(
+                "Scope of files: change only paths that match {listed}; leave every other path as \
+                 it is."
+            ),
+            Phase::Plan => format!(
+                "Scope of files: the work may change only paths that match {listed}; plan within \
+                 them."
+            ),
+            Phase::Review => format!(
+                "Scope of files: only paths that match {listed} may change; a change to any other \
+                 path is a blocking finding."
+            ),
+        })
     }
 }
 

@@ -53,7 +53,15 @@ impl KnobContext<'_> {
     /// The repo's `writes` before any issue: its own, its file's, the
     /// settings'.
     pub fn repo_writes(&self) -> Vec<String> {
-        let key = knob::Writes.key();
+        self.repo_value(&knob::Writes)
+            .as_list()
+            .map(<[String]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    /// A knob's value before any issue: the repo's own, its file's, the
+    /// settings', else its default.
+    pub fn repo_value(&self, k: &dyn knob::Knob) -> knob::Value {
         [
             Some(&self.repo.knobs),
             self.repo.file().map(|f| &f.knobs),
@@ -61,9 +69,9 @@ impl KnobContext<'_> {
         ]
         .into_iter()
         .flatten()
-        .find_map(|s| s.get(key))
-        .and_then(|v| v.as_list().map(<[String]>::to_vec))
-        .unwrap_or_default()
+        .find_map(|s| s.get(k.key()))
+        .cloned()
+        .unwrap_or_else(|| k.default())
     }
 
     /// The budgets the repo allows before any issue.
@@ -227,6 +235,22 @@ impl IssueLayer {
                     format!(
                         "may only narrow the repo's writes ({}): {why}",
                         repo.join(", ")
+                    ),
+                ));
+            }
+        }
+        for k in knob::oversight() {
+            let Some(v) = out.knobs.get(k.key()) else {
+                continue;
+            };
+            let repo = cx.repo_value(k);
+            if knob::rank(k, v) < knob::rank(k, &repo) {
+                errs.push(FieldError::new(
+                    format!("{field}.{}", k.key()),
+                    format!(
+                        "may only raise the repo's {} ({}), never lower it",
+                        k.key(),
+                        repo.shown()
                     ),
                 ));
             }

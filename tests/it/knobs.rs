@@ -47,7 +47,7 @@ async fn the_registry_lists_every_knob_with_its_contract_fields(b: Backend) {
         .iter()
         .map(|k| k["key"].as_str().unwrap())
         .collect();
-    assert_eq!(keys, ["changeScope", "writes"]);
+    assert_eq!(keys, ["changeScope", "writes", "plan", "review"]);
     let scope = &a.body[0];
     assert_eq!(scope["type"], "choice");
     assert_eq!(
@@ -55,13 +55,23 @@ async fn the_registry_lists_every_knob_with_its_contract_fields(b: Backend) {
         json!(["surgical", "moderate", "refactor"])
     );
     assert_eq!(scope["default"], "moderate");
-    assert_eq!(scope["phases"], json!(["work"]));
+    assert_eq!(scope["phases"], json!(["plan", "work", "review"]));
     assert!(scope["description"].as_str().unwrap().contains("surgical"));
     let writes = &a.body[1];
     assert_eq!(
         (&writes["type"], &writes["allowed"], &writes["default"]),
         (&json!("globs"), &Value::Null, &json!([]))
     );
+    let plan = &a.body[2];
+    assert_eq!(
+        (&plan["type"], &plan["allowed"], &plan["default"]),
+        (
+            &json!("choice"),
+            &json!(["off", "auto", "on"]),
+            &json!("off")
+        )
+    );
+    assert_eq!(a.body[3]["allowed"], json!(["off", "on"]));
 }
 
 /// A `PATCH` answered 400 with an error that says `says`.
@@ -359,7 +369,9 @@ async fn an_afk_resolve_for_an_issue_shows_where_each_value_came_from(b: Backend
     assert_eq!(
         b["knobs"],
         json!([{"key": "changeScope", "value": "surgical", "source": "issue"},
-               {"key": "writes", "value": ["src/**"], "source": "repo"}])
+               {"key": "writes", "value": ["src/**"], "source": "repo"},
+               {"key": "plan", "value": "off", "source": "default"},
+               {"key": "review", "value": "off", "source": "default"}])
     );
     assert_eq!(
         (
@@ -598,7 +610,9 @@ async fn an_afk_run_works_with_its_issue_s_directives(b: Backend) {
     assert_eq!(
         run["knobs"],
         json!([{"key": "changeScope", "value": "surgical", "source": "issue"},
-               {"key": "writes", "value": ["src/**"], "source": "repo"}])
+               {"key": "writes", "value": ["src/**"], "source": "repo"},
+               {"key": "plan", "value": "off", "source": "default"},
+               {"key": "review", "value": "off", "source": "default"}])
     );
     let directed_prompt = prompt_of(&s, d).await;
     let plain_prompt = prompt_of(&s, p).await;

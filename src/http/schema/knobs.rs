@@ -43,7 +43,8 @@ pub fn knob_type() -> ObjectBuilder {
 }
 
 pub fn knob_phases() -> ArrayBuilder {
-    ArrayBuilder::new().items(one_of_strings(&[knob::Phase::Work.as_str()], false, false))
+    let phases: Vec<&str> = knob::Phase::ALL.iter().map(|p| p.as_str()).collect();
+    ArrayBuilder::new().items(one_of_strings(&phases, false, false))
 }
 
 /// A glob as `knob::check` takes it (its narrow alphabet; the `.`/`..`

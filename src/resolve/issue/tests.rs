@@ -179,3 +179,29 @@ fn budgets_only_lower() {
     );
     assert_eq!(l.run_timeout_minutes, 10);
 }
+
+/// `plan` and `review` are oversight: an issue may ask for more (a plan a
+/// person approves, a review run) than its repo, never for less.
+#[test]
+fn an_issue_raises_oversight_and_never_lowers_it() {
+    let mut r = repo();
+    let s = Settings::default();
+    let up = parse(&r, &s, json!({"plan": "on", "review": "on"})).unwrap();
+    assert_eq!(up.knobs["plan"], knob::Value::Text("on".into()));
+    r.knobs
+        .insert("plan".into(), knob::Value::Text("on".into()));
+    r.knobs
+        .insert("review".into(), knob::Value::Text("on".into()));
+    let e = parse(&r, &s, json!({"plan": "auto", "review": "off"})).unwrap_err();
+    let fields: Vec<&str> = e.0.iter().map(|f| f.field.as_str()).collect();
+    assert_eq!(fields, ["knobs.plan", "knobs.review"]);
+    assert!(
+        e.0[0]
+            .message
+            .contains("may only raise the repo's plan (on), never lower it"),
+        "{}",
+        e.0[0].message
+    );
+    let bad = parse(&r, &s, json!({"plan": "sometimes"})).unwrap_err();
+    assert!(bad.0[0].message.contains("off"), "{}", bad.0[0].message);
+}
