@@ -204,7 +204,7 @@ async fn render_repo(
     )));
     let config_file = Some(repo.config.clone()).filter(|c| c.file.is_some() || c.error.is_some());
     let config_entries = repo.file().map(|f| f.entries()).unwrap_or_default();
-    let sections = sections(&repo, p, &global, &settings.knobs, form, &mut errors);
+    let sections = sections(&repo, p, &global, &settings, form, &mut errors);
     // The forge account is read once (and not waited for long).
     let sources = &app.scheduler.sources();
     if sources.known_identity(&repo).is_none() {
