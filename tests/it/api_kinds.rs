@@ -257,6 +257,15 @@ async fn the_pages_show_and_save_the_kinds_fields(b: Backend) {
     // models, not Claude Code's options.
     assert!(!page.contains("name=\"review_options.ultracode\""));
     assert!(page.contains("gpt-6-luna"));
+    // It explains what each kind resolves to, with where each value is from.
+    assert!(
+        page.contains("Review run (on codex)"),
+        "no review explanation"
+    );
+    assert!(
+        page.contains("data-what=\"plan-model\""),
+        "no plan explanation"
+    );
     s.stop().await;
 }
 
