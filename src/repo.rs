@@ -7,6 +7,7 @@
 use crate::domain::{Change, Defaults};
 pub mod config_file;
 pub mod issue_source;
+pub mod kinds;
 
 use crate::provider::{self, ProviderId};
 use issue_source::{IssueConfig, IssueConfigPatch};
@@ -35,6 +36,10 @@ pub struct Repo {
     pub source: RepoSource,
     pub default_branch: String,
     pub provider: String,
+    /// The provider of its plan and review runs (ADR 32); `None`: the
+    /// global choice, else `provider`.
+    pub plan_provider: Option<String>,
+    pub review_provider: Option<String>,
     pub defaults: Defaults,
     pub afk_enabled: bool,
     pub afk_label: String,
@@ -160,6 +165,8 @@ pub struct RepoPatch {
     pub url: Change<String>,
     pub default_branch: Change<String>,
     pub provider: Change<String>,
+    pub plan_provider: Change<String>,
+    pub review_provider: Change<String>,
     pub defaults: DefaultsPatch,
     pub afk_enabled: Change<bool>,
     pub afk_label: Change<String>,
@@ -188,6 +195,8 @@ pub fn create(patch: &RepoPatch) -> Result<Repo, Invalid> {
         source: RepoSource::Path(String::new()),
         default_branch: DEFAULT_BRANCH.to_owned(),
         provider: provider::DEFAULT_PROVIDER.to_owned(),
+        plan_provider: None,
+        review_provider: None,
         defaults: Defaults::default(),
         afk_enabled: false,
         afk_label: DEFAULT_AFK_LABEL.to_owned(),
@@ -280,12 +289,12 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
             .map(|p| p.as_str().to_owned())
             .unwrap_or_else(|| current.provider.clone()),
     };
+    kinds::apply_providers(current, patch, &mut next, &mut errs);
     match validate::provider_id("provider", &new_provider) {
         Ok(p) => {
             let p = p.provider();
             next.provider = new_provider.clone();
-            next.defaults =
-                settings::apply_defaults(p, &current.defaults, &patch.defaults, "", &mut errs);
+            kinds::apply_defaults(current, patch, &mut next, &mut errs);
             match &patch.allowed_models {
                 Some(list) => {
                     if let Some(l) = errs.check(allowed_models(p, list)) {
@@ -304,21 +313,6 @@ pub fn apply(current: &Repo, patch: &RepoPatch) -> Result<Repo, Invalid> {
                     }
                 }
                 None => {}
-            }
-            if new_provider != current.provider {
-                // Stored values that the patch leaves alone must fit the new
-                // provider: report them, never drop them silently.
-                let kept = untouched(&next.defaults, &patch.defaults);
-                if let Err(e) = settings::check_defaults(p, &kept, "") {
-                    for mut fe in e.0 {
-                        fe.message = format!(
-                            "{}; it does not fit the new provider {new_provider}: clear it or set a \
-                             {new_provider} value in the same request",
-                            fe.message
-                        );
-                        errs.push(fe);
-                    }
-                }
             }
         }
         Err(e) => errs.push(e),
@@ -488,6 +482,8 @@ fn untouched(d: &Defaults, patch: &DefaultsPatch) -> Defaults {
             .filter(|(k, _)| patch.afk_options.get(*k).is_none_or(Change::is_keep))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
+        plan: patch.plan.untouched(&d.plan),
+        review: patch.review.untouched(&d.review),
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{Defaults, Layer, RunKind, Sourced};
+use crate::domain::{Defaults, KindLayer, Layer, RunKind, Sourced};
 use crate::provider::ProviderId;
 use crate::repo::Repo;
 use crate::validate::{self, Errors, FieldError, Invalid};
@@ -44,11 +44,8 @@ fn set(v: &Option<String>) -> Option<&str> {
     v.as_deref().filter(|s| !s.is_empty())
 }
 
-fn afk_option<'a>(d: &'a Defaults, key: &str) -> Option<&'a str> {
-    d.afk_options
-        .get(key)
-        .map(String::as_str)
-        .filter(|s| !s.is_empty())
+fn filled(v: Option<&str>) -> Option<&str> {
+    v.filter(|s| !s.is_empty())
 }
 
 fn given(v: Option<&str>) -> Option<&str> {
@@ -70,13 +67,68 @@ fn first(layers: &[(Option<&str>, Layer)], fallback: &str) -> Sourced {
         })
 }
 
-/// Resolves a run's configuration.
+/// The repo's and the global layer of an unattended kind's own defaults.
+fn own_layers(kind: RunKind) -> [Layer; 2] {
+    match kind {
+        RunKind::Plan => [Layer::RepoPlan, Layer::GlobalPlan],
+        RunKind::Review => [Layer::RepoReview, Layer::GlobalReview],
+        RunKind::Manual | RunKind::Afk => [Layer::RepoAfk, Layer::GlobalAfk],
+    }
+}
+
+/// The kinds' own layers an unattended run consults, nearest first: a plan
+/// or review run its own, then the AFK ones; an AFK run the AFK ones.
+fn kind_layers(kind: RunKind) -> Vec<RunKind> {
+    match kind {
+        RunKind::Manual => Vec::new(),
+        RunKind::Afk => vec![RunKind::Afk],
+        RunKind::Plan | RunKind::Review => vec![kind, RunKind::Afk],
+    }
+}
+
+type Pick = for<'a> fn(KindLayer<'a>) -> Option<&'a str>;
+
+/// A model's or effort's layers for a run of `kind`, nearest first.
+fn chain<'a>(
+    kind: RunKind,
+    repo: &'a Defaults,
+    global: &'a Defaults,
+    pick: Pick,
+    req: Option<&'a str>,
+    base: fn(&Defaults) -> &Option<String>,
+) -> Vec<(Option<&'a str>, Layer)> {
+    let mut layers: Vec<(Option<&str>, Layer)> = Vec::new();
+    if kind == RunKind::Manual {
+        layers.push((req, Layer::Request));
+    }
+    for k in kind_layers(kind) {
+        let [r, g] = own_layers(k);
+        layers.push((repo.kind_layer(k).and_then(|l| filled(pick(l))), r));
+        layers.push((global.kind_layer(k).and_then(|l| filled(pick(l))), g));
+    }
+    layers.push((set(base(repo)), Layer::RepoBase));
+    layers.push((set(base(global)), Layer::GlobalBase));
+    layers
+}
+
+/// One option of a kind's own layer of a scope.
+fn kind_option<'a>(d: &'a Defaults, k: RunKind, key: &str) -> Option<&'a str> {
+    d.kind_layer(k)
+        .and_then(|l| l.options.get(key))
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Resolves a run's configuration; `repo` and `global` are both written for
+/// provider `id` (see [`resolve_kind`] for a kind on another provider).
 ///
 /// - manual: `request ?? repo.base ?? global.base ?? provider default`, no options;
 /// - AFK: `repo.afk ?? global.afk ?? repo.base ?? global.base ?? provider default`,
-///   and each declared option `repo.afk ?? global.afk ?? spec default`.
+///   and each declared option `repo.afk ?? global.afk ?? spec default`;
+/// - plan: `repo.plan ?? global.plan ??` then AFK's chain, options too;
+/// - review: `repo.review ?? global.review ??` then AFK's chain, options too.
 ///
-/// `request` is ignored for AFK runs: they have no per-run override.
+/// `request` is ignored for unattended runs: they have no per-run override.
 pub fn resolve(
     id: ProviderId,
     kind: RunKind,
@@ -85,60 +137,44 @@ pub fn resolve(
     request: &Request,
 ) -> Resolved {
     let provider = id.provider();
-    let (model, effort) = match kind {
-        RunKind::Manual => (
-            first(
-                &[
-                    (set(&request.model), Layer::Request),
-                    (set(&repo.model_default), Layer::RepoBase),
-                    (set(&global.model_default), Layer::GlobalBase),
-                ],
-                provider.default_model(),
-            ),
-            first(
-                &[
-                    (set(&request.effort), Layer::Request),
-                    (set(&repo.effort_default), Layer::RepoBase),
-                    (set(&global.effort_default), Layer::GlobalBase),
-                ],
-                provider.default_effort(),
-            ),
+    let own = kind_layers(kind);
+    let model = first(
+        &chain(
+            kind,
+            repo,
+            global,
+            |l| l.model,
+            set(&request.model),
+            |d| &d.model_default,
         ),
-        RunKind::Afk => (
-            first(
-                &[
-                    (set(&repo.afk_model_default), Layer::RepoAfk),
-                    (set(&global.afk_model_default), Layer::GlobalAfk),
-                    (set(&repo.model_default), Layer::RepoBase),
-                    (set(&global.model_default), Layer::GlobalBase),
-                ],
-                provider.default_model(),
-            ),
-            first(
-                &[
-                    (set(&repo.afk_effort_default), Layer::RepoAfk),
-                    (set(&global.afk_effort_default), Layer::GlobalAfk),
-                    (set(&repo.effort_default), Layer::RepoBase),
-                    (set(&global.effort_default), Layer::GlobalBase),
-                ],
-                provider.default_effort(),
-            ),
+        provider.default_model(),
+    );
+    let effort = first(
+        &chain(
+            kind,
+            repo,
+            global,
+            |l| l.effort,
+            set(&request.effort),
+            |d| &d.effort_default,
         ),
-    };
+        provider.default_effort(),
+    );
     let options = match kind {
         RunKind::Manual => BTreeMap::new(),
-        RunKind::Afk => provider
+        RunKind::Afk | RunKind::Plan | RunKind::Review => provider
             .spawn_options()
             .iter()
             .map(|spec| {
-                let v = first(
-                    &[
-                        (afk_option(repo, spec.key), Layer::RepoAfk),
-                        (afk_option(global, spec.key), Layer::GlobalAfk),
-                    ],
-                    spec.default,
-                );
-                (spec.key.to_owned(), v)
+                let option = |d, k| kind_option(d, k, spec.key);
+                let layers: Vec<(Option<&str>, Layer)> = own
+                    .iter()
+                    .flat_map(|k| {
+                        let [r, g] = own_layers(*k);
+                        [(option(repo, *k), r), (option(global, *k), g)]
+                    })
+                    .collect();
+                (spec.key.to_owned(), first(&layers, spec.default))
             })
             .collect(),
     };
@@ -155,6 +191,9 @@ pub fn resolve(
 /// that every resolved value is still in the provider's catalog (a stored
 /// value can outlive a catalog change). The entry to the resolver for every
 /// caller that starts from a request: the API, the pages, the launch path.
+/// `global` is the global defaults of the repo's provider, so this serves
+/// manual and AFK runs; plan and review runs, whose provider may be another,
+/// go through [`resolve_kind`].
 pub fn resolve_request(
     repo: &Repo,
     global: &Defaults,
@@ -162,7 +201,15 @@ pub fn resolve_request(
     model: Option<&str>,
     effort: Option<&str>,
 ) -> Result<Resolved, Invalid> {
-    resolve_layers(repo, global, kind, model, effort, None)
+    if matches!(kind, RunKind::Plan | RunKind::Review) {
+        return Err(FieldError::new(
+            "kind",
+            format!("a {kind} run resolves against the global settings of its own provider"),
+        )
+        .into());
+    }
+    let id = repo.provider()?;
+    resolve_layers(id, global, &repo.defaults, repo, kind, model, effort, None)
 }
 
 /// An AFK run's configuration for one issue: the repo's AFK layering with
@@ -173,26 +220,45 @@ pub fn resolve_afk(
     global: &Defaults,
     issue: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
-    resolve_layers(repo, global, RunKind::Afk, None, None, issue)
+    let id = repo.provider()?;
+    resolve_layers(
+        id,
+        global,
+        &repo.defaults,
+        repo,
+        RunKind::Afk,
+        None,
+        None,
+        issue,
+    )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn resolve_layers(
-    repo: &Repo,
+    id: ProviderId,
     global: &Defaults,
+    repo_defaults: &Defaults,
+    repo: &Repo,
     kind: RunKind,
     model: Option<&str>,
     effort: Option<&str>,
     issue_layer: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
-    let id = repo.provider()?;
     let p = id.provider();
     let mut errs = Errors::default();
-    if kind == RunKind::Afk {
+    if kind.is_unattended() {
         for (name, v) in [("model", model), ("effort", effort)] {
             if given(v).is_some() {
                 errs.push(FieldError::new(
                     name,
-                    "AFK runs take no per-run override: they run the AFK defaults",
+                    match kind {
+                        RunKind::Afk => {
+                            "AFK runs take no per-run override: they run the AFK defaults".into()
+                        }
+                        _ => format!(
+                            "{kind} runs take no per-run override: they run the {kind} defaults"
+                        ),
+                    },
                 ));
             }
         }
@@ -202,7 +268,8 @@ fn resolve_layers(
         effort: given(effort).and_then(|e| errs.check(validate::effort(p, "effort", e))),
     };
     errs.finish()?;
-    let mut r = resolve(id, kind, global, &repo.defaults, &request);
+    let mut r = resolve(id, kind, global, repo_defaults, &request);
+    // The issue's directives are for the work: only the AFK run takes them.
     if kind == RunKind::Afk {
         issue::above(&mut r, repo.file(), issue_layer);
     }
@@ -232,7 +299,7 @@ fn resolve_layers(
         errs.push(e);
     }
     for (k, v) in &r.options {
-        let field = format!("afk_options.{k}");
+        let field = format!("{kind}_options.{k}");
         if let Some(e) = stale("value", v, validate::option(p, &field, k, &v.value)) {
             errs.push(e);
         }
@@ -242,9 +309,11 @@ fn resolve_layers(
 }
 
 mod issue;
+mod kinds;
 pub use issue::{
     ISSUE_KEYS, IssueBudget, IssueLayer, KnobContext, SourcedBudget, budget, run_knobs,
 };
+pub use kinds::{repo_layers, resolve_kind, resolve_kind_request};
 
 #[cfg(test)]
 mod tests;

@@ -5,12 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{Change, Defaults};
+use crate::domain::{Change, Defaults, RunKind};
 use crate::provider::{Provider, ProviderId};
 
 use crate::validate::{self, Errors, FieldError, Invalid};
 
+pub mod kinds;
 pub mod notifications;
+
+pub use kinds::{KindPatch, KindProviders, KindProvidersPatch};
 
 /// The global AFK limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +23,9 @@ pub struct AfkLimits {
     pub run_timeout_minutes: i64,
     /// Rounds an AFK run may have on its pull request (the first included).
     pub max_rounds: i64,
+    /// Rounds of plan and plan review an issue may have before its work
+    /// starts (the first included).
+    pub max_plan_rounds: i64,
     /// Attempts at one issue (the first included) before it is given up.
     pub max_attempts: i64,
     /// Tokens an AFK run may use; `None`: no cap.
@@ -38,6 +44,7 @@ impl Default for AfkLimits {
             tick_seconds: 30,
             run_timeout_minutes: 60,
             max_rounds: 3,
+            max_plan_rounds: 3,
             max_attempts: 2,
             max_tokens: None,
             max_cost_nano_usd: None,
@@ -51,6 +58,7 @@ pub const MAX_CONCURRENT: (i64, i64) = (1, 1000);
 pub const TICK_SECONDS: (i64, i64) = (1, 86_400);
 pub const RUN_TIMEOUT_MINUTES: (i64, i64) = (1, 10_080);
 pub const MAX_ROUNDS: (i64, i64) = (1, 20);
+pub const MAX_PLAN_ROUNDS: (i64, i64) = (1, 20);
 pub const MAX_ATTEMPTS: (i64, i64) = (1, 10);
 pub const MAX_TOKENS: (i64, i64) = (1_000, 1_000_000_000_000);
 /// US dollars, as billionths.
@@ -112,6 +120,8 @@ pub struct Settings {
     pub runs: RunSettings,
     /// The global knobs (issue 27): each repo and issue inherits them.
     pub knobs: crate::knob::Set,
+    /// The provider of plan and review runs (`None`: the repo's).
+    pub kinds: KindProviders,
 }
 
 impl Settings {
@@ -129,6 +139,10 @@ pub struct DefaultsPatch {
     pub afk_model_default: Change<String>,
     pub afk_effort_default: Change<String>,
     pub afk_options: BTreeMap<String, Change<String>>,
+    /// `plan_*`: plan runs' own.
+    pub plan: KindPatch,
+    /// `review_*`: review runs' own.
+    pub review: KindPatch,
 }
 
 impl DefaultsPatch {
@@ -138,6 +152,17 @@ impl DefaultsPatch {
             && self.afk_model_default.is_keep()
             && self.afk_effort_default.is_keep()
             && self.afk_options.values().all(Change::is_keep)
+            && self.plan.is_empty()
+            && self.review.is_empty()
+    }
+
+    /// The change to a plan or review run's own defaults.
+    pub fn kind(&self, kind: RunKind) -> Option<&KindPatch> {
+        match kind {
+            RunKind::Plan => Some(&self.plan),
+            RunKind::Review => Some(&self.review),
+            RunKind::Manual | RunKind::Afk => None,
+        }
     }
 }
 
@@ -147,6 +172,7 @@ pub struct AfkPatch {
     pub tick_seconds: Change<i64>,
     pub run_timeout_minutes: Change<i64>,
     pub max_rounds: Change<i64>,
+    pub max_plan_rounds: Change<i64>,
     pub max_attempts: Change<i64>,
     pub max_tokens: Change<i64>,
     pub max_cost_nano_usd: Change<i64>,
@@ -174,6 +200,8 @@ pub struct SettingsPatch {
     pub notifications: Option<Vec<notifications::EndpointInput>>,
     /// The knobs that replace the global ones (`None`: keep them).
     pub knobs: Option<crate::knob::Input>,
+    /// `plan_provider`, `review_provider`.
+    pub kinds: KindProvidersPatch,
 }
 
 /// Applies a settings change, or names every field that was wrong.
@@ -234,6 +262,14 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
             d.max_rounds,
             "max_rounds",
             MAX_ROUNDS,
+            &mut errs,
+        ),
+        max_plan_rounds: limit(
+            &a.max_plan_rounds,
+            current.afk.max_plan_rounds,
+            d.max_plan_rounds,
+            "max_plan_rounds",
+            MAX_PLAN_ROUNDS,
             &mut errs,
         ),
         max_attempts: limit(
@@ -318,6 +354,7 @@ pub fn apply(current: &Settings, patch: &SettingsPatch) -> Result<Settings, Inva
             .check_all(crate::knob::parse("knobs", input))
             .unwrap_or_else(|| current.knobs.clone());
     }
+    next.kinds = kinds::apply_providers(&current.kinds, &patch.kinds, &mut errs);
     errs.finish()?;
     Ok(next)
 }
@@ -397,8 +434,9 @@ pub fn cost_cap(c: &Change<i64>, cur: Option<i64>, field: &str, errs: &mut Error
     }
 }
 
-/// Applies a change to one scope's defaults for provider `p`. Field names in
-/// errors are prefixed with `prefix` (`providers.codex.`, or empty).
+/// Applies a change to one scope's defaults for provider `p` (plan and
+/// review runs' own included). Field names in errors are prefixed with
+/// `prefix` (`providers.codex.`, or empty).
 pub fn apply_defaults(
     p: &dyn Provider,
     current: &Defaults,
@@ -406,18 +444,26 @@ pub fn apply_defaults(
     prefix: &str,
     errs: &mut Errors,
 ) -> Defaults {
-    type Check = fn(&dyn Provider, &str, &str) -> Result<String, FieldError>;
-    let field =
-        |cur: &Option<String>, c: &Change<String>, name: &str, check: Check, errs: &mut Errors| {
-            match c {
-                Change::Keep => cur.clone(),
-                Change::Clear => None,
-                Change::Set(v) if v.trim().is_empty() => None,
-                Change::Set(v) => errs
-                    .check(check(p, &format!("{prefix}{name}"), v))
-                    .or_else(|| cur.clone()),
-            }
-        };
+    apply_defaults_with(p, &|_| p, current, patch, prefix, errs)
+}
+
+/// [`apply_defaults`] where plan and review runs' own defaults are checked
+/// against their kind's provider, `kind_p(kind)` (a repo's may differ).
+pub fn apply_defaults_with<'a>(
+    p: &dyn Provider,
+    kind_p: &dyn Fn(RunKind) -> &'a dyn Provider,
+    current: &Defaults,
+    patch: &DefaultsPatch,
+    prefix: &str,
+    errs: &mut Errors,
+) -> Defaults {
+    let field = |cur: &Option<String>,
+                 c: &Change<String>,
+                 name: &str,
+                 check: fn(&dyn Provider, &str, &str) -> Result<String, FieldError>,
+                 errs: &mut Errors| {
+        kinds::value_change(p, cur, c, &format!("{prefix}{name}"), check, errs)
+    };
     let mut next = Defaults {
         model_default: field(
             &current.model_default,
@@ -447,25 +493,23 @@ pub fn apply_defaults(
             validate::effort,
             errs,
         ),
-        afk_options: current.afk_options.clone(),
+        afk_options: kinds::options_change(
+            p,
+            &current.afk_options,
+            &patch.afk_options,
+            &format!("{prefix}afk_options"),
+            errs,
+        ),
+        plan: current.plan.clone(),
+        review: current.review.clone(),
     };
-    for (key, c) in &patch.afk_options {
-        let f = format!("{prefix}afk_options.{key}");
-        match c {
-            Change::Keep => {}
-            Change::Set(v) if !v.trim().is_empty() => {
-                if let Some(v) = errs.check(validate::option(p, &f, key, v)) {
-                    next.afk_options.insert(key.clone(), v);
-                }
-            }
-            // Clearing: the key must be one the provider declares or one
-            // that is stored (a leftover of another provider), so a misspelt
-            // key is reported rather than silently ignored.
-            Change::Clear | Change::Set(_) => {
-                if next.afk_options.remove(key).is_none() {
-                    errs.check(validate::option_key(p, &f, key));
-                }
-            }
+    for (kind, name) in kinds::OWN_KINDS {
+        let (Some(cur), Some(change)) = (current.kind(kind), patch.kind(kind)) else {
+            continue;
+        };
+        let new = kinds::apply_kind(kind_p(kind), cur, change, prefix, name, errs);
+        if let Some(slot) = next.kind_mut(kind) {
+            *slot = new;
         }
     }
     next
@@ -474,7 +518,23 @@ pub fn apply_defaults(
 /// Checks stored defaults against a provider: what no longer fits (after a
 /// provider change, or a catalog that dropped a value).
 pub fn check_defaults(p: &dyn Provider, d: &Defaults, prefix: &str) -> Result<(), Invalid> {
+    check_defaults_with(p, &|_| p, d, prefix)
+}
+
+/// [`check_defaults`] with plan and review runs' own defaults checked
+/// against their kind's provider.
+pub fn check_defaults_with<'a>(
+    p: &dyn Provider,
+    kind_p: &dyn Fn(RunKind) -> &'a dyn Provider,
+    d: &Defaults,
+    prefix: &str,
+) -> Result<(), Invalid> {
     let mut errs = Errors::default();
+    for (kind, name) in kinds::OWN_KINDS {
+        if let Some(own) = d.kind(kind) {
+            kinds::check_kind(kind_p(kind), own, prefix, name, &mut errs);
+        }
+    }
     let fit = |v: &Option<String>,
                name: &str,
                check: fn(&dyn Provider, &str, &str) -> Result<String, FieldError>,

@@ -5,6 +5,7 @@ mod client;
 mod config;
 mod hook;
 mod issues;
+mod kind_args;
 mod knob_args;
 mod notify;
 mod output;

@@ -195,6 +195,7 @@ pub fn repo(r: &RepoBody, as_json: bool) {
         opt(&r.afk_effort_default)
     );
     println!("  AFK options:     {}", options(&r.afk_options));
+    kinds::repo(r);
     println!(
         "  AFK:             {} (label '{}', at most {} at once)",
         on_off(r.afk_enabled),
@@ -243,6 +244,8 @@ pub fn repo(r: &RepoBody, as_json: bool) {
     );
 }
 
+mod kinds;
+
 fn short_sha(s: &str) -> &str {
     s.get(..12).unwrap_or(s)
 }
@@ -273,6 +276,7 @@ pub fn settings(v: &SettingsBody, as_json: bool) {
         ],
         &rows,
     );
+    kinds::settings(v);
     let a = &v.afk;
     println!();
     println!(
@@ -281,8 +285,9 @@ pub fn settings(v: &SettingsBody, as_json: bool) {
     );
     let cap = |v: Option<i64>| v.map_or_else(|| "no cap".to_owned(), |n| n.to_string());
     println!(
-        "     {} round(s) on a pull request, {} attempt(s) per issue, token budget {}, cost budget {}, {} MiB per run",
+        "     {} round(s) on a pull request, {} round(s) of plan, {} attempt(s) per issue, token budget {}, cost budget {}, {} MiB per run",
         a.max_rounds,
+        a.max_plan_rounds,
         a.max_attempts,
         cap(a.max_tokens),
         a.max_cost_usd

@@ -92,6 +92,9 @@ pub struct RepoFields {
     /// An AFK spawn option, KEY=VALUE; KEY= inherits again. Repeatable.
     #[arg(long = "afk-option", value_name = "KEY=VALUE")]
     afk_options: Vec<String>,
+    /// Its plan and review runs' providers, models, efforts and options.
+    #[command(flatten)]
+    kinds: super::kind_args::KindFlags,
     /// Let the AFK scheduler take this repo's issues.
     #[arg(long)]
     afk_enabled: Option<bool>,
@@ -214,6 +217,8 @@ struct RepoChange {
     default_branch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     provider: Option<String>,
+    #[serde(flatten)]
+    kind_providers: super::kind_args::KindProvidersChange,
     /// The repo's base and AFK defaults, as a provider's global ones change.
     #[serde(flatten)]
     defaults: super::settings::DefaultsChange,
@@ -257,6 +262,7 @@ impl RepoFields {
     fn into_change(self, body: RepoChange) -> CliResult<RepoChange> {
         // Every flag is checked before a token is read from stdin.
         let afk_options = option_pairs(&self.afk_options)?;
+        let (kind_providers, kinds) = self.kinds.into_change()?;
         let afk_max_tokens = number_or_null("afk-max-tokens", self.afk_max_tokens)?;
         let afk_max_cost_usd = number_or_null("afk-max-cost-usd", self.afk_max_cost_usd)?;
         let afk_run_timeout_minutes =
@@ -276,12 +282,14 @@ impl RepoFields {
         Ok(RepoChange {
             default_branch: self.branch,
             provider: self.provider,
+            kind_providers,
             defaults: super::settings::DefaultsChange {
                 model_default: self.model,
                 effort_default: self.effort,
                 afk_model_default: self.afk_model,
                 afk_effort_default: self.afk_effort,
                 afk_options,
+                kinds,
             },
             afk_enabled: self.afk_enabled,
             afk_label: self.afk_label,
@@ -396,7 +404,7 @@ pub struct ResolveArgs {
     /// Repo name or id.
     repo: String,
     /// Which kind of run.
-    #[arg(long, value_parser = ["manual", "afk"], default_value = "manual")]
+    #[arg(long, value_parser = ["manual", "afk", "plan", "review"], default_value = "manual")]
     kind: String,
     /// Manual only: the model you would ask for.
     #[arg(long)]

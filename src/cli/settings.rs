@@ -46,6 +46,13 @@ pub struct SetArgs {
     /// An AFK spawn option of the provider, KEY=VALUE; KEY= clears. Repeatable.
     #[arg(long = "afk-option", value_name = "KEY=VALUE")]
     afk_options: Vec<String>,
+    /// Plan and review runs' providers (global), and their model, effort
+    /// and options of `--provider`.
+    #[command(flatten)]
+    kinds: super::kind_args::KindFlags,
+    /// Rounds of plan and plan review an issue may have, the first included.
+    #[arg(long)]
+    max_plan_rounds: Option<i64>,
     /// Most AFK runs at once, over all repos.
     #[arg(long)]
     max_concurrent: Option<i64>,
@@ -117,6 +124,9 @@ struct SettingsChange {
     /// The whole set of knobs (a replace-set), when any is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     knobs: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `plan_provider`, `review_provider`.
+    #[serde(flatten)]
+    kinds: super::kind_args::KindProvidersChange,
 }
 
 /// A change to one provider's global defaults (and, flattened, to a repo's
@@ -133,6 +143,9 @@ pub(super) struct DefaultsChange {
     pub afk_effort_default: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub afk_options: Option<OptionChange>,
+    /// `plan_*`, `review_*`.
+    #[serde(flatten)]
+    pub kinds: super::kind_args::KindDefaultsChange,
 }
 
 /// A change to the AFK scheduler's limits.
@@ -146,6 +159,8 @@ struct AfkChange {
     run_timeout_minutes: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_rounds: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_plan_rounds: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_attempts: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -186,18 +201,21 @@ impl RunsChange {
 impl SetArgs {
     /// The settings change these flags make.
     fn into_change(self) -> CliResult<SettingsChange> {
+        let (kind_providers, kinds) = self.kinds.into_change()?;
         let prov = DefaultsChange {
             model_default: self.model,
             effort_default: self.effort,
             afk_model_default: self.afk_model,
             afk_effort_default: self.afk_effort,
             afk_options: option_pairs(&self.afk_options)?,
+            kinds,
         };
         let afk = AfkChange {
             max_concurrent: self.max_concurrent,
             tick_seconds: self.tick_seconds,
             run_timeout_minutes: self.run_timeout_minutes,
             max_rounds: self.max_rounds,
+            max_plan_rounds: self.max_plan_rounds,
             max_attempts: self.max_attempts,
             memory_per_run_mb: self.memory_per_run_mb,
             max_tokens: number_or_null("max-tokens", self.max_tokens)?,
@@ -207,8 +225,9 @@ impl SetArgs {
         if prov != DefaultsChange::default() {
             let Some(id) = self.provider else {
                 return Err(CliError::invalid(
-                    "--provider is required with --model, --effort, --afk-model, --afk-effort and --afk-option \
-                     (global defaults are kept per provider)",
+                    "--provider is required with --model, --effort, --afk-model, --afk-effort, --afk-option \
+                     and the --plan-/--review- model, effort and option flags (global defaults are kept \
+                     per provider)",
                 ));
             };
             providers.insert(id, prov);
@@ -226,6 +245,7 @@ impl SetArgs {
             afk,
             runs,
             knobs: None,
+            kinds: kind_providers,
         })
     }
 }

@@ -22,7 +22,7 @@ mod usage;
 pub use agent::{AGENT_REASON_CHARS, AgentBy, AgentState, AgentStatus, agent_reason};
 pub use change::Change;
 pub use checks::ChecksState;
-pub use defaults::Defaults;
+pub use defaults::{Defaults, KindDefaults, KindLayer};
 pub use input::Key;
 pub use issue::{IssueFilter, IssueState};
 pub use notification::{NotifyEvent, NotifyKind};

@@ -19,6 +19,16 @@ pub enum Layer {
     RepoFile,
     #[serde(rename = "global.afk")]
     GlobalAfk,
+    /// A plan run's own defaults (`plan_*`), the repo's and the global ones.
+    #[serde(rename = "repo.plan")]
+    RepoPlan,
+    #[serde(rename = "global.plan")]
+    GlobalPlan,
+    /// A review run's own defaults (`review_*`).
+    #[serde(rename = "repo.review")]
+    RepoReview,
+    #[serde(rename = "global.review")]
+    GlobalReview,
     #[serde(rename = "repo.base")]
     RepoBase,
     #[serde(rename = "global.base")]
@@ -35,6 +45,10 @@ impl Layer {
             Layer::RepoAfk => "repo.afk",
             Layer::RepoFile => "repo file",
             Layer::GlobalAfk => "global.afk",
+            Layer::RepoPlan => "repo.plan",
+            Layer::GlobalPlan => "global.plan",
+            Layer::RepoReview => "repo.review",
+            Layer::GlobalReview => "global.review",
             Layer::RepoBase => "repo.base",
             Layer::GlobalBase => "global.base",
             Layer::ProviderDefault => "provider.default",
@@ -49,6 +63,10 @@ impl Layer {
             Layer::RepoAfk => "the repo's AFK defaults",
             Layer::RepoFile => "the repo's .lab.toml",
             Layer::GlobalAfk => "the global AFK defaults",
+            Layer::RepoPlan => "the repo's plan defaults",
+            Layer::GlobalPlan => "the global plan defaults",
+            Layer::RepoReview => "the repo's review defaults",
+            Layer::GlobalReview => "the global review defaults",
             Layer::RepoBase => "the repo's defaults",
             Layer::GlobalBase => "the global defaults",
             Layer::ProviderDefault => "the provider's default",

@@ -10,20 +10,40 @@ use serde::{Deserialize, Serialize};
 use super::Sourced;
 use crate::provider::{ProviderId, UnknownProvider};
 
-/// Whether an operator started the run or the AFK scheduler did.
+/// Whether an operator started the run or the AFK scheduler did, and for
+/// the scheduler's, which step of an issue it is: `afk` does the work,
+/// `plan` writes a plan for it, `review` reviews the work (issue 28; each
+/// has its own defaults, ADR 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunKind {
     Manual,
     Afk,
+    Plan,
+    Review,
 }
 
 impl RunKind {
+    pub const ALL: [RunKind; 4] = [
+        RunKind::Manual,
+        RunKind::Afk,
+        RunKind::Plan,
+        RunKind::Review,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunKind::Manual => "manual",
             RunKind::Afk => "afk",
+            RunKind::Plan => "plan",
+            RunKind::Review => "review",
         }
+    }
+
+    /// Whether nobody watches it start: every kind the scheduler starts.
+    /// Such a run takes no per-run override and runs its kind's defaults.
+    pub fn is_unattended(self) -> bool {
+        !matches!(self, RunKind::Manual)
     }
 }
 
@@ -39,7 +59,11 @@ impl FromStr for RunKind {
         match s {
             "manual" => Ok(RunKind::Manual),
             "afk" => Ok(RunKind::Afk),
-            other => Err(format!("unknown run kind '{other}'; allowed: manual, afk")),
+            "plan" => Ok(RunKind::Plan),
+            "review" => Ok(RunKind::Review),
+            other => Err(format!(
+                "unknown run kind '{other}'; allowed: manual, afk, plan, review"
+            )),
         }
     }
 }
@@ -288,5 +312,15 @@ mod tests {
             assert_eq!(s.as_str().parse::<RunState>().unwrap(), s);
         }
         assert!("done".parse::<RunState>().is_err());
+    }
+
+    #[test]
+    fn kinds_round_trip() {
+        for k in RunKind::ALL {
+            assert_eq!(k.as_str().parse::<RunKind>().unwrap(), k);
+            assert_eq!(k.is_unattended(), k != RunKind::Manual);
+        }
+        let e = "planning".parse::<RunKind>().unwrap_err();
+        assert!(e.contains("plan, review"), "{e}");
     }
 }

@@ -6,18 +6,16 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::dto::{DefaultsPatchBody, refined_body};
 use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiJson, ApiPath, ApiQuery, Field, whole_number};
+use super::extract::{ApiJson, ApiPath, Field, whole_number};
 use super::schema;
 use crate::domain::rfc3339;
-use crate::domain::{RunKind, Sourced};
 use crate::repo::{Repo, RepoPatch};
-use crate::resolve::{self, Resolved};
 use crate::state::AppState;
 
 use crate::service;
@@ -40,6 +38,29 @@ pub struct RepoBody {
     pub afk_model_default: Option<String>,
     pub afk_effort_default: Option<String>,
     pub afk_options: BTreeMap<String, String>,
+    /// The provider of its plan runs; `null`: the global `plan_provider`,
+    /// else `provider`.
+    #[serde(default)]
+    pub plan_provider: Option<String>,
+    /// Plan runs' own defaults, for the plan provider; `null` (or an absent
+    /// option) inherits the AFK ones.
+    #[serde(default)]
+    pub plan_model_default: Option<String>,
+    #[serde(default)]
+    pub plan_effort_default: Option<String>,
+    #[serde(default)]
+    pub plan_options: BTreeMap<String, String>,
+    /// The provider of its review runs; `null`: the global
+    /// `review_provider`, else `provider`.
+    #[serde(default)]
+    pub review_provider: Option<String>,
+    /// Review runs' own defaults, for the review provider.
+    #[serde(default)]
+    pub review_model_default: Option<String>,
+    #[serde(default)]
+    pub review_effort_default: Option<String>,
+    #[serde(default)]
+    pub review_options: BTreeMap<String, String>,
     pub afk_enabled: bool,
     pub afk_label: String,
     pub afk_max_concurrent: i64,
@@ -144,6 +165,14 @@ impl From<Repo> for RepoBody {
             afk_model_default: r.defaults.afk_model_default,
             afk_effort_default: r.defaults.afk_effort_default,
             afk_options: r.defaults.afk_options,
+            plan_provider: r.plan_provider,
+            plan_model_default: r.defaults.plan.model_default,
+            plan_effort_default: r.defaults.plan.effort_default,
+            plan_options: r.defaults.plan.options,
+            review_provider: r.review_provider,
+            review_model_default: r.defaults.review.model_default,
+            review_effort_default: r.defaults.review.effort_default,
+            review_options: r.defaults.review.options,
             afk_enabled: r.afk_enabled,
             afk_label: r.afk_label,
             afk_max_concurrent: r.afk_max_concurrent,
@@ -210,6 +239,36 @@ pub struct RepoPatchBody {
     #[schema(schema_with = schema::afk_options_patch)]
     #[serde(default)]
     pub afk_options: Field<BTreeMap<String, serde_json::Value>>,
+    /// The provider of its plan runs; `null` or `""`: the global
+    /// `plan_provider`, else `provider`.
+    #[schema(schema_with = schema::kind_provider_patch)]
+    #[serde(default)]
+    pub plan_provider: Field<String>,
+    /// A model of the plan provider's catalog.
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub plan_model_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub plan_effort_default: Field<String>,
+    #[schema(schema_with = schema::afk_options_patch)]
+    #[serde(default)]
+    pub plan_options: Field<BTreeMap<String, serde_json::Value>>,
+    /// The provider of its review runs; `null` or `""`: the global
+    /// `review_provider`, else `provider`.
+    #[schema(schema_with = schema::kind_provider_patch)]
+    #[serde(default)]
+    pub review_provider: Field<String>,
+    /// A model of the review provider's catalog.
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub review_model_default: Field<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub review_effort_default: Field<String>,
+    #[schema(schema_with = schema::afk_options_patch)]
+    #[serde(default)]
+    pub review_options: Field<BTreeMap<String, serde_json::Value>>,
     #[schema(value_type = Option<bool>)]
     #[serde(default)]
     pub afk_enabled: Field<bool>,
@@ -284,6 +343,12 @@ impl RepoPatchBody {
             afk_model_default: self.afk_model_default,
             afk_effort_default: self.afk_effort_default,
             afk_options: self.afk_options,
+            plan_model_default: self.plan_model_default,
+            plan_effort_default: self.plan_effort_default,
+            plan_options: self.plan_options,
+            review_model_default: self.review_model_default,
+            review_effort_default: self.review_effort_default,
+            review_options: self.review_options,
         }
         .into_patch("", &mut errs);
         errs.finish()?;
@@ -293,6 +358,8 @@ impl RepoPatchBody {
             url: self.url.change(),
             default_branch: self.default_branch.change(),
             provider: self.provider.change(),
+            plan_provider: self.plan_provider.change(),
+            review_provider: self.review_provider.change(),
             defaults,
             afk_enabled: self.afk_enabled.change(),
             afk_label: self.afk_label.change(),
@@ -416,150 +483,12 @@ async fn delete_repo(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ResolveQuery {
-    /// `manual` (the default) or `afk`.
-    #[param(value_type = RunKind, required = false)]
-    pub kind: Option<String>,
-    /// Manual only: the model asked for, of the repo's provider's catalog.
-    #[param(value_type = String, required = false)]
-    pub model: Option<String>,
-    /// Manual only: the effort asked for, of the repo's provider's catalog.
-    #[param(value_type = String, required = false)]
-    pub effort: Option<String>,
-    /// AFK only: resolve for this issue, its directives (knobs) on top.
-    #[param(value_type = i64, required = false)]
-    pub issue: Option<i64>,
-}
-
-#[derive(Serialize, Deserialize, ToSchema)]
-pub struct ResolvedBody {
-    pub kind: RunKind,
-    #[schema(schema_with = schema::provider_id)]
-    pub provider: String,
-    pub model: Sourced,
-    pub effort: Sourced,
-    pub options: BTreeMap<String, Sourced>,
-    /// AFK: every knob's value and where it came from; manual runs have
-    /// none.
-    #[serde(default)]
-    pub knobs: Vec<crate::http::knobs::SourcedKnobBody>,
-    /// AFK: the budgets, and where each came from.
-    #[serde(default)]
-    pub budget: Option<crate::http::knobs::BudgetBody>,
-    /// With `issue`: why its directives were left out (its author may not
-    /// write to the repo); `null` when they were used or there were none.
-    #[serde(default)]
-    pub issue_directives_ignored: Option<String>,
-}
-
-impl From<Resolved> for ResolvedBody {
-    fn from(r: Resolved) -> Self {
-        ResolvedBody {
-            kind: r.kind,
-            provider: r.provider.to_string(),
-            model: r.model,
-            effort: r.effort,
-            options: r.options,
-            knobs: Vec::new(),
-            budget: None,
-            issue_directives_ignored: None,
-        }
-    }
-}
-
-/// What a run of this repo would get, and where each value comes from.
-#[utoipa::path(get, path = "/repos/{id}/resolve", tag = "repos",
-    params(("id" = String, Path, description = "repo id or name"), ResolveQuery),
-    responses((status = 200, body = ResolvedBody),
-              (status = 400, description = "A value is invalid (a model or effort outside the repo's provider's catalog included)", body = ErrorBody)))]
-async fn resolve_repo(
-    State(app): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-    ApiQuery(q): ApiQuery<ResolveQuery>,
-) -> ApiResult<Json<ResolvedBody>> {
-    let key = RepoKey::parse(&id);
-    let kind: RunKind = match q.kind.as_deref() {
-        None => RunKind::Manual,
-        Some(k) => k.parse().map_err(|m: String| {
-            validate::FieldError::new("kind", m).with_value(validate::shown(k))
-        })?,
-    };
-    let (repo, global) = app
-        .store
-        .repo_with_global(&key)
-        .await
-        .map_err(|e| ApiError::from_store(e, not_found(&key)))?;
-    if kind != RunKind::Afk {
-        if q.issue.is_some() {
-            return Err(validate::FieldError::new(
-                "issue",
-                "only AFK runs have an issue: add kind=afk",
-            )
-            .into());
-        }
-        let resolved = resolve::resolve_request(
-            &repo,
-            &global,
-            kind,
-            q.model.as_deref(),
-            q.effort.as_deref(),
-        )?;
-        return Ok(Json(resolved.into()));
-    }
-    let settings = app.store.settings().await.map_err(ApiError::internal)?;
-    let cx = resolve::KnobContext {
-        repo: &repo,
-        settings: &settings,
-    };
-    let mut ignored = None;
-    let directives = match q.issue {
-        None => crate::issues::directives::Directives::None,
-        Some(n) => {
-            let source = app.scheduler.sources().of(&repo);
-            let issue = source.issue(n).await.map_err(super::issues::source_error)?;
-            crate::issues::directives::of(source.as_ref(), &issue, cx)
-                .await
-                .map_err(super::issues::source_error)?
-        }
-    };
-    match &directives {
-        crate::issues::directives::Directives::Invalid(e) => {
-            return Err(ApiError::invalid(e.clone()));
-        }
-        crate::issues::directives::Directives::Ignored { author } => {
-            ignored = Some(format!(
-                "its author ({}) may not write to the repo",
-                validate::shown(author)
-            ));
-        }
-        _ => {}
-    }
-    // The query's model and effort are refused for AFK runs, as ever.
-    resolve::resolve_request(
-        &repo,
-        &global,
-        kind,
-        q.model.as_deref(),
-        q.effort.as_deref(),
-    )?;
-    let layer = directives.layer();
-    let resolved = resolve::resolve_afk(&repo, &global, layer)?;
-    let mut body = ResolvedBody::from(resolved);
-    body.knobs = resolve::run_knobs(cx, layer)
-        .into_iter()
-        .map(Into::into)
-        .collect();
-    body.budget = Some(resolve::budget(cx, layer.map(|l| &l.budget)).into());
-    body.issue_directives_ignored = ignored;
-    Ok(Json(body))
-}
-
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_repo, list_repos))
         .routes(routes!(get_repo, patch_repo, delete_repo))
-        .routes(routes!(resolve_repo))
+        .merge(resolve::router())
 }
+
+mod resolve;
+pub use resolve::{ResolveQuery, ResolvedBody};

@@ -165,6 +165,19 @@ pub fn provider_id_patch() -> ObjectBuilder {
     ))
 }
 
+/// A plan or review run's provider as shown: `null` when unset.
+pub fn provider_id_or_null() -> ObjectBuilder {
+    one_of_strings(&provider::ids(), false, true)
+}
+
+/// A change to a plan or review run's provider.
+pub fn kind_provider_patch() -> ObjectBuilder {
+    one_of_strings(&provider::ids(), true, true).description(Some(
+        "The provider of this kind's runs; `null` or `\"\"` unsets it (a repo's then follows the \
+         global choice, else its own provider).",
+    ))
+}
+
 pub fn option_type() -> ObjectBuilder {
     one_of_strings(
         &[OptionType::Bool.as_str(), OptionType::Enum.as_str()],

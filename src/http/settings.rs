@@ -32,6 +32,14 @@ pub struct SettingsBody {
     #[serde(default)]
     #[schema(schema_with = schema::knobs_shown)]
     pub knobs: crate::knob::Set,
+    /// The provider of plan runs; `null`: each repo's own.
+    #[serde(default)]
+    #[schema(schema_with = schema::provider_id_or_null)]
+    pub plan_provider: Option<String>,
+    /// The provider of review runs; `null`: each repo's own.
+    #[serde(default)]
+    #[schema(schema_with = schema::provider_id_or_null)]
+    pub review_provider: Option<String>,
 }
 
 /// A notification endpoint as lab shows it: its URL redacted, its token
@@ -128,6 +136,10 @@ pub struct AfkBody {
     pub run_timeout_minutes: i64,
     /// Rounds an AFK run may have on its pull request, the first included.
     pub max_rounds: i64,
+    /// Rounds of plan and plan review an issue may have before its work
+    /// starts, the first included.
+    #[serde(default = "default_max_plan_rounds")]
+    pub max_plan_rounds: i64,
     /// Attempts at one issue, the first included.
     pub max_attempts: i64,
     /// Tokens an AFK run may use; `null`: no cap.
@@ -138,6 +150,10 @@ pub struct AfkBody {
     pub memory_per_run_mb: i64,
 }
 
+fn default_max_plan_rounds() -> i64 {
+    crate::settings::AfkLimits::default().max_plan_rounds
+}
+
 impl From<&crate::settings::AfkLimits> for AfkBody {
     fn from(a: &crate::settings::AfkLimits) -> Self {
         AfkBody {
@@ -145,6 +161,7 @@ impl From<&crate::settings::AfkLimits> for AfkBody {
             tick_seconds: a.tick_seconds,
             run_timeout_minutes: a.run_timeout_minutes,
             max_rounds: a.max_rounds,
+            max_plan_rounds: a.max_plan_rounds,
             max_attempts: a.max_attempts,
             max_tokens: a.max_tokens,
             max_cost_usd: a.max_cost_nano_usd.map(crate::domain::nano_to_usd),
@@ -171,6 +188,8 @@ impl SettingsBody {
             },
             notifications: endpoints.iter().map(NotificationBody::from).collect(),
             knobs: s.knobs.clone(),
+            plan_provider: s.kinds.plan.map(|p| p.to_string()),
+            review_provider: s.kinds.review.map(|p| p.to_string()),
         }
     }
 }
@@ -194,6 +213,14 @@ pub struct SettingsPatchBody {
     #[schema(schema_with = schema::knobs_patch)]
     #[serde(default)]
     pub knobs: Field<serde_json::Map<String, serde_json::Value>>,
+    /// The provider of plan runs; `null` or `""`: each repo's own.
+    #[schema(schema_with = schema::kind_provider_patch)]
+    #[serde(default)]
+    pub plan_provider: Field<String>,
+    /// The provider of review runs; `null` or `""`: each repo's own.
+    #[schema(schema_with = schema::kind_provider_patch)]
+    #[serde(default)]
+    pub review_provider: Field<String>,
 }
 
 /// `null` keeps workspaces until their run is removed.
@@ -236,6 +263,9 @@ pub struct AfkPatchBody {
     #[schema(schema_with = schema::max_rounds_patch)]
     #[serde(default, deserialize_with = "whole_number")]
     pub max_rounds: Field<i64>,
+    #[schema(schema_with = schema::max_plan_rounds_patch)]
+    #[serde(default, deserialize_with = "whole_number")]
+    pub max_plan_rounds: Field<i64>,
     #[schema(schema_with = schema::max_attempts_patch)]
     #[serde(default, deserialize_with = "whole_number")]
     pub max_attempts: Field<i64>,
@@ -269,6 +299,7 @@ impl SettingsPatchBody {
                 tick_seconds: self.afk.tick_seconds.change(),
                 run_timeout_minutes: self.afk.run_timeout_minutes.change(),
                 max_rounds: self.afk.max_rounds.change(),
+                max_plan_rounds: self.afk.max_plan_rounds.change(),
                 max_attempts: self.afk.max_attempts.change(),
                 max_tokens: self.afk.max_tokens.change(),
                 max_cost_nano_usd: usd_to_nano(self.afk.max_cost_usd.change()),
@@ -292,6 +323,10 @@ impl SettingsPatchBody {
                     .collect()
             }),
             knobs: self.knobs.into_knobs(),
+            kinds: settings::KindProvidersPatch {
+                plan_provider: self.plan_provider.change(),
+                review_provider: self.review_provider.change(),
+            },
         })
     }
 }

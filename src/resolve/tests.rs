@@ -41,6 +41,8 @@ impl Combo {
                 (self.repo_base, Layer::RepoBase),
                 (self.global_base, Layer::GlobalBase),
             ],
+            // Their own layers: `kinds/tests.rs`.
+            RunKind::Plan | RunKind::Review => unreachable!("not a kind of this table"),
         };
         chain
             .iter()
@@ -74,7 +76,13 @@ fn source_index(s: Layer) -> usize {
         Layer::GlobalBase => 4,
         Layer::ProviderDefault => 5,
         // Not in ADR 2's table: `issue/tests.rs` covers them.
-        Layer::Issue | Layer::RepoFile => unreachable!("not a layer of the table"),
+        // Plan and review runs' own: `kinds/tests.rs`.
+        Layer::Issue
+        | Layer::RepoFile
+        | Layer::RepoPlan
+        | Layer::GlobalPlan
+        | Layer::RepoReview
+        | Layer::GlobalReview => unreachable!("not a layer of the table"),
     }
 }
 

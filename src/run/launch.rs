@@ -164,6 +164,12 @@ impl Runner {
                 req.model.as_deref(),
                 req.effort.as_deref(),
             )?,
+            // Their provider may be another than the repo's: resolved
+            // against that one's global defaults.
+            RunKind::Plan | RunKind::Review => {
+                let settings = self.store.settings().await?;
+                resolve::resolve_kind(&req.repo, &settings, req.kind, None)?
+            }
         };
         let prompt = validate::prompt("prompt", &req.prompt).map_err(Invalid::from)?;
         let p = resolved.provider.provider();

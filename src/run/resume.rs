@@ -12,7 +12,7 @@ use super::launch_file::{Start, StartError};
 use super::launches::InFlight;
 use super::runner::{RunError, Runner};
 use crate::auth::{digest, new_token};
-use crate::domain::{Run, RunKind, RunState};
+use crate::domain::{Run, RunState};
 use crate::provider::{Provider, ProviderId, SpawnSpec};
 use crate::repo::Repo;
 use crate::store::{Ending, RepoKey, StoreError};
@@ -141,7 +141,7 @@ impl Runner {
         // What the lost shim may have left; a new one writes its own.
         let _ = std::fs::remove_file(self.exit_file(id));
         let mut env = BTreeMap::new();
-        if run.kind == RunKind::Afk
+        if run.kind.is_unattended()
             && let Some(n) = self.store.claimed_issue_of_run(id).await?
         {
             env.insert("LAB_ISSUE".to_owned(), n.to_string());

@@ -386,6 +386,20 @@ fn knobs_json(set: &crate::knob::Set) -> String {
     serde_json::to_string(set).unwrap_or_else(|_| "{}".to_owned())
 }
 
+/// A plan or review run's own defaults from their three columns.
+fn kind_defaults(
+    field: &str,
+    model_default: Option<String>,
+    effort_default: Option<String>,
+    options: &str,
+) -> Result<crate::domain::KindDefaults> {
+    Ok(crate::domain::KindDefaults {
+        model_default,
+        effort_default,
+        options: parse_options(field, options)?,
+    })
+}
+
 fn options_json(o: &std::collections::BTreeMap<String, String>) -> String {
     serde_json::to_string(o).unwrap_or_else(|_| "{}".to_owned())
 }

@@ -45,7 +45,8 @@ const COLUMNS: &str = "r.id, r.name, r.path, r.url, r.default_branch, r.provider
      r.afk_label, r.afk_max_concurrent, r.afk_paused, r.issue_source, r.forge_url, r.forge_repo, r.forge_token, \
      r.allow_unsandboxed, r.check_command, r.afk_max_tokens, r.afk_max_cost_nano_usd, r.afk_run_timeout_minutes, \
      r.memory_max_mb, r.pids_max, r.knobs, r.allowed_models, r.config_commit, r.config_file, r.config_error, \
-     r.created_at, r.updated_at";
+     r.created_at, r.updated_at, r.plan_provider, r.review_provider, r.plan_model_default, \
+     r.plan_effort_default, r.plan_options, r.review_model_default, r.review_effort_default, r.review_options";
 
 #[derive(FromRow)]
 struct RepoRow {
@@ -82,6 +83,14 @@ struct RepoRow {
     config_error: Option<String>,
     created_at: i64,
     updated_at: i64,
+    plan_provider: Option<String>,
+    review_provider: Option<String>,
+    plan_model_default: Option<String>,
+    plan_effort_default: Option<String>,
+    plan_options: String,
+    review_model_default: Option<String>,
+    review_effort_default: Option<String>,
+    review_options: String,
 }
 
 impl TryFrom<RepoRow> for Repo {
@@ -103,12 +112,26 @@ impl TryFrom<RepoRow> for Repo {
             source,
             default_branch: r.default_branch,
             provider: r.provider,
+            plan_provider: r.plan_provider,
+            review_provider: r.review_provider,
             defaults: Defaults {
                 model_default: r.model_default,
                 effort_default: r.effort_default,
                 afk_model_default: r.afk_model_default,
                 afk_effort_default: r.afk_effort_default,
                 afk_options: parse_options("repos.afk_options", &r.afk_options)?,
+                plan: super::kind_defaults(
+                    "repos.plan_options",
+                    r.plan_model_default,
+                    r.plan_effort_default,
+                    &r.plan_options,
+                )?,
+                review: super::kind_defaults(
+                    "repos.review_options",
+                    r.review_model_default,
+                    r.review_effort_default,
+                    &r.review_options,
+                )?,
             },
             afk_enabled: r.afk_enabled,
             afk_label: r.afk_label,
@@ -163,6 +186,12 @@ struct RepoWithGlobalRow {
     g_afk_model_default: Option<String>,
     g_afk_effort_default: Option<String>,
     g_afk_options: Option<String>,
+    g_plan_model_default: Option<String>,
+    g_plan_effort_default: Option<String>,
+    g_plan_options: Option<String>,
+    g_review_model_default: Option<String>,
+    g_review_effort_default: Option<String>,
+    g_review_options: Option<String>,
 }
 
 fn where_key(key: &RepoKey) -> &'static str {
@@ -221,7 +250,10 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS}, g.provider AS g_provider, g.model_default AS g_model_default, \
              g.effort_default AS g_effort_default, g.afk_model_default AS g_afk_model_default, \
-             g.afk_effort_default AS g_afk_effort_default, g.afk_options AS g_afk_options \
+             g.afk_effort_default AS g_afk_effort_default, g.afk_options AS g_afk_options, \
+             g.plan_model_default AS g_plan_model_default, g.plan_effort_default AS g_plan_effort_default, \
+             g.plan_options AS g_plan_options, g.review_model_default AS g_review_model_default, \
+             g.review_effort_default AS g_review_effort_default, g.review_options AS g_review_options \
              FROM repos r LEFT JOIN provider_settings g ON g.provider = r.provider WHERE {}",
             where_key(key)
         );
@@ -239,6 +271,12 @@ impl Store {
                     afk_model_default: row.g_afk_model_default,
                     afk_effort_default: row.g_afk_effort_default,
                     afk_options: row.g_afk_options.unwrap_or_else(|| "{}".to_owned()),
+                    plan_model_default: row.g_plan_model_default,
+                    plan_effort_default: row.g_plan_effort_default,
+                    plan_options: row.g_plan_options.unwrap_or_else(|| "{}".to_owned()),
+                    review_model_default: row.g_review_model_default,
+                    review_effort_default: row.g_review_effort_default,
+                    review_options: row.g_review_options.unwrap_or_else(|| "{}".to_owned()),
                 }
                 .into_defaults()?
                 .1
@@ -258,9 +296,10 @@ impl Store {
              afk_model_default, afk_effort_default, afk_options, afk_enabled, afk_label, afk_max_concurrent, \
              afk_paused, issue_source, forge_url, forge_repo, forge_token, allow_unsandboxed, check_command, afk_max_tokens, \
              afk_max_cost_nano_usd, afk_run_timeout_minutes, memory_max_mb, pids_max, knobs, allowed_models, \
-             created_at, updated_at) \
+             created_at, updated_at, plan_provider, review_provider, plan_model_default, plan_effort_default, \
+             plan_options, review_model_default, review_effort_default, review_options) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $17, $18, $19, $20, \
-             $21, $22, $23, $24, $25, $26, $27, $28, $14, $14) \
+             $21, $22, $23, $24, $25, $26, $27, $28, $14, $14, $29, $30, $31, $32, $33, $34, $35, $36) \
              RETURNING {}",
             COLUMNS.replace("r.", "")
         );
@@ -294,6 +333,14 @@ impl Store {
                 .bind(repo.limits.pids_max)
                 .bind(super::knobs_json(&repo.knobs))
                 .bind(models_json(&repo.allowed_models))
+                .bind(&repo.plan_provider)
+                .bind(&repo.review_provider)
+                .bind(&repo.defaults.plan.model_default)
+                .bind(&repo.defaults.plan.effort_default)
+                .bind(options_json(&repo.defaults.plan.options))
+                .bind(&repo.defaults.review.model_default)
+                .bind(&repo.defaults.review.effort_default)
+                .bind(options_json(&repo.defaults.review.options))
                 .fetch_one(pool)
                 .await
                 .map_err(|e| conflict_on_unique(e, || format!("a repo named '{}' already exists", repo.name)))?
@@ -330,7 +377,10 @@ impl Store {
                              forge_url = $18, forge_repo = $19, forge_token = $20, allow_unsandboxed = $21, \
                              check_command = $22, afk_max_tokens = $23, afk_max_cost_nano_usd = $24, \
                              afk_run_timeout_minutes = $25, memory_max_mb = $26, pids_max = $27, knobs = $28, \
-                             allowed_models = $29 WHERE id = $15",
+                             allowed_models = $29, plan_provider = $30, review_provider = $31, \
+                             plan_model_default = $32, plan_effort_default = $33, plan_options = $34, \
+                             review_model_default = $35, review_effort_default = $36, review_options = $37 \
+                             WHERE id = $15",
                         )
                         .bind(&next.name)
                         .bind(next.path())
@@ -361,6 +411,14 @@ impl Store {
                         .bind(next.limits.pids_max)
                         .bind(super::knobs_json(&next.knobs))
                         .bind(models_json(&next.allowed_models))
+                        .bind(&next.plan_provider)
+                        .bind(&next.review_provider)
+                        .bind(&next.defaults.plan.model_default)
+                        .bind(&next.defaults.plan.effort_default)
+                        .bind(options_json(&next.defaults.plan.options))
+                        .bind(&next.defaults.review.model_default)
+                        .bind(&next.defaults.review.effort_default)
+                        .bind(options_json(&next.defaults.review.options))
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| conflict_on_unique(e, || format!("a repo named '{name}' already exists")))?;

@@ -18,6 +18,12 @@ pub(super) struct ProviderRow {
     pub afk_model_default: Option<String>,
     pub afk_effort_default: Option<String>,
     pub afk_options: String,
+    pub plan_model_default: Option<String>,
+    pub plan_effort_default: Option<String>,
+    pub plan_options: String,
+    pub review_model_default: Option<String>,
+    pub review_effort_default: Option<String>,
+    pub review_options: String,
 }
 
 impl ProviderRow {
@@ -31,6 +37,18 @@ impl ProviderRow {
                 afk_model_default: self.afk_model_default,
                 afk_effort_default: self.afk_effort_default,
                 afk_options,
+                plan: super::kind_defaults(
+                    "provider_settings.plan_options",
+                    self.plan_model_default,
+                    self.plan_effort_default,
+                    &self.plan_options,
+                )?,
+                review: super::kind_defaults(
+                    "provider_settings.review_options",
+                    self.review_model_default,
+                    self.review_effort_default,
+                    &self.review_options,
+                )?,
             },
         ))
     }
@@ -42,6 +60,7 @@ struct GlobalRow {
     afk_tick_seconds: i64,
     afk_run_timeout_minutes: i64,
     afk_max_rounds: i64,
+    afk_max_plan_rounds: i64,
     afk_max_attempts: i64,
     afk_max_tokens: Option<i64>,
     afk_max_cost_nano_usd: Option<i64>,
@@ -53,6 +72,8 @@ struct GlobalRow {
     run_log_max_mb: i64,
     carry_cli_keys: String,
     knobs: String,
+    plan_provider: Option<String>,
+    review_provider: Option<String>,
 }
 
 /// Everything in one round trip: the global row, joined with each provider
@@ -60,8 +81,10 @@ struct GlobalRow {
 const SELECT_ALL: &str = "SELECT g.afk_max_concurrent, g.afk_tick_seconds, g.afk_run_timeout_minutes, \
      g.afk_max_rounds, g.afk_max_attempts, g.afk_max_tokens, g.afk_max_cost_nano_usd, g.afk_memory_per_run_mb, \
      g.workspace_retention_hours, g.allow_unsandboxed, g.run_memory_max_mb, g.run_pids_max, \
-     g.run_log_max_mb, g.carry_cli_keys, g.knobs, p.provider, p.model_default, p.effort_default, p.afk_model_default, \
-     p.afk_effort_default, p.afk_options FROM global_settings g LEFT JOIN provider_settings p ON 1 = 1 \
+     g.run_log_max_mb, g.carry_cli_keys, g.knobs, g.afk_max_plan_rounds, g.plan_provider, g.review_provider, \
+     p.provider, p.model_default, p.effort_default, p.afk_model_default, \
+     p.afk_effort_default, p.afk_options, p.plan_model_default, p.plan_effort_default, p.plan_options, \
+     p.review_model_default, p.review_effort_default, p.review_options FROM global_settings g LEFT JOIN provider_settings p ON 1 = 1 \
      WHERE g.id = 1 ORDER BY p.provider";
 
 #[derive(FromRow)]
@@ -74,6 +97,12 @@ struct AllRow {
     afk_model_default: Option<String>,
     afk_effort_default: Option<String>,
     afk_options: Option<String>,
+    plan_model_default: Option<String>,
+    plan_effort_default: Option<String>,
+    plan_options: Option<String>,
+    review_model_default: Option<String>,
+    review_effort_default: Option<String>,
+    review_options: Option<String>,
 }
 
 fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
@@ -88,6 +117,7 @@ fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
         afk_tick_seconds: first.g.afk_tick_seconds,
         afk_run_timeout_minutes: first.g.afk_run_timeout_minutes,
         afk_max_rounds: first.g.afk_max_rounds,
+        afk_max_plan_rounds: first.g.afk_max_plan_rounds,
         afk_max_attempts: first.g.afk_max_attempts,
         afk_max_tokens: first.g.afk_max_tokens,
         afk_max_cost_nano_usd: first.g.afk_max_cost_nano_usd,
@@ -99,6 +129,8 @@ fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
         run_log_max_mb: first.g.run_log_max_mb,
         carry_cli_keys: first.g.carry_cli_keys.clone(),
         knobs: first.g.knobs.clone(),
+        plan_provider: first.g.plan_provider.clone(),
+        review_provider: first.g.review_provider.clone(),
     };
     let providers = rows
         .filter_map(|r| {
@@ -109,6 +141,12 @@ fn assemble_all(rows: Vec<AllRow>) -> Result<Settings> {
                 afk_model_default: r.afk_model_default,
                 afk_effort_default: r.afk_effort_default,
                 afk_options: r.afk_options.unwrap_or_else(|| "{}".into()),
+                plan_model_default: r.plan_model_default,
+                plan_effort_default: r.plan_effort_default,
+                plan_options: r.plan_options.unwrap_or_else(|| "{}".into()),
+                review_model_default: r.review_model_default,
+                review_effort_default: r.review_effort_default,
+                review_options: r.review_options.unwrap_or_else(|| "{}".into()),
             })
         })
         .collect();
@@ -122,6 +160,7 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
             tick_seconds: g.afk_tick_seconds,
             run_timeout_minutes: g.afk_run_timeout_minutes,
             max_rounds: g.afk_max_rounds,
+            max_plan_rounds: g.afk_max_plan_rounds,
             max_attempts: g.afk_max_attempts,
             max_tokens: g.afk_max_tokens,
             max_cost_nano_usd: g.afk_max_cost_nano_usd,
@@ -138,6 +177,11 @@ fn assemble(rows: Vec<ProviderRow>, g: GlobalRow) -> Result<Settings> {
             })?,
         },
         knobs: super::knobs_column("global_settings.knobs", &g.knobs)?,
+        // A provider that left lab's catalog is as if unset.
+        kinds: settings::KindProviders {
+            plan: g.plan_provider.and_then(|p| p.parse().ok()),
+            review: g.review_provider.and_then(|p| p.parse().ok()),
+        },
         ..Settings::default()
     };
     for row in rows {
@@ -230,10 +274,14 @@ impl Store {
                     for (id, d) in changed {
                         sqlx::query(
                             "INSERT INTO provider_settings (provider, model_default, effort_default, \
-                             afk_model_default, afk_effort_default, afk_options, updated_at) \
-                             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                             afk_model_default, afk_effort_default, afk_options, updated_at, plan_model_default, \
+                             plan_effort_default, plan_options, review_model_default, review_effort_default, \
+                             review_options) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
                              ON CONFLICT (provider) DO UPDATE SET model_default = $2, effort_default = $3, \
-                             afk_model_default = $4, afk_effort_default = $5, afk_options = $6, updated_at = $7",
+                             afk_model_default = $4, afk_effort_default = $5, afk_options = $6, updated_at = $7, \
+                             plan_model_default = $8, plan_effort_default = $9, plan_options = $10, \
+                             review_model_default = $11, review_effort_default = $12, review_options = $13",
                         )
                         .bind(id.as_str())
                         .bind(&d.model_default)
@@ -242,6 +290,12 @@ impl Store {
                         .bind(&d.afk_effort_default)
                         .bind(options_json(&d.afk_options))
                         .bind(now)
+                        .bind(&d.plan.model_default)
+                        .bind(&d.plan.effort_default)
+                        .bind(options_json(&d.plan.options))
+                        .bind(&d.review.model_default)
+                        .bind(&d.review.effort_default)
+                        .bind(options_json(&d.review.options))
                         .execute(&mut *tx)
                         .await?;
                     }
@@ -252,13 +306,25 @@ impl Store {
                             .execute(&mut *tx)
                             .await?;
                     }
+                    if next.kinds != current.kinds {
+                        sqlx::query(
+                            "UPDATE global_settings SET plan_provider = $1, review_provider = $2, \
+                             updated_at = $3 WHERE id = 1",
+                        )
+                        .bind(next.kinds.plan.map(|p| p.as_str()))
+                        .bind(next.kinds.review.map(|p| p.as_str()))
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
                     if next.afk != current.afk || next.runs != current.runs {
                         sqlx::query(
                             "UPDATE global_settings SET afk_max_concurrent = $1, afk_tick_seconds = $2, \
                              afk_run_timeout_minutes = $3, workspace_retention_hours = $4, updated_at = $5, \
                              allow_unsandboxed = $6, afk_max_rounds = $7, afk_max_attempts = $8, afk_max_tokens = $9, \
                              afk_max_cost_nano_usd = $10, afk_memory_per_run_mb = $11, run_memory_max_mb = $12, \
-                             run_pids_max = $13, run_log_max_mb = $14, carry_cli_keys = $15 WHERE id = 1",
+                             run_pids_max = $13, run_log_max_mb = $14, carry_cli_keys = $15, \
+                             afk_max_plan_rounds = $16 WHERE id = 1",
                         )
                         .bind(next.afk.max_concurrent)
                         .bind(next.afk.tick_seconds)
@@ -275,6 +341,7 @@ impl Store {
                         .bind(next.runs.pids_max)
                         .bind(next.runs.log_max_mb)
                         .bind(serde_json::to_string(&next.runs.carry_cli_keys).unwrap_or_else(|_| "[]".into()))
+                        .bind(next.afk.max_plan_rounds)
                         .execute(&mut *tx)
                         .await?;
                     }

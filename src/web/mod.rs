@@ -16,6 +16,7 @@ pub mod forms;
 mod issue_knobs;
 mod issue_page;
 mod issues_page;
+mod kind_form;
 mod knob_form;
 mod live;
 mod notify_form;

@@ -95,7 +95,7 @@ pub(super) fn sections(
     repo: &Repo,
     id: ProviderId,
     global: &Defaults,
-    global_knobs: &crate::knob::Set,
+    settings: &crate::settings::Settings,
     form: Option<&Form>,
     errors: &mut FormErrors,
 ) -> Vec<Section> {
@@ -291,6 +291,7 @@ pub(super) fn sections(
                 .into(),
             fields: afk,
         },
+        super::kind_form::repo_section(repo, settings, form, errors),
         Section {
             title: "Checks and budgets".into(),
             intro: "After each round of an AFK run's agent on its pull request, lab runs the check \
@@ -391,7 +392,7 @@ pub(super) fn sections(
                     form,
                     &|key| {
                         let from_file = repo.file().and_then(|f| f.knobs.get(key));
-                        match (from_file, global_knobs.get(key)) {
+                        match (from_file, settings.knobs.get(key)) {
                             (Some(v), _) => super::knob_form::inherited(v, "the repo's .lab.toml"),
                             (None, Some(v)) => super::knob_form::inherited(v, "the global settings"),
                             (None, None) => super::knob_form::inherited(
@@ -454,7 +455,9 @@ pub(super) fn patch_from(
             afk_model_default: change(form, "afk_model_default"),
             afk_effort_default: change(form, "afk_effort_default"),
             afk_options: options_patch(p, "", form),
+            ..DefaultsPatch::default()
         };
+        super::kind_form::repo_patch(form, &mut patch);
         if form.has("afk_enabled.shown") {
             patch.afk_enabled = Change::Set(form.get("afk_enabled") == Some("true"));
         }

@@ -86,6 +86,9 @@ struct RepoPage {
     sections: Vec<Section>,
     manual: Vec<Shown>,
     afk: Vec<Shown>,
+    /// Plan and review runs: a title (with their provider), the kind, and
+    /// what each resolves to.
+    kinds: Vec<(String, &'static str, Vec<Shown>)>,
     /// What lab last made of the repo's `.lab.toml`, when it has one.
     config_file: Option<crate::repo::config_file::ConfigState>,
     /// What the kept `.lab.toml` sets, each under its path in the file.
@@ -202,9 +205,24 @@ async fn render_repo(
         },
         None,
     )));
+    let kinds = [RunKind::Plan, RunKind::Review]
+        .into_iter()
+        .filter_map(|kind| {
+            let r = crate::resolve::resolve_kind(&repo, &settings, kind, None).ok()?;
+            let title = match kind {
+                RunKind::Plan => "Plan run",
+                _ => "Review run",
+            };
+            Some((
+                format!("{title} (on {})", r.provider),
+                kind.as_str(),
+                resolved_rows(&r),
+            ))
+        })
+        .collect();
     let config_file = Some(repo.config.clone()).filter(|c| c.file.is_some() || c.error.is_some());
     let config_entries = repo.file().map(|f| f.entries()).unwrap_or_default();
-    let sections = sections(&repo, p, &global, &settings.knobs, form, &mut errors);
+    let sections = sections(&repo, p, &global, &settings, form, &mut errors);
     // The forge account is read once (and not waited for long).
     let sources = &app.scheduler.sources();
     if sources.known_identity(&repo).is_none() {
@@ -226,6 +244,7 @@ async fn render_repo(
             sections,
             manual,
             afk,
+            kinds,
             config_file,
             config_entries,
             saved,

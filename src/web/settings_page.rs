@@ -15,7 +15,7 @@ use super::notify_form;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
 use crate::domain::{Change, Defaults, RunKind};
-use crate::provider::{self, OptionType, Provider, ProviderId};
+use crate::provider::{self, Provider, ProviderId};
 use crate::resolve::{Request, resolve};
 use crate::settings::{self, AfkPatch, DefaultsPatch, RunsPatch, Settings, SettingsPatch};
 use crate::state::AppState;
@@ -82,36 +82,14 @@ pub fn option_fields(
     inherit: &dyn Fn(&str) -> String,
     errors: &mut FormErrors,
 ) -> Vec<FormField> {
-    p.spawn_options()
-        .iter()
-        .map(|o| {
-            let name = format!("{prefix}afk_options.{}", o.key);
-            let stored = current.afk_options.get(o.key).map(String::as_str);
-            let kind = match o.ty {
-                OptionType::Bool => {
-                    let mut k = select(
-                        Some(inherit(o.key)),
-                        &["true", "false"],
-                        &values(&name, stored),
-                    );
-                    if let Kind::Select(choices) = &mut k {
-                        for c in choices.iter_mut().skip(1) {
-                            c.label = if c.value == "true" {
-                                "on".into()
-                            } else {
-                                "off".into()
-                            };
-                        }
-                    }
-                    k
-                }
-                OptionType::Enum => select(Some(inherit(o.key)), o.values, &values(&name, stored)),
-            };
-            FormField::new(&name, o.label, kind)
-                .help(o.description)
-                .error_from(errors)
-        })
-        .collect()
+    super::kind_form::option_fields(
+        p,
+        &format!("{prefix}afk_options"),
+        &current.afk_options,
+        values,
+        inherit,
+        errors,
+    )
 }
 
 fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<Section> {
@@ -297,6 +275,7 @@ fn sections(s: &Settings, form: Option<&Form>, errors: &mut FormErrors) -> Vec<S
             .error_from(errors),
         ],
     });
+    out.extend(super::kind_form::settings_sections(s, form, errors));
     let (lo, hi) = settings::WORKSPACE_RETENTION_HOURS;
     out.push(Section {
         title: "Runs".into(),
@@ -430,6 +409,7 @@ fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
                 afk_model_default: change(form, &format!("{pre}afk_model_default")),
                 afk_effort_default: change(form, &format!("{pre}afk_effort_default")),
                 afk_options: options_patch(*p, &pre, form),
+                ..DefaultsPatch::default()
             },
         );
     }
@@ -442,7 +422,9 @@ fn patch_from(form: &Form) -> Result<SettingsPatch, crate::validate::Invalid> {
         max_tokens: number(form, "afk.max_tokens", &mut errs),
         max_cost_nano_usd: dollars(form, "afk.max_cost_usd", &mut errs),
         memory_per_run_mb: number(form, "afk.memory_per_run_mb", &mut errs),
+        ..AfkPatch::default()
     };
+    super::kind_form::settings_patch(form, &mut patch, &mut errs);
     patch.runs = RunsPatch {
         workspace_retention_hours: number(form, "runs.workspace_retention_hours", &mut errs),
         allow_unsandboxed: if form.has("runs.allow_unsandboxed.shown") {

@@ -21,7 +21,7 @@ async fn settings_start_empty_for_every_provider(b: Backend) {
     assert_eq!(
         v["afk"],
         json!({"max_concurrent": 2, "tick_seconds": 30, "run_timeout_minutes": 60,
-               "max_rounds": 3, "max_attempts": 2, "max_tokens": null, "max_cost_usd": null,
+               "max_rounds": 3, "max_plan_rounds": 3, "max_attempts": 2, "max_tokens": null, "max_cost_usd": null,
                "memory_per_run_mb": 1024})
     );
     // Budgets are set, and `null` takes the cap away again.

@@ -9,6 +9,7 @@ mod afk_race;
 mod agent_state;
 mod api_auth;
 mod api_errors;
+mod api_kinds;
 mod api_pulls;
 mod api_repos;
 mod api_scope;

@@ -41,6 +41,14 @@ pub fn max_rounds_patch() -> ObjectBuilder {
     ))
 }
 
+pub fn max_plan_rounds_patch() -> ObjectBuilder {
+    let (lo, hi) = settings::MAX_PLAN_ROUNDS;
+    int(lo, hi, true).description(Some(
+        "Rounds of plan and plan review an issue may have before its work starts, the first \
+         included; `null` resets to 3.",
+    ))
+}
+
 pub fn max_attempts_patch() -> ObjectBuilder {
     let (lo, hi) = settings::MAX_ATTEMPTS;
     int(lo, hi, true).description(Some(
