@@ -275,3 +275,39 @@ on_both!(
     a_claude_code_repo_has_codex_review_its_work,
     the_pages_show_and_save_the_kinds_fields,
 );
+
+/// The API document describes the kinds' fields from the catalogs: each
+/// provider's plan and review model, effort and options, the kinds'
+/// providers and `afk.max_plan_rounds`' bounds.
+#[test]
+fn the_document_describes_the_kinds_fields() {
+    let doc = serde_json::to_value(lab::http::openapi()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let settings = &schemas["SettingsPatchBody"]["properties"];
+    let codex = &settings["providers"]["properties"]["codex"]["properties"];
+    assert!(
+        codex["review_model_default"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("gpt-6-luna"))
+    );
+    assert!(codex["plan_options"]["properties"]["sandbox"].is_object());
+    assert_eq!(codex["plan_options"]["additionalProperties"], false);
+    assert!(
+        settings["plan_provider"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("codex"))
+    );
+    let afk = &schemas["AfkPatchBody"]["properties"]["max_plan_rounds"];
+    assert_eq!((&afk["minimum"], &afk["maximum"]), (&json!(1), &json!(20)));
+    let repo = &schemas["RepoPatchBody"]["properties"];
+    for f in [
+        "plan_provider",
+        "review_provider",
+        "plan_model_default",
+        "review_options",
+    ] {
+        assert!(repo[f].is_object(), "{f} not in RepoPatchBody");
+    }
+}
