@@ -289,22 +289,25 @@ fn defaults_patch(p: &dyn Provider) -> ObjectBuilder {
         one_of_strings(values, true, true)
             .description(Some(format!("{what}; `null` or `\"\"` inherits.")))
     };
-    let mut options = ObjectBuilder::new().schema_type(Type::Object);
-    for o in p.spawn_options() {
-        let mut values: Vec<Value> = o.values.iter().map(|v| json!(v)).collect();
-        if o.ty == OptionType::Bool {
-            values.extend([json!(true), json!(false)]);
+    let options = || {
+        let mut options = ObjectBuilder::new().schema_type(Type::Object);
+        for o in p.spawn_options() {
+            let mut values: Vec<Value> = o.values.iter().map(|v| json!(v)).collect();
+            if o.ty == OptionType::Bool {
+                values.extend([json!(true), json!(false)]);
+            }
+            values.extend([json!(""), Value::Null]);
+            options = options.property(
+                o.key,
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::AnyValue)
+                    .enum_values(Some(values))
+                    .description(Some(o.description)),
+            );
         }
-        values.extend([json!(""), Value::Null]);
-        options = options.property(
-            o.key,
-            ObjectBuilder::new()
-                .schema_type(SchemaType::AnyValue)
-                .enum_values(Some(values))
-                .description(Some(o.description)),
-        );
-    }
-    ObjectBuilder::new()
+        options
+    };
+    let mut out = ObjectBuilder::new()
         .schema_type(Type::Object)
         .property("model_default", catalog(p.models(), "Model of manual runs"))
         .property(
@@ -321,13 +324,34 @@ fn defaults_patch(p: &dyn Provider) -> ObjectBuilder {
         )
         .property(
             "afk_options",
-            options
+            options()
                 .additional_properties(Some(AdditionalProperties::FreeForm(false)))
                 .description(Some(
                     "Spawn options of AFK runs, merged key by key; `null` or `\"\"` inherits.",
                 )),
-        )
-        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        );
+    // Plan and review runs' own (ADR 32), inheriting the AFK ones.
+    for (kind, what) in [("plan", "plan runs"), ("review", "review runs")] {
+        out = out
+            .property(
+                format!("{kind}_model_default"),
+                catalog(p.models(), &format!("Model of {what} (else the AFK one)")),
+            )
+            .property(
+                format!("{kind}_effort_default"),
+                catalog(p.efforts(), &format!("Effort of {what} (else the AFK one)")),
+            )
+            .property(
+                format!("{kind}_options"),
+                options()
+                    .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+                    .description(Some(format!(
+                        "Spawn options of {what}, merged key by key; `null` or `\"\"` inherits \
+                         the AFK one."
+                    ))),
+            );
+    }
+    out.additional_properties(Some(AdditionalProperties::FreeForm(false)))
 }
 
 /// `providers` of a settings change: each provider's defaults, by id.

@@ -84,13 +84,19 @@ pub(super) fn apply_defaults(
     next: &mut Repo,
     errs: &mut Errors,
 ) {
-    let (Ok(base), Ok(plan), Ok(review)) = (
-        next.provider(),
-        next.layer_provider(RunKind::Plan),
-        next.layer_provider(RunKind::Review),
-    ) else {
+    let Ok(base) = next.provider() else {
         return;
     };
+    // A kind's provider that left lab's catalog is reported (set another),
+    // as the repo's own provider would be; its values are checked against
+    // the repo's provider meanwhile.
+    let mut of_kind = |k: RunKind| {
+        next.layer_provider(k).unwrap_or_else(|e| {
+            errs.push(e);
+            base
+        })
+    };
+    let (plan, review) = (of_kind(RunKind::Plan), of_kind(RunKind::Review));
     let of = |k: RunKind| if k == RunKind::Plan { plan } else { review };
     let kind_p = |k: RunKind| of(k).provider();
     next.defaults = settings::apply_defaults_with(

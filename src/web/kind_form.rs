@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::form_values::{change, number};
 use super::forms::{Form, FormErrors, FormField, Kind, Section, select};
-use crate::domain::{Defaults, KindDefaults, RunKind, Sourced};
+use crate::domain::{Change, Defaults, KindDefaults, RunKind, Sourced};
 use crate::provider::{self, OptionType, Provider, ProviderId};
 use crate::repo::Repo;
 use crate::resolve::{Request, resolve, resolve_kind};
@@ -228,12 +228,17 @@ fn all_option_keys() -> Vec<&'static str> {
 /// only the fields the form shows.
 pub fn kind_patch(form: &Form, pre: &str, name: &str) -> KindPatch {
     let n = |f: &str| format!("{pre}{name}_{f}");
-    if !form.has(&n("model_default")) {
-        return KindPatch::default();
-    }
+    // A field the form does not show is kept.
+    let shown = |f: &str| {
+        if form.has(f) {
+            change(form, f)
+        } else {
+            Change::Keep
+        }
+    };
     KindPatch {
-        model_default: change(form, &n("model_default")),
-        effort_default: change(form, &n("effort_default")),
+        model_default: shown(&n("model_default")),
+        effort_default: shown(&n("effort_default")),
         options: all_option_keys()
             .into_iter()
             .filter_map(|key| {

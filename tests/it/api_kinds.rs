@@ -266,6 +266,65 @@ async fn the_pages_show_and_save_the_kinds_fields(b: Backend) {
         page.contains("data-what=\"plan-model\""),
         "no plan explanation"
     );
+
+    // The settings page saves them; a wrong one is shown and writes nothing.
+    let page = get("/settings").await;
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the form has a CSRF token")
+        .to_owned();
+    let post = async |fields: &[(&str, &str)]| {
+        let enc = |v: &str| {
+            percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC).to_string()
+        };
+        let mut body = format!("csrf={csrf}");
+        for (k, v) in fields {
+            body.push_str(&format!("&{}={}", enc(k), enc(v)));
+        }
+        crate::pages_input::client()
+            .post(format!("{}/settings", s.url))
+            .header(COOKIE, &cookie)
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    };
+    let before = s.get("/api/v1/settings").await.ok();
+    let r = post(&[
+        ("plan_provider", "codex"),
+        ("review_provider", ""),
+        ("afk.max_plan_rounds", "99"),
+        ("providers.codex.model_default", ""),
+        ("providers.codex.plan_model_default", "gpt-6-luna"),
+    ])
+    .await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("from 1 to 20"));
+    assert_eq!(s.get("/api/v1/settings").await.ok(), before);
+    let r = post(&[
+        ("plan_provider", "codex"),
+        ("review_provider", ""),
+        ("afk.max_plan_rounds", "4"),
+        ("providers.codex.model_default", ""),
+        ("providers.codex.plan_model_default", "gpt-6-luna"),
+        ("providers.codex.review_options.sandbox", "read-only"),
+    ])
+    .await;
+    assert_eq!(r.status(), 303, "{}", r.text().await.unwrap());
+    let v = s.get("/api/v1/settings").await.ok();
+    assert_eq!(v["plan_provider"], "codex");
+    assert_eq!(v["afk"]["max_plan_rounds"], 4);
+    assert_eq!(v["providers"]["codex"]["plan_model_default"], "gpt-6-luna");
+    assert_eq!(
+        v["providers"]["codex"]["review_options"],
+        json!({"sandbox": "read-only"})
+    );
     s.stop().await;
 }
 
@@ -275,3 +334,39 @@ on_both!(
     a_claude_code_repo_has_codex_review_its_work,
     the_pages_show_and_save_the_kinds_fields,
 );
+
+/// The API document describes the kinds' fields from the catalogs: each
+/// provider's plan and review model, effort and options, the kinds'
+/// providers and `afk.max_plan_rounds`' bounds.
+#[test]
+fn the_document_describes_the_kinds_fields() {
+    let doc = serde_json::to_value(lab::http::openapi()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let settings = &schemas["SettingsPatchBody"]["properties"];
+    let codex = &settings["providers"]["properties"]["codex"]["properties"];
+    assert!(
+        codex["review_model_default"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("gpt-6-luna"))
+    );
+    assert!(codex["plan_options"]["properties"]["sandbox"].is_object());
+    assert_eq!(codex["plan_options"]["additionalProperties"], false);
+    assert!(
+        settings["plan_provider"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("codex"))
+    );
+    let afk = &schemas["AfkPatchBody"]["properties"]["max_plan_rounds"];
+    assert_eq!((&afk["minimum"], &afk["maximum"]), (&json!(1), &json!(20)));
+    let repo = &schemas["RepoPatchBody"]["properties"];
+    for f in [
+        "plan_provider",
+        "review_provider",
+        "plan_model_default",
+        "review_options",
+    ] {
+        assert!(repo[f].is_object(), "{f} not in RepoPatchBody");
+    }
+}
