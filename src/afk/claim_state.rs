@@ -47,6 +47,8 @@ pub(super) struct ClaimState {
     /// The receipt lab last wrote into its forge pull request's
     /// description: its full text, and the text without usage.
     pub receipt_sent: Option<(String, String)>,
+    /// Its planning run was told once that its turn ended without a plan.
+    pub plan_nudged: bool,
     /// Its outcome is recorded: nothing of its following counts any more
     /// (its limit wait is not another run's word on its provider).
     pub judged: bool,

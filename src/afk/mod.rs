@@ -21,6 +21,7 @@ pub mod holds;
 pub mod limits;
 mod lost;
 mod outcome;
+pub mod plan;
 mod problems;
 pub mod prompt;
 pub mod pull;
@@ -467,6 +468,24 @@ impl Scheduler {
         layer: Option<&crate::resolve::IssueLayer>,
         claim: i64,
     ) -> Result<Run, StartError> {
+        self.launch_kind(repo, settings, issue, layer, claim, None)
+            .await
+    }
+
+    /// Launches a claim's run: its planning run when its knobs ask for a
+    /// plan and none was approved yet, else its work run (with `plan`, the
+    /// approved plan, in its prompt). A first run that cannot start gives
+    /// the claim up (the issue stays ready); a work run after a plan leaves
+    /// that to its caller, which keeps the plans.
+    async fn launch_kind(
+        &self,
+        repo: &Repo,
+        settings: &Settings,
+        issue: &Issue,
+        layer: Option<&crate::resolve::IssueLayer>,
+        claim: i64,
+        plan: Option<&crate::domain::Plan>,
+    ) -> Result<Run, StartError> {
         let store = &self.runner.store();
         let global = match store.repo_with_global(&RepoKey::Id(repo.id)).await {
             Ok((_, g)) => g,
@@ -477,16 +496,39 @@ impl Scheduler {
         };
         let knobs =
             crate::resolve::run_knobs(crate::resolve::KnobContext { repo, settings }, layer);
+        let planning = plan.is_none() && plan::wanted(&knobs);
+        if planning {
+            store
+                .move_claim(
+                    claim,
+                    crate::domain::Stage::Work,
+                    crate::domain::Stage::Plan,
+                    false,
+                )
+                .await?;
+        }
+        let (kind, text) = if planning {
+            (RunKind::Plan, prompt::plan(issue, &knobs))
+        } else {
+            let work = prompt::with_directives(prompt::render(issue), &knobs);
+            (
+                RunKind::Afk,
+                match plan {
+                    Some(p) => prompt::with_plan(work, p),
+                    None => work,
+                },
+            )
+        };
         let launched = self
             .runner
             .launch(LaunchRequest {
                 repo: repo.clone(),
                 global,
-                kind: RunKind::Afk,
+                kind,
                 model: None,
                 effort: None,
-                prompt: prompt::with_directives(prompt::render(issue), &knobs),
-                prompt_names_branch: true,
+                prompt: text,
+                prompt_names_branch: !planning,
                 env: [("LAB_ISSUE".to_owned(), issue.number.to_string())].into(),
                 afk_claim: Some(claim),
                 issue_layer: layer.cloned(),
@@ -512,7 +554,9 @@ impl Scheduler {
             }
             Err(e) => {
                 // Nothing ran: the issue stays ready for the next tick.
-                store.release_claim(claim).await?;
+                if plan.is_none() {
+                    store.release_claim(claim).await?;
+                }
                 Err(e.into())
             }
         }

@@ -78,6 +78,17 @@ impl Scheduler {
                 Err(StoreError::NotFound) => None,
                 Err(e) => return Err(e),
             };
+            if claim.stage != crate::domain::Stage::Work {
+                // Before the work: its planning run, or its plan waiting.
+                self.settle_plan(&claim, &run, &settings, repo.as_ref())
+                    .await?;
+                // A plan waiting for a person wakes the loop by its
+                // decision (a claims write); a planning run is followed.
+                if claim.stage == crate::domain::Stage::Plan {
+                    *pace = pace.and(Pace::Follow);
+                }
+                continue;
+            }
             if run.state.is_active()
                 && let Some(why) = self.unusable(&run).await
             {

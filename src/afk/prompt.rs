@@ -40,6 +40,55 @@ pub fn with_directives(prompt: String, knobs: &[crate::knob::Resolved]) -> Strin
     }
 }
 
+/// The first message of a planning run (issue 28 §2): read, plan, submit,
+/// with the knobs' plan fragments after it. Its workspace is read-only.
+pub fn plan(issue: &Issue, knobs: &[crate::knob::Resolved]) -> String {
+    let text = format!(
+        "You are a planning run of lab, with nobody watching. Plan how to resolve exactly one \
+         issue; do not change any file (this checkout is read-only).\n\
+         \n\
+         Issue #{n}: {title}\n\
+         \n\
+         1. Read the issue and its comments: `labctl issue view {n}`\n\
+         2. Read the code the issue concerns.\n\
+         3. Write the plan: what you will change, in which files, how you will test it, and \
+            what you leave out. Submit it (standard input or a file you write under /tmp):\n   \
+            `labctl plan submit --file -`\n\
+         4. Then end your turn. lab shows the plan for a decision; if it is sent back, you are \
+            told why here and submit a revised plan the same way.",
+        n = issue.number,
+        title = issue.title.lines().next().unwrap_or(""),
+    );
+    match crate::knob::prompt_block(crate::knob::Phase::Plan, knobs) {
+        Some(block) => format!("{text}\n\n{block}"),
+        None => text,
+    }
+}
+
+/// What a planning run is told when its plan was rejected.
+pub fn plan_rejected(version: i64, by: &str, reason: &str, round: i64, max: i64) -> String {
+    format!(
+        "lab: plan version {version} was rejected by {by} (plan round {round} of {max}).\n\n{}\n\n\
+         Revise the plan, submit it again with `labctl plan submit --file -`, and end your turn.",
+        crate::knob::untrusted("The reason", reason)
+    )
+}
+
+/// What a planning run that ended its turn without a plan is told, once.
+pub const PLAN_MISSING: &str = "lab: your turn ended without a plan. Submit it with \
+     `labctl plan submit --file -` (the plan on standard input), then end your turn.";
+
+/// The work run's first message after an approved plan: the work prompt
+/// with the plan (the planning run's words, fenced as data).
+pub fn with_plan(prompt: String, plan: &crate::domain::Plan) -> String {
+    format!(
+        "{prompt}\n\nFollow the plan approved for this issue (version {}, approved by {}).\n\n{}",
+        plan.version,
+        plan.by(),
+        crate::knob::untrusted("The plan", &plan.text)
+    )
+}
+
 /// Why a pull request needs another round.
 pub struct Round<'a> {
     /// The head the checks and reviews are about.

@@ -9,6 +9,7 @@ mod kind_args;
 mod knob_args;
 mod notify;
 mod output;
+mod plans;
 mod pulls;
 mod repos;
 mod resume;
@@ -161,6 +162,10 @@ enum Command {
     /// Pull requests: open this run's; list, view, merge, close.
     #[command(subcommand)]
     Pr(afk::PrCommand),
+    /// Plans of AFK issues: submit this planning run's; list, approve,
+    /// reject an issue's.
+    #[command(subcommand)]
+    Plan(plans::PlanCommand),
     /// Print a run's changes against its base (live: uncommitted files too).
     Diff(pulls::DiffArgs),
     /// Notification endpoints: send a test, list, add, remove (the same as
@@ -355,6 +360,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Afk(cmd) => afk::afk(&client, cmd).await,
         Command::Issue(cmd) => issues::issue(&client, cmd).await,
         Command::Pr(cmd) => afk::pr(&client, cmd).await,
+        Command::Plan(cmd) => plans::run(&client, cmd).await,
         Command::Ledger { json } => afk::ledger(&client, json).await,
         Command::Notify(cmd) => notify::run(&client, cmd).await,
         Command::Diff(args) => pulls::diff(&client, args).await,

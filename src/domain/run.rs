@@ -279,6 +279,12 @@ impl Run {
             .agent
             .as_ref()
             .is_some_and(|a| a.state == super::AgentState::Idle);
+        if self.kind == RunKind::Plan {
+            return Phase::Planning;
+        }
+        if self.kind == RunKind::Review {
+            return Phase::Reviewing;
+        }
         if self.kind == RunKind::Afk && self.state.is_active() && turn_over {
             Phase::Checking
         } else {

@@ -21,5 +21,8 @@ spelled! {
         /// Its branch changed paths outside its `writes` and its rounds to
         /// undo that were used up.
         Scope = "scope",
+        /// A planning run that submitted its plan and ended its turn: its
+        /// work is done until the plan is decided (issue 28 §2).
+        Planned = "planned",
     }
 }

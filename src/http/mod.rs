@@ -14,6 +14,7 @@ pub mod extract;
 pub mod issues;
 pub mod knobs;
 mod openapi;
+pub mod plans;
 pub mod providers;
 pub mod receipt;
 pub mod repos;
@@ -50,6 +51,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(issues::router())
                 .merge(diffs::router())
                 .merge(receipt::router())
+                .merge(plans::router())
                 .merge(afk::router())
                 .merge(status::router()),
         )

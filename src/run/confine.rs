@@ -113,7 +113,8 @@ impl Runner {
     }
 
     /// bubblewrap's arguments for a run's agent: the deny-by-default view
-    /// (`sandbox.rs`) with its workspace and home writable, the CLI's
+    /// (`sandbox.rs`) with its workspace (unless `writable` is false: a
+    /// plan or review run only reads it) and home writable, the CLI's
     /// install and the repo's objects read-only, the operator's credentials
     /// read-only over their places in the run's CLI folder. Returns them
     /// with the path to start the CLI by (its real path: a link to it may
@@ -121,7 +122,7 @@ impl Runner {
     pub(super) fn sandbox_args(
         &self,
         repo: &Repo,
-        workspace: &Path,
+        (workspace, writable): (&Path, bool),
         program: &Path,
         seeded: &Seeded,
     ) -> Result<(Vec<String>, PathBuf), LaunchFileError> {
@@ -134,7 +135,7 @@ impl Runner {
         let args = sandbox::RunSandbox {
             policy: &self.cfg.sandbox_policy,
             workspace,
-            workspace_writable: true,
+            workspace_writable: writable,
             read_only: &ro,
             read_only_files: &seeded.credentials,
             writable: std::slice::from_ref(&seeded.home),

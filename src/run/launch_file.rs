@@ -2,6 +2,7 @@
 //! alike (ADR 18): the run's folder and the agent's config, the agent's
 //! environment and sandbox, the launch file, and the one tmux call.
 
+use crate::domain::RunKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -206,7 +207,16 @@ impl Runner {
         }
         let (program, args) = match self.cfg.sandbox.bwrap().filter(|_| run.sandboxed) {
             Some(bwrap) => {
-                let (mut args, program) = self.sandbox_args(repo, workspace, &program, seeded)?;
+                let (mut args, program) = self.sandbox_args(
+                    repo,
+                    // A plan or review run reads the workspace, never writes it.
+                    (
+                        workspace,
+                        !matches!(run.kind, RunKind::Plan | RunKind::Review),
+                    ),
+                    &program,
+                    seeded,
+                )?;
                 env.extend(sandbox::ENV.iter().map(|(k, v)| ((*k).into(), (*v).into())));
                 args.push(program.to_string_lossy().into_owned());
                 args.extend(cl.args);

@@ -61,8 +61,9 @@ impl Runner {
         from: RunState,
     ) -> Result<Result<Resumable, NotResumable>, StoreError> {
         let id = run.id;
-        if run.state == RunState::Exited && from == RunState::Exited {
-            // An AFK round of an agent that ended its session.
+        if run.state == from && matches!(from, RunState::Exited | RunState::Stopped) {
+            // An AFK round of an agent that ended its session, or a planning
+            // run lab stopped once it submitted its plan.
         } else if run.state != RunState::Lost {
             return Ok(Err(NotResumable::NotLost {
                 id,
@@ -119,6 +120,12 @@ impl Runner {
     /// the same workspace, with `prompt` (the failing check, ADR 20).
     pub async fn resume_round(&self, id: i64, prompt: String) -> Result<Run, RunError> {
         self.resume_from(id, RunState::Exited, Some(prompt)).await
+    }
+
+    /// Sends a planning run lab stopped back to work: its CLI resumes the
+    /// same session with `prompt` (why its plan was rejected).
+    pub async fn resume_plan(&self, id: i64, prompt: String) -> Result<Run, RunError> {
+        self.resume_from(id, RunState::Stopped, Some(prompt)).await
     }
 
     async fn resume_from(

@@ -8,6 +8,7 @@
 pub mod afk;
 pub mod hooks;
 pub mod issues;
+pub mod plans;
 pub mod pulls;
 pub mod receipt;
 pub mod repos;

@@ -11,7 +11,8 @@ use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
 use crate::domain::{Outcome, RoundCause, RoundStep, Step};
 
 const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
-     detail, relabelled, claimed_at, started_at, ended_at, attempt, rounds, retry_at, round_key, checks, pr_number";
+     detail, relabelled, claimed_at, started_at, ended_at, attempt, rounds, retry_at, round_key, checks, pr_number, \
+     stage, plan_run_id, plan_rounds";
 
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct Claim {
@@ -47,6 +48,12 @@ pub struct Claim {
     /// Its pull request's number, as the source answered when lab opened
     /// it.
     pub pr_number: Option<i64>,
+    /// Where it stands: planning, its plan waiting, or the work (issue 28).
+    pub stage: crate::domain::Stage,
+    /// Its planning run, once the work run took its place.
+    pub plan_run_id: Option<i64>,
+    /// Times its plan was sent back.
+    pub plan_rounds: i64,
 }
 
 /// What a claim attempt found.

@@ -2,7 +2,7 @@
 //! issue state): bound and read as that text, on either backend. A stored
 //! spelling lab does not know is a decoding error, never a guess.
 
-use crate::domain::{IssueState, NotifyEvent, NotifyKind, Outcome, StopCause};
+use crate::domain::{IssueState, NotifyEvent, NotifyKind, Outcome, PlanState, Stage, StopCause};
 
 macro_rules! text_column {
     ($($t:ty),+) => {$(
@@ -43,4 +43,12 @@ macro_rules! text_column {
     )+};
 }
 
-text_column!(Outcome, IssueState, StopCause, NotifyKind, NotifyEvent);
+text_column!(
+    Outcome,
+    IssueState,
+    StopCause,
+    NotifyKind,
+    NotifyEvent,
+    Stage,
+    PlanState
+);

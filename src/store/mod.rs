@@ -15,6 +15,7 @@ mod issues;
 mod ledger;
 mod notify;
 mod outbox;
+mod plans;
 mod pulls;
 mod reads;
 mod repos;

@@ -425,6 +425,24 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
         ),
         (Method::PATCH, "/api/v1/repos/r".to_owned(), 403),
         (Method::GET, "/api/v1/knobs".to_owned(), 403),
+        // Its word never decides a plan, its issue's or another's, and it
+        // submits plans for itself only.
+        (
+            Method::POST,
+            format!("/api/v1/repos/r/issues/{n}/plan/approve"),
+            403,
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/repos/r/issues/{n}/plan/reject"),
+            403,
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/repos/r/issues/{n}/plans"),
+            403,
+        ),
+        (Method::POST, format!("/api/v1/runs/{}/plan", id + 1), 403),
     ] {
         let r = as_run
             .send(as_run.req(m.clone(), &path).json(&json!({})))

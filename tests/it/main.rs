@@ -44,6 +44,7 @@ mod once;
 mod openapi_doc;
 mod pages_input;
 mod passes;
+mod plans;
 mod pulls_merge;
 mod readopt;
 mod real_cli;

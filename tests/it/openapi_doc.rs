@@ -208,10 +208,15 @@ fn operations_that_reach_a_forge_document_its_failures() {
         // Merge and close act on the built-in tracker only: a forge's pull
         // request is refused (409) before its forge is asked.
         let builtin_only = path.ends_with("/merge") || path.ends_with("/close");
+        // An issue's plans are lab's own records; a forge that fails while
+        // an approved plan's work run starts ends that attempt (said on the
+        // claim), never the decision's answer.
+        let plans = path.ends_with("/plans") || path.contains("/plan/");
         let forge = (path.starts_with("/api/v1/repos/{id}/issues")
             || path.starts_with("/api/v1/repos/{id}/pulls")
             || path == "/api/v1/runs/{id}/pull")
-            && !(path.starts_with("/api/v1/repos/{id}/pulls/") && builtin_only);
+            && !(path.starts_with("/api/v1/repos/{id}/pulls/") && builtin_only)
+            && !plans;
         if !forge {
             continue;
         }

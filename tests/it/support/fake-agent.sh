@@ -15,7 +15,8 @@
 #                     start and a prompt, then a permission question once $REC/<id>/go-ask
 #                     exists, then a tool's end and the turn's once $REC/<id>/go-stop does
 # Without FAKE_EXIT or FAKE_RUN it runs until it is stopped.
-# An AFK run (LAB_ISSUE set) runs $REC/../afk.sh when the test wrote one.
+# An AFK run (LAB_ISSUE set) runs $REC/../afk.sh when the test wrote one (it sees
+# FAKE_PROMPT, the prompt).
 REC='@@REC@@'
 # Like the real CLIs: a version, and no work without a terminal.
 if [ "$1" = --version ]; then echo "0.0.1 (fake agent)"; exit 0; fi
@@ -51,6 +52,8 @@ export FAKE_SESSION_ID
 # Scripts the agent runs record beside it (its workspace's parent is lab's,
 # hidden by the sandbox).
 export FAKE_REC="$d"
+# And the prompt it was started with (its last argument), for AFK scripts.
+export FAKE_PROMPT="$prompt"
 
 num() { # num NAME: the digits after NAME= in the prompt, or nothing
   case "$prompt" in

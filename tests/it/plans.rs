@@ -1,0 +1,234 @@
+//! The plan phase (issue 28 §2), with a fake agent that plans: an issue
+//! whose `plan` is `on` gets a planning run on a read-only workspace; its
+//! plan waits for a person; a rejection sends the same session back with
+//! the reason, an approval starts the work run with the plan in its
+//! prompt. Rejections past `afk.max_plan_rounds` leave the issue to a
+//! person.
+
+use serde_json::{Value, json};
+
+use crate::afk::{afk_repo, behave, issue, outcome};
+use crate::afk_follow::STOP;
+use crate::on_both;
+use crate::support::{Backend, TestServer, wait};
+
+on_both!(
+    a_plan_is_rejected_then_approved_and_the_work_follows_it,
+    rejections_past_the_plan_rounds_need_a_person,
+);
+
+/// What the fake agent does: as a planning run, tries to write (and
+/// says whether it could), submits plan N (N: how many times it planned),
+/// records the prompt it got, and ends its turn; as the work run, tries to
+/// submit a plan too (refused), then commits and opens its pull request.
+fn planner() -> String {
+    format!(
+        r#"{STOP}
+if [ "$LAB_RUN_KIND" = plan ]; then
+  n=1; [ -e "$FAKE_REC/../planned-1" ] && n=2
+  touch "$FAKE_REC/../planned-$n"
+  printf '%s' "$FAKE_PROMPT" > "$FAKE_REC/../plan-prompt-$n.txt"
+  if touch wrote-in-plan 2>/dev/null; then echo yes > "$FAKE_REC/../plan-wrote.txt"; fi
+  printf 'Plan %s: change FIX.md and test it.\n' "$n" | labctl plan submit --file - \
+    > "$FAKE_REC/../submit-$n.txt" 2>&1 || exit 9
+  stop
+  while :; do sleep 1; done
+fi
+echo 'Not a plan' | labctl plan submit --file - > "$FAKE_REC/../work-submit.txt" 2>&1
+echo fixed > FIX.md && git add FIX.md \
+  && git -c user.name=a -c user.email=a@example.com commit -qm fix || exit 8
+labctl pr create --title Fix --body 'Resolves' || exit 7
+"#
+    )
+}
+
+async fn plans(s: &TestServer, n: i64) -> Value {
+    s.get(&format!("/api/v1/repos/r/issues/{n}/plans"))
+        .await
+        .ok()
+}
+
+/// Waits until plan `version` of issue `n` is proposed and its planning
+/// run was stopped for it (the claim waits for a decision).
+async fn waiting(s: &TestServer, n: i64, version: i64) -> Value {
+    wait::until(
+        format!("plan {version} of issue {n} to wait for a decision"),
+        wait::secs(30).every_ms(100),
+        async || {
+            let all = plans(s, n).await;
+            let last = all.as_array().and_then(|a| a.last()).cloned();
+            let run = s.get("/api/v1/runs?kind=plan").await.ok();
+            let stopped = run[0]["state"] == "stopped";
+            match last {
+                Some(p) if p["version"] == version && p["state"] == "proposed" && stopped => Ok(p),
+                _ => Err(json!({"plans": all, "runs": run})),
+            }
+        },
+    )
+    .await
+}
+
+fn record(s: &TestServer, name: &str) -> String {
+    std::fs::read_to_string(s.tmp().join("records").join(name)).unwrap_or_default()
+}
+
+async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
+    let s = TestServer::start(b).await;
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"knobs": {"plan": "on"}}))
+        .await
+        .ok();
+    behave(&s, &planner());
+    let n = issue(&s, "r", "Plan first").await;
+
+    let v1 = waiting(&s, n, 1).await;
+    assert_eq!(v1["text"], "Plan 1: change FIX.md and test it.", "{v1}");
+    let planning = s.get("/api/v1/runs?kind=plan").await.ok();
+    assert_eq!(planning.as_array().map(Vec::len), Some(1), "{planning}");
+    assert_eq!(planning[0]["kind"], "plan", "{planning}");
+    assert_eq!(planning[0]["stop_cause"], "planned", "{planning}");
+    assert!(
+        record(&s, "submit-1.txt").contains("submitted plan version 1"),
+        "{}",
+        record(&s, "submit-1.txt")
+    );
+    assert_eq!(planning[0]["sandboxed"], true, "{planning}");
+    assert_eq!(
+        record(&s, "plan-wrote.txt"),
+        "",
+        "the workspace is read-only"
+    );
+    let prompt = record(&s, "plan-prompt-1.txt");
+    assert!(
+        prompt.starts_with("You are a planning run of lab"),
+        "{prompt}"
+    );
+    // Nothing works on the issue until a person decides.
+    let afk_runs = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(afk_runs.as_array().map(Vec::len), Some(0), "{afk_runs}");
+    // The issue is told a version waits and where; never the plan's text.
+    let i = s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok();
+    let said = i["comments"].to_string();
+    assert!(
+        said.contains("plan version 1") && !said.contains("FIX.md"),
+        "{said}"
+    );
+
+    // Bad decisions are refused and change nothing.
+    let e = s
+        .post(
+            &format!("/api/v1/repos/r/issues/{n}/plan/reject"),
+            json!({"reason": "  "}),
+        )
+        .await
+        .expect(400);
+    assert!(e["error"]["message"].to_string().contains("reason"), "{e}");
+    s.post("/api/v1/repos/r/issues/999/plan/approve", json!({}))
+        .await
+        .expect(409);
+    assert_eq!(plans(&s, n).await[0]["state"], "proposed");
+
+    let rejected = s
+        .post(
+            &format!("/api/v1/repos/r/issues/{n}/plan/reject"),
+            json!({"reason": "Also update the docs"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (&rejected["state"], &rejected["by"]),
+        (&json!("rejected"), &json!("operator"))
+    );
+    // The same planning run goes on, told why.
+    let v2 = waiting(&s, n, 2).await;
+    assert_eq!(v2["text"], "Plan 2: change FIX.md and test it.", "{v2}");
+    let told = record(&s, "plan-prompt-2.txt");
+    assert!(
+        told.contains("plan version 1 was rejected by operator (plan round 2 of 3)")
+            && told.contains("Also update the docs"),
+        "{told}"
+    );
+    let planning = s.get("/api/v1/runs?kind=plan").await.ok();
+    assert_eq!(planning.as_array().map(Vec::len), Some(1), "{planning}");
+
+    let approved = s
+        .post(
+            &format!("/api/v1/repos/r/issues/{n}/plan/approve"),
+            json!({}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(approved["version"], 2, "{approved}");
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    let work = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(work.as_array().map(Vec::len), Some(1), "{work}");
+    let prompt = work[0]["prompt"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        prompt
+            .contains("Follow the plan approved for this issue (version 2, approved by operator)")
+            && prompt.contains("Plan 2: change FIX.md"),
+        "{prompt}"
+    );
+    // The work run's token cannot submit a plan.
+    assert!(
+        record(&s, "work-submit.txt").contains("not a live planning run"),
+        "{}",
+        record(&s, "work-submit.txt")
+    );
+    let all = plans(&s, n).await;
+    let states: Vec<(&Value, &Value, &Value)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (&p["version"], &p["state"], &p["by"]))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (&json!(1), &json!("rejected"), &json!("operator")),
+            (&json!(2), &json!("approved"), &json!("operator"))
+        ]
+    );
+    assert_eq!(all[0]["reason"], "Also update the docs");
+    s.stop().await;
+}
+
+async fn rejections_past_the_plan_rounds_need_a_person(b: Backend) {
+    let s = TestServer::start(b).await;
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/settings", json!({"afk": {"max_plan_rounds": 1}}))
+        .await
+        .expect(200);
+    behave(&s, &planner());
+    // The issue asks for a plan: an issue may raise its repo's oversight.
+    let n = s
+        .post(
+            "/api/v1/repos/r/issues",
+            json!({"title": "Plan", "body": "please", "labels": ["ready-for-agent"],
+                   "knobs": {"plan": "on"}}),
+        )
+        .await
+        .expect(201)["number"]
+        .as_i64()
+        .unwrap();
+    waiting(&s, n, 1).await;
+    s.post(
+        &format!("/api/v1/repos/r/issues/{n}/plan/reject"),
+        json!({"reason": "Wrong approach"}),
+    )
+    .await
+    .expect(200);
+    let c = outcome(&s, "r", n, 30).await;
+    assert_eq!(c["outcome"], "needs-human", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("plan rejected: Wrong approach"),
+        "{c}"
+    );
+    let work = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(work.as_array().map(Vec::len), Some(0), "{work}");
+    s.stop().await;
+}
