@@ -15,13 +15,18 @@ use super::forms::{Form, FormErrors};
 use super::issues_page::issue_error_page;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
+use crate::domain::Stage;
 use crate::domain::{IssueState, Outcome, Usage, compact_cost, compact_tokens, rfc3339};
 use crate::issues::{Issue, IssueSource};
 use crate::repo::Repo;
 use crate::service::issues::IssueError;
-use crate::service::{ServiceError, ServiceResult, issues};
+use crate::service::{ServiceError, ServiceResult, issues, plans};
 use crate::state::AppState;
 use crate::store::{Claim, RepoKey};
+
+/// Who decides a plan from the pages (a person signed in with the admin
+/// token).
+const OPERATOR: &str = "operator";
 
 /// One AFK run of the issue, as its page lists it.
 pub struct Attempt {
@@ -31,7 +36,10 @@ pub struct Attempt {
     /// Rounds its run had on its pull request.
     pub rounds: i64,
     pub run_id: Option<i64>,
-    /// The outcome, or `live` while the run works.
+    /// Its planning run, once its work run took over (issue 28 §2).
+    pub plan_run: Option<i64>,
+    /// The outcome; while it lives, the stage: `planning`, `plan-review`
+    /// or `live` (at work).
     pub outcome: String,
     pub detail: String,
     pub cost: String,
@@ -47,7 +55,12 @@ fn attempt(c: Claim, usage: Option<Usage>) -> Attempt {
         attempt: c.attempt,
         rounds: c.rounds,
         run_id: c.run_id,
-        outcome: outcome_text(c.active, c.outcome),
+        plan_run: c.plan_run_id,
+        outcome: match (c.active, c.stage) {
+            (true, Stage::Plan) => "planning".to_owned(),
+            (true, Stage::PlanReview) => "plan-review".to_owned(),
+            _ => outcome_text(c.active, c.outcome),
+        },
         detail: first_line(c.detail.as_deref()),
         cost,
         tokens,
@@ -104,6 +117,34 @@ struct IssuePage {
     start_link: String,
     /// Its directives (issue 27) and what its AFK run gets.
     knobs: super::issue_knobs::IssueKnobs,
+    /// Its plans by version (issue 28 §2), and whether one waits for a
+    /// decision here.
+    plans: Vec<PlanView>,
+    deciding: bool,
+}
+
+/// One version of the issue's plan, as its page shows it.
+pub struct PlanView {
+    pub version: i64,
+    pub state: &'static str,
+    pub by: String,
+    pub at: String,
+    pub reason: Option<String>,
+    /// The planning run's words (escaped by the template).
+    pub text: String,
+}
+
+impl From<crate::domain::Plan> for PlanView {
+    fn from(p: crate::domain::Plan) -> PlanView {
+        PlanView {
+            version: p.version,
+            state: p.state.as_str(),
+            by: p.by(),
+            at: short_time(p.at()),
+            reason: p.reason.clone(),
+            text: p.text,
+        }
+    }
 }
 
 /// The most characters of an issue's body a manual run's prompt carries;
@@ -197,6 +238,13 @@ async fn render(
         Err(e) => return issue_error_page(e.into()),
     };
     let claimed = attempts.iter().any(|(c, _)| c.active);
+    let deciding = attempts
+        .iter()
+        .any(|(c, _)| c.active && c.stage == Stage::PlanReview);
+    let plans = match app.store.plans_of_issue(repo.id, n).await {
+        Ok(p) => p.into_iter().map(PlanView::from).collect(),
+        Err(e) => return super::internal(e),
+    };
     let knobs = super::issue_knobs::view(
         &repo,
         &global,
@@ -229,6 +277,8 @@ async fn render(
             repo: repo.name,
             issue,
             knobs,
+            plans,
+            deciding,
         },
     )
 }
@@ -241,6 +291,8 @@ enum Act {
     Ready,
     NotReady,
     Knobs,
+    ApprovePlan,
+    RejectPlan,
 }
 
 impl Act {
@@ -251,6 +303,8 @@ impl Act {
             "ready" => Act::Ready,
             "not-ready" => Act::NotReady,
             "knobs" => Act::Knobs,
+            "plan-approve" => Act::ApprovePlan,
+            "plan-reject" => Act::RejectPlan,
             _ => return None,
         })
     }
@@ -269,13 +323,27 @@ async fn act(
     let Some(act) = Act::parse(&act) else {
         return Page::error(
             StatusCode::NOT_FOUND,
-            "An issue takes close, reopen, ready, not-ready or knobs.",
+            "An issue takes close, reopen, ready, not-ready, knobs, plan-approve or plan-reject.",
         );
     };
     let (n, repo, source) = match issue_of(&app, &name, &n).await {
         Ok(x) => x,
         Err(e) => return super::service_error(e),
     };
+    if let Act::ApprovePlan | Act::RejectPlan = act {
+        let id = repo.id.to_string();
+        let decided = match act {
+            Act::ApprovePlan => plans::approve(&app.scheduler, &id, n, OPERATOR).await,
+            _ => {
+                let reason = form.get("reason").unwrap_or_default();
+                plans::reject(&app.scheduler, &id, n, OPERATOR, reason).await
+            }
+        };
+        return match decided {
+            Ok(_) => Redirect::to(&format!("/repos/{}/issues/{n}", repo.name)).into_response(),
+            Err(e) => super::service_error(e),
+        };
+    }
     let source = source.as_ref();
     if let Act::Knobs = act {
         let input = super::issue_knobs::input(&form);
@@ -300,7 +368,7 @@ async fn act(
         Act::Reopen => issues::set_open(source, n, true).await,
         Act::Ready => issues::set_ready(&repo, source, n, true).await,
         Act::NotReady => issues::set_ready(&repo, source, n, false).await,
-        Act::Knobs => unreachable!("handled above"),
+        Act::Knobs | Act::ApprovePlan | Act::RejectPlan => unreachable!("handled above"),
     };
     match done {
         Ok(_) => Redirect::to(&format!("/repos/{}/issues/{n}", repo.name)).into_response(),

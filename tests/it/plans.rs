@@ -5,6 +5,7 @@
 //! prompt. Rejections past `afk.max_plan_rounds` leave the issue to a
 //! person.
 
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::afk::{afk_repo, behave, issue, outcome};
@@ -151,14 +152,35 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
     let planning = s.get("/api/v1/runs?kind=plan").await.ok();
     assert_eq!(planning.as_array().map(Vec::len), Some(1), "{planning}");
 
-    let approved = s
-        .post(
-            &format!("/api/v1/repos/r/issues/{n}/plan/approve"),
-            json!({}),
-        )
+    // The issue's page shows both versions, and a person approves the one
+    // waiting there.
+    let cookie = crate::pages_input::session(&s).await;
+    let path = format!("/repos/r/issues/{n}");
+    let page = crate::pages_input::visit(&s, &cookie, Method::GET, &path)
         .await
-        .expect(200);
-    assert_eq!(approved["version"], 2, "{approved}");
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("id=\"plan-1\"")
+            && page.contains("Also update the docs")
+            && page.contains("Plan 2: change FIX.md")
+            && page.contains("id=\"plan-approve\""),
+        "{page}"
+    );
+    let csrf = crate::pages_input::csrf_of(&page);
+    let r = crate::pages_input::client()
+        .post(format!("{}{path}/plan-approve", s.url))
+        .header(reqwest::header::COOKIE, &cookie)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(format!("csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
     let c = outcome(&s, "r", n, 60).await;
     assert_eq!(c["outcome"], "pr-green", "{c}");
     let work = s.get("/api/v1/runs?kind=afk").await.ok();
