@@ -24,6 +24,26 @@ pub struct Receipt {
     /// with when (ms).
     pub steps: Vec<(i64, Step)>,
     pub scope: ScopeCheck,
+    /// The plans of its claim (issue 28 §2), by version: none without a
+    /// plan phase.
+    pub plans: Vec<crate::domain::Plan>,
+}
+
+impl Receipt {
+    /// The plan the work followed: the approved version.
+    pub fn approved_plan(&self) -> Option<&crate::domain::Plan> {
+        self.plans
+            .iter()
+            .find(|p| p.state == crate::domain::PlanState::Approved)
+    }
+
+    /// How many versions were rejected before it.
+    pub fn rejected_plans(&self) -> usize {
+        self.plans
+            .iter()
+            .filter(|p| p.state == crate::domain::PlanState::Rejected)
+            .count()
+    }
 }
 
 /// The run's scope, checked on its branch now.
@@ -80,11 +100,13 @@ pub async fn of_run(runner: &Runner, id: i64) -> Result<Receipt, ReceiptError> {
     };
     let steps = store.claim_steps(claim.id).await?;
     let scope = scope_now(runner, &run).await;
+    let plans = store.plans_of_claim(claim.id).await?;
     Ok(Receipt {
         run,
         claim,
         steps,
         scope,
+        plans,
     })
 }
 
@@ -142,6 +164,19 @@ impl Receipt {
                 k.key,
                 k.value.shown(),
                 k.source.as_str()
+            ));
+        }
+        if let Some(p) = self.approved_plan() {
+            // Who approved which version, never the plan's text: it is the
+            // planning run's words.
+            lines.push(format!(
+                "- **Plan** version {} approved by {}{}",
+                p.version,
+                p.by().replace('`', "'"),
+                match self.rejected_plans() {
+                    0 => String::new(),
+                    n => format!(" after {n} rejected version(s)"),
+                }
             ));
         }
         lines.push(match &self.scope {

@@ -44,6 +44,8 @@ pub struct ReceiptBody {
     pub checks: Vec<ReceiptCheck>,
     /// The run's scope, checked now on its branch as lab's repo holds it.
     pub scope: ScopeBody,
+    /// The plan its work followed, when its issue was planned first.
+    pub plan: Option<ReceiptPlan>,
     /// Which attempt at the issue it is.
     pub attempt: i64,
     /// Tokens and cost, from its CLI's transcript.
@@ -52,6 +54,16 @@ pub struct ReceiptBody {
     pub outcome: Option<Outcome>,
     /// What lab said of the outcome on the issue.
     pub outcome_detail: Option<String>,
+}
+
+/// The approved plan behind a run's work: its version, who approved it,
+/// and how many versions were rejected before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReceiptPlan {
+    pub version: i64,
+    pub approved_by: String,
+    pub approved_at: String,
+    pub rejected_versions: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -96,11 +108,18 @@ pub struct ScopeBody {
 
 impl From<Receipt> for ReceiptBody {
     fn from(r: Receipt) -> Self {
+        let plan = r.approved_plan().map(|p| ReceiptPlan {
+            version: p.version,
+            approved_by: p.by(),
+            approved_at: rfc3339(p.at()),
+            rejected_versions: r.rejected_plans() as u64,
+        });
         let Receipt {
             run,
             claim,
             steps,
             scope,
+            plans: _,
         } = r;
         let mut rounds = vec![ReceiptRound {
             round: 1,
@@ -155,6 +174,7 @@ impl From<Receipt> for ReceiptBody {
                 state: scope.state().to_owned(),
                 outside,
             },
+            plan,
             attempt: claim.attempt,
             usage: run.usage.as_ref().map(UsageBody::from),
             outcome: claim.outcome,

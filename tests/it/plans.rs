@@ -213,6 +213,12 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
         ]
     );
     assert_eq!(all[0]["reason"], "Also update the docs");
+    // The receipt says which version the work followed and who approved it.
+    let id = work[0]["id"].as_i64().unwrap();
+    let receipt = s.get(&format!("/api/v1/runs/{id}/receipt")).await.ok();
+    assert_eq!(receipt["plan"]["version"], 2, "{receipt}");
+    assert_eq!(receipt["plan"]["approved_by"], "operator", "{receipt}");
+    assert_eq!(receipt["plan"]["rejected_versions"], 1, "{receipt}");
     s.stop().await;
 }
 
