@@ -30,6 +30,7 @@ pub enum PlanCommand {
     },
     /// List an issue's plans, by version.
     List {
+        /// The issue's number.
         issue: i64,
         #[command(flatten)]
         repo: RepoArg,
@@ -39,6 +40,7 @@ pub enum PlanCommand {
     },
     /// Approve the plan waiting for a decision: the work run starts with it.
     Approve {
+        /// The issue's number.
         issue: i64,
         #[command(flatten)]
         repo: RepoArg,
@@ -48,6 +50,7 @@ pub enum PlanCommand {
     },
     /// Reject the plan waiting for a decision; the planning run is told why.
     Reject {
+        /// The issue's number.
         issue: i64,
         /// Why (the planning run reads it).
         #[arg(long)]
