@@ -54,6 +54,7 @@ impl From<Plan> for PlanBody {
 #[serde(deny_unknown_fields)]
 pub struct SubmitPlanBody {
     /// The plan, at most 64 KiB.
+    #[schema(schema_with = super::schema::plan_text)]
     pub text: String,
 }
 
@@ -61,6 +62,7 @@ pub struct SubmitPlanBody {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectPlanBody {
+    #[schema(schema_with = super::schema::plan_reason)]
     pub reason: String,
 }
 

@@ -481,3 +481,26 @@ pub fn notification_token() -> ObjectBuilder {
              Absent keeps the stored token of a redacted URL; `null` or `\"\"` removes it.",
         ))
 }
+
+/// Text with something other than blanks in it, of at most `max`
+/// characters (the server trims it and refuses it blank).
+fn not_blank(max: usize, what: &str) -> ObjectBuilder {
+    matching(false, r"\S", max, what)
+}
+
+/// A plan as a planning run submits it: at most 64 KiB, so 16 384
+/// characters of any width.
+pub fn plan_text() -> ObjectBuilder {
+    not_blank(
+        crate::domain::MAX_PLAN_BYTES / 4,
+        "The plan: not blank, at most 64 KiB.",
+    )
+}
+
+/// Why a plan is rejected: what the planning run is told.
+pub fn plan_reason() -> ObjectBuilder {
+    not_blank(
+        crate::knob::MAX_TEXT,
+        "Why: not blank, at most 2000 characters.",
+    )
+}
