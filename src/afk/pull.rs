@@ -244,6 +244,14 @@ async fn open_now(
     title: String,
     body: String,
 ) -> Result<PullRequest, PullError> {
+    if run.kind != crate::domain::RunKind::Afk {
+        // A planning or review run's word never opens a pull request: its
+        // issue's work waits for a decision on the plan.
+        return Err(PullError::Conflict(format!(
+            "run {} is a {} run: only an AFK work run opens a pull request",
+            run.id, run.kind
+        )));
+    }
     let runner = &afk.runner;
     let store = &runner.store();
     let repo_id = run.repo_id.ok_or_else(|| {

@@ -32,6 +32,7 @@ if [ "$LAB_RUN_KIND" = plan ]; then
   if touch wrote-in-plan 2>/dev/null; then echo yes > "$FAKE_REC/../plan-wrote.txt"; fi
   printf 'Plan %s: change FIX.md and test it.\n' "$n" | labctl plan submit --file - \
     > "$FAKE_REC/../submit-$n.txt" 2>&1 || exit 9
+  labctl pr create --title Early --body no > "$FAKE_REC/../plan-pr.txt" 2>&1
   stop
   while :; do sleep 1; done
 fi
@@ -98,6 +99,11 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
         record(&s, "plan-wrote.txt"),
         "",
         "the workspace is read-only"
+    );
+    assert!(
+        record(&s, "plan-pr.txt").contains("only an AFK work run opens a pull request"),
+        "{}",
+        record(&s, "plan-pr.txt")
     );
     let prompt = record(&s, "plan-prompt-1.txt");
     assert!(
