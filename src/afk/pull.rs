@@ -244,11 +244,14 @@ async fn open_now(
     title: String,
     body: String,
 ) -> Result<PullRequest, PullError> {
-    if run.kind != crate::domain::RunKind::Afk {
+    if matches!(
+        run.kind,
+        crate::domain::RunKind::Plan | crate::domain::RunKind::Review
+    ) {
         // A planning or review run's word never opens a pull request: its
-        // issue's work waits for a decision on the plan.
+        // issue's work waits for a decision on the plan or the verdict.
         return Err(PullError::Conflict(format!(
-            "run {} is a {} run: only an AFK work run opens a pull request",
+            "run {} is a {} run: only a work run (AFK or manual) opens a pull request",
             run.id, run.kind
         )));
     }

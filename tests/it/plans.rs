@@ -101,7 +101,7 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
         "the workspace is read-only"
     );
     assert!(
-        record(&s, "plan-pr.txt").contains("only an AFK work run opens a pull request"),
+        record(&s, "plan-pr.txt").contains("only a work run (AFK or manual) opens a pull request"),
         "{}",
         record(&s, "plan-pr.txt")
     );
