@@ -49,6 +49,13 @@ pub(super) struct ClaimState {
     pub receipt_sent: Option<(String, String)>,
     /// Its planning run was told once that its turn ended without a plan.
     pub plan_nudged: bool,
+    /// Its review run was told once that its turn ended without a verdict.
+    pub review_nudged: bool,
+    /// How many verdicts its review run submitted that lab refused (one
+    /// retry, then the issue needs a person).
+    pub review_refused: u32,
+    /// When its forge issue was last read for `/lab approve|reject`.
+    pub commands_read: Option<Instant>,
     /// Its outcome is recorded: nothing of its following counts any more
     /// (its limit wait is not another run's word on its provider).
     pub judged: bool,

@@ -20,6 +20,11 @@ pub(super) struct Feedback {
     pub text: String,
 }
 
+/// What every forge comment of lab's that is not for the agent carries (a
+/// review verdict lab posts): never read back as feedback, whoever's
+/// account lab uses.
+pub(super) const LAB_MARK: &str = "<!-- lab: not feedback -->";
+
 /// The reviews and comments not answered yet. People's words only: not
 /// those of lab's own account (who opened the pull request) unless that
 /// account is the operator's own (`own_is_a_person`), whose comments are a
@@ -36,6 +41,7 @@ pub(super) fn feedback(
         .iter()
         .filter(|r| {
             others(&r.author)
+                && !r.body.contains(LAB_MARK)
                 && !r.dismissed
                 && (r.changes_requested
                     || (r.commented && !r.body.trim().is_empty())
@@ -49,7 +55,7 @@ pub(super) fn feedback(
     let comments = s
         .comments
         .iter()
-        .filter(|c| others(&c.author) && !c.body.trim().is_empty())
+        .filter(|c| others(&c.author) && !c.body.trim().is_empty() && !c.body.contains(LAB_MARK))
         .map(|c| {
             let at = match (&c.path, c.line) {
                 (Some(p), Some(l)) => format!(" on {p}:{l}"),
@@ -174,6 +180,18 @@ mod tests {
         // The operator's own account: its comments are a person's.
         let f = feedback(&s, &HashSet::new(), true);
         assert!(f.iter().any(|f| f.key == "comment:7"));
+        // Except lab's own verdict comments, whoever's account posts them.
+        let mut s = status();
+        s.comments[0].body = format!("{LAB_MARK}\nlab's review run 3 approved 0123");
+        s.reviews[1].body = format!("{LAB_MARK}\nverdict");
+        s.reviews[1].commented = true;
+        let f = feedback(&s, &HashSet::new(), true);
+        assert!(
+            !f.iter()
+                .any(|f| f.key == "comment:7" || f.key == "review:2"),
+            "{:?}",
+            f.iter().map(|f| &f.key).collect::<Vec<_>>()
+        );
     }
 
     #[test]

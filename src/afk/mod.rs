@@ -26,6 +26,7 @@ mod problems;
 pub mod prompt;
 pub mod pull;
 pub mod receipt;
+pub mod review;
 pub mod scope;
 mod ticks;
 mod wakes;
@@ -533,6 +534,7 @@ impl Scheduler {
                 afk_claim: Some(claim),
                 issue_layer: layer.cloned(),
                 knobs,
+                start_at: None,
                 issue: Some(RunIssue {
                     number: issue.number,
                     title: issue.title.clone(),

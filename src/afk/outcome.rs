@@ -78,14 +78,29 @@ impl Scheduler {
                 Err(StoreError::NotFound) => None,
                 Err(e) => return Err(e),
             };
+            if claim.stage == crate::domain::Stage::Review {
+                // Its green pull request's review run judges it.
+                self.settle_review(&claim, &run, &settings, repo.as_ref())
+                    .await?;
+                *pace = pace.and(Pace::Follow);
+                continue;
+            }
             if claim.stage != crate::domain::Stage::Work {
                 // Before the work: its planning run, or its plan waiting.
                 self.settle_plan(&claim, &run, &settings, repo.as_ref())
                     .await?;
                 // A plan waiting for a person wakes the loop by its
-                // decision (a claims write); a planning run is followed.
+                // decision (a claims write), or on a forge, by a comment
+                // read on a clock; a planning run is followed.
                 if claim.stage == crate::domain::Stage::Plan {
                     *pace = pace.and(Pace::Follow);
+                } else if let Some(repo) = repo.as_ref()
+                    && repo.issues.source != SourceKind::Builtin
+                {
+                    self.plan_commands(&claim, repo).await?;
+                    *pace = pace.and(Pace::Watch {
+                        until_ms: Some(now_ms() + super::plan::COMMAND_READ.as_millis() as i64),
+                    });
                 }
                 continue;
             }
@@ -164,9 +179,6 @@ impl Scheduler {
                 *pace = pace.and(Pace::Follow);
                 continue;
             }
-            // Judged now: nothing of its following counts any more (its
-            // state goes once its issue is told).
-            self.claims.with(claim.id, |c| c.judged = true);
             // The claim as it is now (its checks may have been noted since
             // it was read).
             let claim = store.claim_of_run(run_id).await?.unwrap_or(claim);
@@ -179,6 +191,18 @@ impl Scheduler {
                 scope.as_ref(),
                 &self.runner.cfg().lab_url,
             );
+            // Green, and its knobs ask for a review first (issue 28 §3).
+            if outcome == Outcome::PrGreen
+                && let Some(repo) = repo.as_ref()
+                && self.review_due(&claim, &run).await?
+            {
+                self.begin_review(&claim, &run, repo).await?;
+                *pace = pace.and(Pace::Follow);
+                continue;
+            }
+            // Judged now: nothing of its following counts any more (its
+            // state goes once its issue is told).
+            self.claims.with(claim.id, |c| c.judged = true);
             // A CLI that exits as soon as it starts: lab checks it, and only
             // its check makes the ending the CLI's fault.
             if outcome == Outcome::Failed
@@ -222,6 +246,20 @@ impl Scheduler {
     /// when the source fails (the issue stays blocked meanwhile).
     async fn tell_issue(&self, claim: &Claim) {
         let store = &self.runner.store();
+        // A review run still live when its claim was judged (its verdict
+        // refused twice, lab stopped meanwhile) ends with it.
+        if let Some(review) = claim.review_run_id
+            && store.run(review).await.is_ok_and(|r| r.state.is_active())
+        {
+            let _ = self
+                .runner
+                .stop(
+                    review,
+                    StopCause::Reviewed,
+                    "its issue's outcome is recorded",
+                )
+                .await;
+        }
         let waiting = self.claims.peek(claim.id, |c| c.tell_retry).flatten();
         if waiting.is_some_and(|at| Instant::now() < at) {
             return;

@@ -50,6 +50,36 @@ pub fn wanted(knobs: &[crate::knob::Resolved]) -> bool {
 
 use crate::knob::Knob;
 
+/// How often a forge issue whose plan waits is read for commands.
+pub(super) const COMMAND_READ: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A plan command in a forge comment: its first line, `/lab approve` or
+/// `/lab reject <reason>` (the reason may go on over the next lines).
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    Approve,
+    Reject(String),
+}
+
+impl Command {
+    fn parse(body: &str) -> Option<Command> {
+        let body = body.trim_start();
+        let first = body.lines().next()?.trim();
+        let rest = first
+            .strip_prefix("/lab")
+            .filter(|r| r.starts_with(char::is_whitespace))?;
+        let mut words = rest.split_whitespace();
+        match words.next()? {
+            "approve" if words.next().is_none() => Some(Command::Approve),
+            "reject" => {
+                let after = body.split_once("reject").map_or("", |(_, r)| r).trim();
+                Some(Command::Reject(after.to_owned()))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Scheduler {
     /// What a settle does with a claim before its work: a live planning run
     /// whose turn ended is stopped once it submitted a plan (told once if
@@ -166,6 +196,92 @@ impl Scheduler {
             .await
         {
             tracing::warn!(claim = claim.id, error = %e, "could not tell the issue about its plan");
+        }
+        Ok(())
+    }
+
+    /// A forge issue whose plan waits: a `/lab approve` or `/lab reject
+    /// <reason>` comment posted since the plan, by an account that may
+    /// write to the repo, decides it (the oldest such comment; read at
+    /// most every [`COMMAND_READ`]). The comments are people's words; only
+    /// a writer's command is acted on, and its reason goes to the planning
+    /// run fenced as data.
+    pub(super) async fn plan_commands(&self, claim: &Claim, repo: &Repo) -> Result<(), StoreError> {
+        if claim.stage != Stage::PlanReview
+            || repo.issues.source == crate::repo::issue_source::SourceKind::Builtin
+        {
+            return Ok(());
+        }
+        let due = self.claims.with(claim.id, |c| match c.commands_read {
+            Some(at) if at.elapsed() < COMMAND_READ => false,
+            _ => {
+                c.commands_read = Some(std::time::Instant::now());
+                true
+            }
+        });
+        if !due {
+            return Ok(());
+        }
+        let Some(plan) = self
+            .runner
+            .store()
+            .plans_of_claim(claim.id)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|p| p.state == PlanState::Proposed)
+        else {
+            return Ok(());
+        };
+        let source = self.sources.of(repo);
+        let issue = match source.issue(claim.issue_number).await {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::warn!(claim = claim.id, error = %e, "could not read the issue's comments");
+                return Ok(());
+            }
+        };
+        for c in &issue.comments {
+            let posted = humantime::parse_rfc3339_weak(&c.created_at)
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as i64);
+            if posted.is_none_or(|at| at < plan.created_at) {
+                continue;
+            }
+            let Some(command) = Command::parse(&c.body) else {
+                continue;
+            };
+            match source.may_write(&c.author).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::warn!(claim = claim.id, error = %e, "could not read a commenter's access");
+                    return Ok(());
+                }
+            }
+            let decided = match command {
+                Command::Approve => self
+                    .approve_plan(repo, claim.issue_number, &c.author)
+                    .await
+                    .map(|_| ()),
+                Command::Reject(reason) => self
+                    .reject_plan(repo, claim.issue_number, &c.author, &reason)
+                    .await
+                    .map(|_| ()),
+            };
+            match decided {
+                Ok(()) => {
+                    tracing::info!(claim = claim.id, by = %c.author, "a forge comment decided the plan");
+                    return Ok(());
+                }
+                Err(PlanError::Store(e)) => return Err(e),
+                // A reject without a reason, or decided meanwhile: the next
+                // command is read.
+                Err(e) => {
+                    tracing::info!(claim = claim.id, error = %e, "a plan command was refused")
+                }
+            }
         }
         Ok(())
     }
@@ -335,7 +451,7 @@ impl Scheduler {
         }
         let text = prompt::plan_rejected(plan.version, by, reason, round, max);
         let run_id = claim.run_id.unwrap_or(plan.run_id);
-        match self.runner.resume_plan(run_id, text).await {
+        match self.runner.resume_stopped(run_id, text).await {
             Ok(r) if r.state.is_active() => {}
             Ok(r) => {
                 let why = format!(
@@ -380,5 +496,31 @@ impl Scheduler {
         )
         .await
         .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Command;
+
+    #[test]
+    fn a_command_is_the_first_line_of_a_comment() {
+        assert_eq!(Command::parse("/lab approve"), Some(Command::Approve));
+        assert_eq!(
+            Command::parse("  /lab approve  \nthanks"),
+            Some(Command::Approve)
+        );
+        assert_eq!(
+            Command::parse("/lab reject Also the docs.\nAnd tests."),
+            Some(Command::Reject("Also the docs.\nAnd tests.".into()))
+        );
+        assert_eq!(
+            Command::parse("/lab reject"),
+            Some(Command::Reject(String::new()))
+        );
+        assert_eq!(Command::parse("/lab approve it all"), None);
+        assert_eq!(Command::parse("I think /lab approve"), None);
+        assert_eq!(Command::parse("/labapprove"), None);
+        assert_eq!(Command::parse(""), None);
     }
 }

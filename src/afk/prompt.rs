@@ -89,6 +89,107 @@ pub fn with_plan(prompt: String, plan: &crate::domain::Plan) -> String {
     )
 }
 
+/// What a review run is given (issue 28 §3). Every text but lab's own
+/// (the plan, the diff, the check's output) is another run's bytes, fenced
+/// as data.
+pub struct ReviewBrief<'a> {
+    pub issue: &'a Issue,
+    pub plan: Option<&'a crate::domain::Plan>,
+    /// The pull request's base and head commits.
+    pub base: &'a str,
+    pub head: &'a str,
+    /// The diff as text (possibly cut short: `diff_cut`).
+    pub diff: &'a str,
+    pub diff_cut: bool,
+    /// What the checks said (lab's words: `passed`, `no checks`).
+    pub checks: &'a str,
+    /// This review's round of the pull request and the most there may be.
+    pub round: i64,
+    pub max: i64,
+}
+
+/// The first message of a review run: read the change, judge it, submit
+/// a verdict; the knobs' review fragments after it.
+pub fn review(b: &ReviewBrief<'_>, knobs: &[crate::knob::Resolved]) -> String {
+    let short = |c: &str| c.chars().take(12).collect::<String>();
+    let mut text = format!(
+        "You are a review run of lab, with nobody watching. Review one pull request that \
+         resolves issue #{n}: {title}. Do not change any file (this checkout is read-only); it \
+         holds the pull request's head, {head}, and the base is {base} (`git diff {base}..{head}` \
+         shows the change).\n\
+         \n\
+         1. Read the issue: `labctl issue view {n}`\n\
+         2. Read the change below and the code around it. Its checks: {checks}. This is review \
+            round {round} of at most {max}.\n\
+         3. Judge whether the change resolves the issue{plan_too}, correctly and within its \
+            scope. Write your verdict as JSON to a file under /tmp and submit it:\n   \
+            `labctl review submit --file /tmp/verdict.json`\n   \
+            {{\"verdict\": \"approved\" | \"changes_requested\", \"summary\": \"...\", \
+            \"findings\": [{{\"path\": \"src/x.rs\", \"line\": 12, \"severity\": \"blocking\" | \
+            \"advisory\", \"message\": \"...\"}}]}}\n   \
+            A blocking finding is one that must change before a person merges: \
+            `changes_requested` names at least one, `approved` none. A verdict lab cannot \
+            accept is refused with the reason: fix it and submit once more.\n\
+         4. Then end your turn.",
+        n = b.issue.number,
+        title = b.issue.title.lines().next().unwrap_or(""),
+        head = short(b.head),
+        base = short(b.base),
+        checks = b.checks,
+        round = b.round,
+        max = b.max,
+        plan_too = if b.plan.is_some() {
+            " and follows the approved plan"
+        } else {
+            ""
+        },
+    );
+    if let Some(p) = b.plan {
+        text.push_str(&format!(
+            "\n\nThe plan approved for this issue (version {}):\n\n{}",
+            p.version,
+            crate::knob::untrusted("The plan", &p.text)
+        ));
+    }
+    let cut = if b.diff_cut {
+        " (cut short: read the rest with git diff)"
+    } else {
+        ""
+    };
+    text.push_str(&format!(
+        "\n\nThe change{cut}:\n\n{}",
+        crate::knob::untrusted("The diff", b.diff)
+    ));
+    match crate::knob::prompt_block(crate::knob::Phase::Review, knobs) {
+        Some(block) => format!("{text}\n\n{block}"),
+        None => text,
+    }
+}
+
+/// What a review run that ended its turn without a verdict is told, once.
+pub const REVIEW_MISSING: &str = "lab: your turn ended without a verdict. Submit it with \
+     `labctl review submit --file /tmp/verdict.json`, then end your turn.";
+
+/// The round a review's blocking findings start in the implementer's
+/// session: the reviewer's words, fenced as data, then what to do.
+pub fn review_round(review: &crate::domain::Review, round: i64, max: i64) -> String {
+    let short: String = review.head.chars().take(12).collect();
+    let mut findings = String::new();
+    for f in &review.findings {
+        findings.push_str(&format!(
+            "- [{}] {}:{}: {}\n",
+            f.severity, f.path, f.line, f.message
+        ));
+    }
+    format!(
+        "lab: your pull request needs another round (round {round} of {max}). A review of \
+         {short} asked for changes.\n\n{}\n\n{}\n\nFix every blocking finding, commit on \
+         this branch, and end your turn; lab runs the checks and the review again.",
+        crate::knob::untrusted("The review's summary", &review.summary),
+        crate::knob::untrusted("The findings", findings.trim_end())
+    )
+}
+
 /// Why a pull request needs another round.
 pub struct Round<'a> {
     /// The head the checks and reviews are about.

@@ -27,6 +27,8 @@ pub struct Receipt {
     /// The plans of its claim (issue 28 §2), by version: none without a
     /// plan phase.
     pub plans: Vec<crate::domain::Plan>,
+    /// The verdicts of its review runs (issue 28 §3), oldest first.
+    pub reviews: Vec<crate::domain::Review>,
 }
 
 impl Receipt {
@@ -101,12 +103,14 @@ pub async fn of_run(runner: &Runner, id: i64) -> Result<Receipt, ReceiptError> {
     let steps = store.claim_steps(claim.id).await?;
     let scope = scope_now(runner, &run).await;
     let plans = store.plans_of_claim(claim.id).await?;
+    let reviews = store.reviews_of_claim(claim.id).await?;
     Ok(Receipt {
         run,
         claim,
         steps,
         scope,
         plans,
+        reviews,
     })
 }
 
@@ -219,6 +223,17 @@ impl Receipt {
                     c.duration_ms as f64 / 1000.0
                 )),
             }
+        }
+        for r in &self.reviews {
+            // The verdict and its counts, never the reviewer's words.
+            let blocking = r.blocking().count();
+            lines.push(format!(
+                "- **Review** of round {} by run {}: {} ({blocking} blocking, {} advisory)",
+                r.round,
+                r.run_id,
+                r.verdict,
+                r.findings.len() - blocking
+            ));
         }
         if let Some(o) = self.claim.outcome {
             lines.push(format!("- **Outcome** {o}"));

@@ -13,6 +13,7 @@ mod plans;
 mod pulls;
 mod repos;
 mod resume;
+mod reviews;
 #[cfg(test)]
 mod round_trip;
 mod runs;
@@ -166,6 +167,10 @@ enum Command {
     /// reject an issue's.
     #[command(subcommand)]
     Plan(plans::PlanCommand),
+    /// Reviews of AFK pull requests: submit this review run's verdict; list
+    /// an issue's.
+    #[command(subcommand)]
+    Review(reviews::ReviewCommand),
     /// Print a run's changes against its base (live: uncommitted files too).
     Diff(pulls::DiffArgs),
     /// Notification endpoints: send a test, list, add, remove (the same as
@@ -361,6 +366,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Issue(cmd) => issues::issue(&client, cmd).await,
         Command::Pr(cmd) => afk::pr(&client, cmd).await,
         Command::Plan(cmd) => plans::run(&client, cmd).await,
+        Command::Review(cmd) => reviews::run(&client, cmd).await,
         Command::Ledger { json } => afk::ledger(&client, json).await,
         Command::Notify(cmd) => notify::run(&client, cmd).await,
         Command::Diff(args) => pulls::diff(&client, args).await,

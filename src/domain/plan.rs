@@ -5,12 +5,15 @@ use super::spelled::spelled;
 
 spelled! {
     /// Where an AFK claim stands: planning (its planning run works), its
-    /// plan waiting for a decision, or the work (the default: a claim of an
+    /// plan waiting for a decision, reviewed, or the work (the default: a claim of an
     /// issue with `plan = off` is at work from its start).
     pub enum Stage ("stage") {
         Plan = "plan",
         PlanReview = "plan-review",
         Work = "work",
+        /// Its pull request's checks passed and a review run judges it
+        /// (issue 28 §3).
+        Review = "review",
     }
 }
 

@@ -24,5 +24,8 @@ spelled! {
         /// A planning run that submitted its plan and ended its turn: its
         /// work is done until the plan is decided (issue 28 §2).
         Planned = "planned",
+        /// A review run that submitted its verdict and ended its turn
+        /// (issue 28 §3).
+        Reviewed = "reviewed",
     }
 }

@@ -21,7 +21,7 @@ enum Scope {
 }
 
 /// What a run's token may reach: `GET /runs/<its id>`, `POST /runs/<its
-/// id>/pull`, `POST /runs/<its id>/hook`, `POST /runs/<its id>/plan`, `GET /repos/<its repo>/issues[/<n>]`.
+/// id>/pull`, `POST /runs/<its id>/hook`, `POST /runs/<its id>/plan`, `POST /runs/<its id>/review`, `GET /repos/<its repo>/issues[/<n>]`.
 fn scope(run_id: i64, method: &Method, path: &str) -> Scope {
     let segs: Vec<String> = path
         .trim_start_matches("/api/v1/")
@@ -44,6 +44,7 @@ fn scope(run_id: i64, method: &Method, path: &str) -> Scope {
         ["runs", id, "pull"] if method == Method::POST && own_run(id) => Scope::Allowed,
         ["runs", id, "hook"] if method == Method::POST && own_run(id) => Scope::Allowed,
         ["runs", id, "plan"] if method == Method::POST && own_run(id) => Scope::Allowed,
+        ["runs", id, "review"] if method == Method::POST && own_run(id) => Scope::Allowed,
         ["repos", r, "issues"] if get => Scope::OwnRepo((*r).to_owned()),
         ["repos", r, "issues", n] if get && n.parse::<i64>().is_ok() => {
             Scope::OwnRepo((*r).to_owned())

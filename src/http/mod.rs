@@ -19,6 +19,7 @@ pub mod providers;
 pub mod receipt;
 pub mod repos;
 mod resume;
+pub mod reviews;
 pub mod runs;
 mod schema;
 pub mod screen;
@@ -52,6 +53,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(diffs::router())
                 .merge(receipt::router())
                 .merge(plans::router())
+                .merge(reviews::router())
                 .merge(afk::router())
                 .merge(status::router()),
         )

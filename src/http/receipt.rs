@@ -46,6 +46,9 @@ pub struct ReceiptBody {
     pub scope: ScopeBody,
     /// The plan its work followed, when its issue was planned first.
     pub plan: Option<ReceiptPlan>,
+    /// Each review run's verdict on its pull request (issue 28 §3): lab's
+    /// counts, the findings themselves are at `…/issues/{n}/reviews`.
+    pub reviews: Vec<ReceiptReview>,
     /// Which attempt at the issue it is.
     pub attempt: i64,
     /// Tokens and cost, from its CLI's transcript.
@@ -64,6 +67,18 @@ pub struct ReceiptPlan {
     pub approved_by: String,
     pub approved_at: String,
     pub rejected_versions: u64,
+}
+
+/// One review run's verdict, as the receipt counts it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReceiptReview {
+    pub round: i64,
+    pub run_id: i64,
+    pub verdict: crate::domain::Verdict,
+    pub blocking: u64,
+    pub advisory: u64,
+    /// When it was submitted (RFC 3339).
+    pub at: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -120,7 +135,22 @@ impl From<Receipt> for ReceiptBody {
             steps,
             scope,
             plans: _,
+            reviews,
         } = r;
+        let reviews = reviews
+            .iter()
+            .map(|v| {
+                let blocking = v.blocking().count() as u64;
+                ReceiptReview {
+                    round: v.round,
+                    run_id: v.run_id,
+                    verdict: v.verdict,
+                    blocking,
+                    advisory: v.findings.len() as u64 - blocking,
+                    at: rfc3339(v.created_at),
+                }
+            })
+            .collect();
         let mut rounds = vec![ReceiptRound {
             round: 1,
             cause: RoundCause::Issue,
@@ -175,6 +205,7 @@ impl From<Receipt> for ReceiptBody {
                 outside,
             },
             plan,
+            reviews,
             attempt: claim.attempt,
             usage: run.usage.as_ref().map(UsageBody::from),
             outcome: claim.outcome,

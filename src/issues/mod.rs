@@ -260,6 +260,12 @@ pub trait IssueSource: Send + Sync {
     async fn may_direct(&self, _issue: &Issue) -> Result<bool> {
         Ok(true)
     }
+    /// Whether forge account `login` may write to the repo (a `/lab
+    /// approve` comment's author). No one on the built-in tracker, whose
+    /// decisions are made on lab's own pages.
+    async fn may_write(&self, _login: &str) -> Result<bool> {
+        Ok(false)
+    }
     /// Puts `add` on an issue and takes `remove` off it, a label at a time
     /// (taking off a label the issue does not have is no error).
     async fn edit_labels(&self, number: i64, add: &[String], remove: &[String]) -> Result<()> {

@@ -169,6 +169,17 @@ impl Runner {
     /// writable, no network. `None` where this node cannot sandbox: that
     /// git then runs on the host, hardened (`git.rs`).
     pub fn jail(&self, run: &Run, repo: Option<&Repo>) -> Option<Jail> {
+        self.jail_with(run, repo, false)
+    }
+
+    /// The run's jail with its workspace writable: lab's checkout of a
+    /// pull request's head into a review run's fresh workspace (the tree is
+    /// another run's bytes: written inside a sandbox, never by a host git).
+    pub(super) fn jail_writable(&self, run: &Run, repo: Option<&Repo>) -> Option<Jail> {
+        self.jail_with(run, repo, true)
+    }
+
+    fn jail_with(&self, run: &Run, repo: Option<&Repo>, workspace_writable: bool) -> Option<Jail> {
         let bwrap = self.cfg.sandbox.bwrap()?;
         let ws = Path::new(run.workspace.as_deref()?);
         let scratch = self.run_dir(run.id).join("scratch");
@@ -180,7 +191,7 @@ impl Runner {
         let args = sandbox::RunSandbox {
             policy: &self.cfg.sandbox_policy,
             workspace: ws,
-            workspace_writable: false,
+            workspace_writable,
             read_only: &ro,
             read_only_files: &[],
             writable: std::slice::from_ref(&scratch),

@@ -102,6 +102,10 @@ pub struct LaunchRequest {
     pub issue_layer: Option<crate::resolve::IssueLayer>,
     /// The knobs an AFK run works with, with their sources.
     pub knobs: Vec<crate::knob::Resolved>,
+    /// A commit of the repo the workspace's branch starts at instead of
+    /// the default branch's head: a review run reads the pull request's
+    /// head (checked out in the run's jail).
+    pub start_at: Option<String>,
 }
 
 impl Runner {
@@ -216,9 +220,15 @@ impl Runner {
         in_flight.recorded(inserted.as_ref().ok().map(|r| r.id));
         let mut run = inserted?;
         if let Some(claim) = req.afk_claim {
-            self.store
-                .attach_run(claim, run.id, &run.model.value, &run.effort.value)
-                .await?;
+            if req.kind == RunKind::Review {
+                // A review run judges the claim's work run's pull request:
+                // the claim keeps naming its work run.
+                self.store.attach_review_run(claim, run.id).await?;
+            } else {
+                self.store
+                    .attach_run(claim, run.id, &run.model.value, &run.effort.value)
+                    .await?;
+            }
         }
         if req.prompt_names_branch
             && let Some(branch) = run.branch.clone()
@@ -295,7 +305,15 @@ impl Runner {
         }
         let workspace = async {
             let t = std::time::Instant::now();
-            let ws = self.workspaces.create(&req.repo, run.id, &branch).await;
+            let mut ws = self.workspaces.create(&req.repo, run.id, &branch).await;
+            if let (Ok(w), Some(commit)) = (&ws, req.start_at.as_deref()) {
+                let mut at = run.clone();
+                at.workspace = Some(w.path.to_string_lossy().into_owned());
+                let jail = self.jail_writable(&at, Some(&req.repo));
+                if let Err(e) = self.workspaces.check_out(w, commit, jail.as_ref()).await {
+                    ws = Err(e);
+                }
+            }
             (ws, t.elapsed())
         };
         let prepare = async {

@@ -122,9 +122,10 @@ impl Runner {
         self.resume_from(id, RunState::Exited, Some(prompt)).await
     }
 
-    /// Sends a planning run lab stopped back to work: its CLI resumes the
-    /// same session with `prompt` (why its plan was rejected).
-    pub async fn resume_plan(&self, id: i64, prompt: String) -> Result<Run, RunError> {
+    /// Sends a run lab stopped back to work: its CLI resumes the same
+    /// session with `prompt` (a planning run: why its plan was rejected; a
+    /// work run: what a review found).
+    pub async fn resume_stopped(&self, id: i64, prompt: String) -> Result<Run, RunError> {
         self.resume_from(id, RunState::Stopped, Some(prompt)).await
     }
 

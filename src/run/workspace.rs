@@ -164,6 +164,25 @@ impl Workspaces {
         })
     }
 
+    /// Moves a fresh workspace's branch to `commit` of the repo (a pull
+    /// request's head a review run reads). Jail side: the tree is another
+    /// run's bytes, so git writes it inside `jail` (the new run's sandbox,
+    /// its workspace writable); `None` only where lab runs nothing
+    /// sandboxed, hardened as every git.
+    pub async fn check_out(
+        &self,
+        ws: &Workspace,
+        commit: &str,
+        jail: Option<&Jail>,
+    ) -> Result<(), WorkspaceError> {
+        let git_dir = ws.path.join(".git");
+        Git::agents(&git_dir, jail)
+            .work_tree(&ws.path)
+            .run(&["checkout", "--quiet", "--force", "-B", &ws.branch, commit])
+            .await?;
+        Ok(())
+    }
+
     /// Fetches a run's branch from its workspace into the registered repo
     /// (or its mirror), where pull requests and people find it. Only that
     /// branch: whatever else the run did to its own refs stays in its clone.

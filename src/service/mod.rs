@@ -12,6 +12,7 @@ pub mod plans;
 pub mod pulls;
 pub mod receipt;
 pub mod repos;
+pub mod reviews;
 pub mod runs;
 pub mod settings;
 

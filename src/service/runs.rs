@@ -59,6 +59,7 @@ pub async fn start_manual(
         issue: None,
         issue_layer: None,
         knobs: Vec::new(),
+        start_at: None,
     };
     // A task of its own: a client that hangs up mid-launch still gets its
     // run started and recorded, not half of one.

@@ -10,9 +10,9 @@ use sqlx::FromRow;
 use super::{Result, Store, StoreError, in_tx, now_ms, on_db};
 use crate::domain::{Outcome, RoundCause, RoundStep, Step};
 
-const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
+pub(super) const COLUMNS: &str = "id, repo_id, repo_name, issue_number, run_id, node, active, model, effort, pr_url, outcome, \
      detail, relabelled, claimed_at, started_at, ended_at, attempt, rounds, retry_at, round_key, checks, pr_number, \
-     stage, plan_run_id, plan_rounds";
+     stage, plan_run_id, plan_rounds, review_run_id";
 
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct Claim {
@@ -54,6 +54,8 @@ pub struct Claim {
     pub plan_run_id: Option<i64>,
     /// Times its plan was sent back.
     pub plan_rounds: i64,
+    /// Its review run, while one judges its pull request (issue 28 §3).
+    pub review_run_id: Option<i64>,
 }
 
 /// What a claim attempt found.

@@ -2,7 +2,9 @@
 //! issue state): bound and read as that text, on either backend. A stored
 //! spelling lab does not know is a decoding error, never a guess.
 
-use crate::domain::{IssueState, NotifyEvent, NotifyKind, Outcome, PlanState, Stage, StopCause};
+use crate::domain::{
+    IssueState, NotifyEvent, NotifyKind, Outcome, PlanState, Stage, StopCause, Verdict,
+};
 
 macro_rules! text_column {
     ($($t:ty),+) => {$(
@@ -50,5 +52,6 @@ text_column!(
     NotifyKind,
     NotifyEvent,
     Stage,
-    PlanState
+    PlanState,
+    Verdict
 );

@@ -121,6 +121,34 @@ struct IssuePage {
     /// decision here.
     plans: Vec<PlanView>,
     deciding: bool,
+    /// The verdicts of its review runs (issue 28 §3), oldest first.
+    reviews: Vec<ReviewView>,
+}
+
+/// One review run's verdict, as the issue's page shows it: the reviewer's
+/// words, escaped by the template.
+pub struct ReviewView {
+    pub run_id: i64,
+    pub round: i64,
+    pub head: String,
+    pub verdict: &'static str,
+    pub at: String,
+    pub summary: String,
+    pub findings: Vec<crate::domain::Finding>,
+}
+
+impl From<crate::domain::Review> for ReviewView {
+    fn from(r: crate::domain::Review) -> ReviewView {
+        ReviewView {
+            run_id: r.run_id,
+            round: r.round,
+            head: r.head.chars().take(12).collect(),
+            verdict: r.verdict.as_str(),
+            at: short_time(r.created_at),
+            summary: r.summary,
+            findings: r.findings,
+        }
+    }
 }
 
 /// One version of the issue's plan, as its page shows it.
@@ -245,6 +273,10 @@ async fn render(
         Ok(p) => p.into_iter().map(PlanView::from).collect(),
         Err(e) => return super::internal(e),
     };
+    let reviews = match app.store.reviews_of_issue(repo.id, n).await {
+        Ok(r) => r.into_iter().map(ReviewView::from).collect(),
+        Err(e) => return super::internal(e),
+    };
     let knobs = super::issue_knobs::view(
         &repo,
         &global,
@@ -279,6 +311,7 @@ async fn render(
             knobs,
             plans,
             deciding,
+            reviews,
         },
     )
 }

@@ -119,6 +119,8 @@ struct PullPage {
     forge_checks: Option<String>,
     /// Its run's receipt, when an AFK run opened it (issue 28 §5).
     receipt: Option<ReceiptView>,
+    /// The verdicts of its issue's review runs on it (issue 28 §3).
+    reviews: Vec<super::issue_page::ReviewView>,
 }
 
 /// A receipt as the page shows it: lab's words, escaped by the template.
@@ -266,16 +268,22 @@ async fn pull_page(
             },
         )
     };
-    let checks = match view.pull.run_id {
-        Some(run) => app
-            .store
-            .claim_of_run(run)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|c| c.checks.map(|k| (k, c.rounds))),
+    let claim = match view.pull.run_id {
+        Some(run) => app.store.claim_of_run(run).await.ok().flatten(),
         None => None,
     };
+    let reviews = match &claim {
+        Some(c) => app
+            .store
+            .reviews_of_claim(c.id)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(super::issue_page::ReviewView::from)
+            .collect(),
+        None => Vec::new(),
+    };
+    let checks = claim.and_then(|c| c.checks.map(|k| (k, c.rounds)));
     let receipt = match view.pull.run_id {
         Some(run) => crate::service::receipt::of_run(app.scheduler.runner(), run)
             .await
@@ -298,6 +306,7 @@ async fn pull_page(
             ),
             builtin,
             forge_checks,
+            reviews,
             default_branch: repo.default_branch.clone(),
             repo: repo.name,
             diff: view

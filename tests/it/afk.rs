@@ -443,6 +443,13 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
             403,
         ),
         (Method::POST, format!("/api/v1/runs/{}/plan", id + 1), 403),
+        // Nor a verdict on another run's pull request, nor lists them.
+        (Method::POST, format!("/api/v1/runs/{}/review", id + 1), 403),
+        (
+            Method::GET,
+            format!("/api/v1/repos/r/issues/{n}/reviews"),
+            403,
+        ),
     ] {
         let r = as_run
             .send(as_run.req(m.clone(), &path).json(&json!({})))

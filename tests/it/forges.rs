@@ -7,7 +7,7 @@ use crate::support::forge::{FakeForge, Flavor};
 use crate::support::{Backend, TestServer, git, wait};
 
 mod checks;
-mod follow;
+pub(crate) mod follow;
 mod schemas;
 mod truth;
 

@@ -50,6 +50,7 @@ mod readopt;
 mod real_cli;
 mod receipt;
 mod relay;
+mod reviews;
 mod run_limits;
 mod runs;
 mod runs_end;

@@ -211,7 +211,9 @@ fn operations_that_reach_a_forge_document_its_failures() {
         // An issue's plans are lab's own records; a forge that fails while
         // an approved plan's work run starts ends that attempt (said on the
         // claim), never the decision's answer.
-        let plans = path.ends_with("/plans") || path.contains("/plan/");
+        // So are its reviews' verdicts.
+        let plans =
+            path.ends_with("/plans") || path.contains("/plan/") || path.ends_with("/reviews");
         let forge = (path.starts_with("/api/v1/repos/{id}/issues")
             || path.starts_with("/api/v1/repos/{id}/pulls")
             || path == "/api/v1/runs/{id}/pull")

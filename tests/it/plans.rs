@@ -16,13 +16,14 @@ use crate::support::{Backend, TestServer, wait};
 on_both!(
     a_plan_is_rejected_then_approved_and_the_work_follows_it,
     rejections_past_the_plan_rounds_need_a_person,
+    a_writer_s_forge_comment_decides_the_plan,
 );
 
 /// What the fake agent does: as a planning run, tries to write (and
 /// says whether it could), submits plan N (N: how many times it planned),
 /// records the prompt it got, and ends its turn; as the work run, tries to
 /// submit a plan too (refused), then commits and opens its pull request.
-fn planner() -> String {
+pub(crate) fn planner() -> String {
     format!(
         r#"{STOP}
 if [ "$LAB_RUN_KIND" = plan ]; then
@@ -264,5 +265,46 @@ async fn rejections_past_the_plan_rounds_need_a_person(b: Backend) {
     );
     let work = s.get("/api/v1/runs?kind=afk").await.ok();
     assert_eq!(work.as_array().map(Vec::len), Some(0), "{work}");
+    s.stop().await;
+}
+
+/// On a forge, a `/lab reject <reason>` then a `/lab approve` comment by an
+/// account that may write decide the plan; the same commands by a reader,
+/// or inside a sentence, are not commands.
+async fn a_writer_s_forge_comment_decides_the_plan(b: Backend) {
+    use crate::support::forge::{FakeForge, Flavor};
+    let s = TestServer::start(b).await;
+    let f = FakeForge::start(Flavor::Gitea).await;
+    f.fake.state.lock().unwrap().ci.all = Some("success".into());
+    f.fake.state.lock().unwrap().writers = vec!["ana".into()];
+    s.patch("/api/v1/settings", json!({"knobs": {"plan": "on"}}))
+        .await
+        .ok();
+    let (_, n) = crate::forges::follow::setup(&s, &f, Flavor::Gitea, &planner()).await;
+    waiting(&s, n, 1).await;
+    f.add_conversation_comment(n, "bo", "/lab approve");
+    f.add_conversation_comment(n, "ana", "I will /lab approve once it says more.");
+    f.add_conversation_comment(n, "ana", "/lab reject Also update the docs.");
+    waiting(&s, n, 2).await;
+    let all = plans(&s, n).await;
+    assert_eq!(
+        (&all[0]["state"], &all[0]["by"], &all[0]["reason"]),
+        (
+            &json!("rejected"),
+            &json!("ana"),
+            &json!("Also update the docs.")
+        ),
+        "{all}"
+    );
+    // Commands posted before version 2 do not decide it.
+    f.add_conversation_comment(n, "ana", "/lab approve");
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    let all = plans(&s, n).await;
+    assert_eq!(
+        (&all[1]["state"], &all[1]["by"]),
+        (&json!("approved"), &json!("ana")),
+        "{all}"
+    );
     s.stop().await;
 }

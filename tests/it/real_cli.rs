@@ -65,6 +65,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
             issue: None,
             issue_layer: None,
             knobs: Vec::new(),
+            start_at: None,
         })
         .await
         .unwrap();

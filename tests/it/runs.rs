@@ -314,6 +314,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
         issue: None,
         issue_layer: None,
         knobs: Vec::new(),
+        start_at: None,
     }));
     let recorded = wait::until(
         "the run recorded",

@@ -302,6 +302,15 @@ impl IssueSource for Forge {
         let Some(author) = issue.author.as_deref().filter(|a| !a.is_empty()) else {
             return Ok(false);
         };
+        self.may_write(author).await
+    }
+
+    // Gitea and GitHub both answer a collaborator's permission on the
+    // repo (GitHub's `maintain` role reads as `write`).
+    async fn may_write(&self, author: &str) -> Result<bool> {
+        if author.is_empty() {
+            return Ok(false);
+        }
         let url = format!("{}/collaborators/{}/permission", self.repo_api, enc(author));
         #[derive(serde::Deserialize)]
         struct Permission {

@@ -351,11 +351,13 @@ impl super::FakeForge {
     /// A person's comment in pull request `n`'s conversation (both forges:
     /// `GET /issues/{n}/comments`).
     pub fn add_conversation_comment(&self, n: i64, author: &str, body: &str) {
-        self.fake.state.lock().unwrap().people_comments.push((
-            n,
-            author.to_owned(),
-            body.to_owned(),
-        ));
+        let mut s = self.fake.state.lock().unwrap();
+        s.people_comments
+            .push((n, author.to_owned(), body.to_owned()));
+        // When it was made, to the millisecond (a `/lab approve` counts
+        // only after the plan it decides).
+        let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        s.people_at.push(at);
     }
 
     /// Gitea: a review of pull request `n` by `author` with one comment on

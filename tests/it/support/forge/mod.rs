@@ -86,6 +86,8 @@ pub struct State_ {
     pub pr_comments: Vec<(i64, Value)>,
     /// Conversation comments by people: number, author, body.
     pub people_comments: Vec<(i64, String, String)>,
+    /// When each of `people_comments` was made (RFC 3339).
+    pub people_at: Vec<String>,
     /// Gitea's review comments (on a line): review id, author, body, path.
     pub review_line_comments: Vec<(i64, String, String, String)>,
     /// The token was revoked on the forge: every request gets 401.

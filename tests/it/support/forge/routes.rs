@@ -128,22 +128,24 @@ pub(super) async fn patch_issue(
 }
 
 fn comment_json(f: &Fake, n: i64, id: usize, body: &str) -> Value {
-    comment_by(f, n, id, "lab-bot", body)
+    comment_by(f, n, id, "lab-bot", body, None)
 }
 
-fn comment_by(f: &Fake, n: i64, id: usize, author: &str, body: &str) -> Value {
+/// A comment's JSON; `at` when it was made (else an old date).
+fn comment_by(f: &Fake, n: i64, id: usize, author: &str, body: &str, at: Option<&String>) -> Value {
     let html = format!("{}/owner/repo/issues/{n}#issuecomment-{id}", f.base);
     let issue = format!("{}{}/issues/{n}", f.base, repo_path(f.flavor));
+    let at = at.map_or("2026-11-30T11:00:00Z", String::as_str);
     match f.flavor {
         Flavor::Gitea => {
             json!({"id": id, "html_url": html, "pull_request_url": "", "issue_url": issue,
             "user": user(author, if author == "lab-bot" { 8 } else { 12 }), "original_author": "", "original_author_id": 0, "body": body,
-            "assets": [], "created_at": "2026-11-30T11:00:00Z", "updated_at": "2026-11-30T11:00:00Z"})
+            "assets": [], "created_at": at, "updated_at": at})
         }
         Flavor::Github => {
             json!({"id": id, "node_id": format!("IC_{id}"), "url": format!("{issue}/comments/{id}"),
             "html_url": html, "issue_url": issue, "body": body, "user": user(author, if author == "lab-bot" { 8 } else { 12 }),
-            "created_at": "2026-11-30T11:00:00Z", "updated_at": "2026-11-30T11:00:00Z",
+            "created_at": at, "updated_at": at,
             "author_association": "NONE"})
         }
     }
@@ -162,7 +164,7 @@ pub(super) async fn list_comments(
             .iter()
             .enumerate()
             .filter(|(_, (i, _, _))| *i == n)
-            .map(|(id, (_, a, b))| comment_by(&f, n, 5000 + id, a, b));
+            .map(|(id, (_, a, b))| comment_by(&f, n, 5000 + id, a, b, s.people_at.get(id)));
         s.comments
             .iter()
             .enumerate()
@@ -430,11 +432,9 @@ pub(super) async fn create_pull(State(f): State<Fake>, Json(b): Json<Value>) -> 
     (StatusCode::CREATED, Json(p)).into_response()
 }
 
-/// Gitea's `GET /repos/{owner}/{repo}/collaborators/{user}/permission`.
+/// `GET /repos/{owner}/{repo}/collaborators/{user}/permission` (Gitea's and
+/// GitHub's: the same shape).
 pub async fn collaborator_permission(State(f): State<Fake>, Path(login): Path<String>) -> Response {
-    if f.flavor != Flavor::Gitea {
-        return StatusCode::NOT_FOUND.into_response();
-    }
     let s = f.state.lock().unwrap();
     let permission = if s.writers.contains(&login) {
         "write"

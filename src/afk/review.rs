@@ -1,0 +1,507 @@
+//! The review phase of an AFK issue (issue 28 §3). An issue whose `review`
+//! is `on` gets, once its pull request's checks are green, a review run: a
+//! read-only workspace at the pull request's head, the issue, the approved
+//! plan, the diff, what the checks said and the knobs' review fragments.
+//! Its agent submits a verdict (`labctl review submit`); a verdict lab
+//! refuses gets one retry, then the issue needs a person. An approval lets
+//! the claim be judged as before (`pr-green`); changes requested type the
+//! findings into the work run's same session as the next round (resumed:
+//! lab had stopped it), then the checks and the review run again, up to
+//! `afk.max_rounds`.
+//!
+//! Trust boundary: the verdict and the diff are agents' bytes. The
+//! reviewer's workspace is checked out inside its own sandbox
+//! (`Workspaces::check_out`); the diff is read from the repo as fetched
+//! back (host side, git's own protocol carried it, no external diff). The
+//! verdict's text goes to lab's own pages and, fenced as data, to the work
+//! run; a forge hears lab's sentence about it (the verdict, its counts,
+//! where to read it), never its words.
+
+use super::Scheduler;
+use super::prompt;
+use crate::domain::{
+    AgentState, ChecksState, Outcome, PlanState, Review, RoundCause, Run, RunIssue, RunKind,
+    RunState, Stage, StopCause, Submission, Verdict,
+};
+use crate::repo::Repo;
+use crate::repo::issue_source::SourceKind;
+use crate::run::LaunchRequest;
+use crate::settings::Settings;
+use crate::store::{Claim, RepoKey, ReviewOf, StoreError};
+
+/// Why a verdict was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// Not a live review run, or its claim moved on (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The verdict's shape (422); `last` when it was the reviewer's retry
+    /// and the issue now needs a person.
+    #[error("{invalid}")]
+    Invalid {
+        invalid: crate::validate::Invalid,
+        last: bool,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Whether `knobs` ask for a review.
+pub fn wanted(knobs: &[crate::knob::Resolved]) -> bool {
+    knobs
+        .iter()
+        .find(|k| k.key == crate::knob::Review.key())
+        .and_then(|k| k.value.as_str())
+        .is_some_and(|v| v == "on")
+}
+
+use crate::knob::Knob;
+
+/// The most bytes of the diff a review prompt carries.
+const DIFF_BYTES: usize = 96 * 1024;
+
+impl Scheduler {
+    /// Whether the claim's work, green, waits for a review first: its
+    /// knobs ask for one and no review approved this round's head.
+    pub(super) async fn review_due(&self, claim: &Claim, run: &Run) -> Result<bool, StoreError> {
+        if run.kind != RunKind::Afk || claim.pr_url.is_none() || !wanted(&run.knobs) {
+            return Ok(false);
+        }
+        let reviews = self.runner.store().reviews_of_claim(claim.id).await?;
+        Ok(!reviews
+            .last()
+            .is_some_and(|r| r.round == claim.rounds && r.verdict == Verdict::Approved))
+    }
+
+    /// Starts the review of the claim's pull request: the claim moves to
+    /// `review` and its review run starts. One that cannot start ends the
+    /// claim for a person (its pull request is open and green).
+    pub(super) async fn begin_review(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: &Repo,
+    ) -> Result<(), StoreError> {
+        let store = self.runner.store();
+        if claim.stage == Stage::Work
+            && !store
+                .move_claim(claim.id, Stage::Work, Stage::Review, false)
+                .await?
+        {
+            return Ok(());
+        }
+        self.claims.with(claim.id, |c| {
+            c.review_nudged = false;
+            c.review_refused = 0;
+        });
+        if let Err(why) = self.launch_review(claim, run, repo).await {
+            tracing::warn!(claim = claim.id, %why, "the review run could not start");
+            let url = claim.pr_url.clone().unwrap_or_default();
+            store
+                .finish_claim(
+                    claim.id,
+                    Outcome::NeedsHuman,
+                    &format!(
+                        "{url} (its checks passed, but its review run could not start: {why})"
+                    ),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn launch_review(&self, claim: &Claim, run: &Run, repo: &Repo) -> Result<Run, String> {
+        let store = self.runner.store();
+        let settings = store.settings().await.map_err(|e| e.to_string())?;
+        let branch = run.branch.as_deref().ok_or("the work run has no branch")?;
+        let ws = self.runner.workspaces();
+        // The branch as the work run left it (its last round may not have
+        // been collected: no check command ran it).
+        if let Some(dir) = run.workspace.as_deref() {
+            let jail = self.runner.jail(run, Some(repo));
+            if let Err(e) = ws
+                .collect(repo, std::path::Path::new(dir), branch, jail.as_ref())
+                .await
+            {
+                tracing::warn!(run = run.id, error = %e, "could not take the run's branch");
+            }
+        }
+        let head = ws
+            .branch_head(repo, branch)
+            .await
+            .ok_or_else(|| format!("the branch '{branch}' is not in the repo"))?;
+        let base = ws
+            .branch_head(repo, &repo.default_branch)
+            .await
+            .ok_or_else(|| format!("the repo has no branch '{}'", repo.default_branch))?;
+        let limits = crate::diff::Limits {
+            file: DIFF_BYTES,
+            total: DIFF_BYTES,
+        };
+        let diff = ws
+            .range_diff(repo, &base, &head, limits)
+            .await
+            .map_err(|e| e.to_string())?;
+        let issue = self
+            .sources
+            .of(repo)
+            .issue(claim.issue_number)
+            .await
+            .map_err(|e| e.to_string())?;
+        let plan = store
+            .plans_of_claim(claim.id)
+            .await
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .rev()
+            .find(|p| p.state == PlanState::Approved);
+        let checks = match claim.checks.as_deref().map(ChecksState::parse) {
+            Some(ChecksState::None) | None => "there are none".to_owned(),
+            Some(c) => c.text(),
+        };
+        let text = prompt::review(
+            &prompt::ReviewBrief {
+                issue: &issue,
+                plan: plan.as_ref(),
+                base: &diff.base,
+                head: &head,
+                diff: &diff_text(&diff),
+                diff_cut: diff.truncated,
+                checks: &checks,
+                round: claim.rounds,
+                max: settings.afk.max_rounds,
+            },
+            &run.knobs,
+        );
+        let global = store
+            .repo_with_global(&RepoKey::Id(repo.id))
+            .await
+            .map_err(|e| e.to_string())?
+            .1;
+        let review = self
+            .runner
+            .launch(LaunchRequest {
+                repo: repo.clone(),
+                global,
+                kind: RunKind::Review,
+                model: None,
+                effort: None,
+                prompt: text,
+                prompt_names_branch: false,
+                env: [("LAB_ISSUE".to_owned(), claim.issue_number.to_string())].into(),
+                afk_claim: Some(claim.id),
+                issue_layer: None,
+                knobs: run.knobs.clone(),
+                issue: run.issue.clone().or_else(|| {
+                    Some(RunIssue {
+                        number: claim.issue_number,
+                        title: issue.title.clone(),
+                        url: issue.url.clone(),
+                    })
+                }),
+                start_at: Some(head),
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!(claim = claim.id, run = review.id, "review run started");
+        Ok(review)
+    }
+
+    /// What a settle does with a claim in review: follows its review run
+    /// (its budget, a turn that ended without a verdict: told once, then
+    /// the issue needs a person) and acts on its verdict once there is one.
+    pub(super) async fn settle_review(
+        &self,
+        claim: &Claim,
+        work: &Run,
+        settings: &Settings,
+        repo: Option<&Repo>,
+    ) -> Result<(), StoreError> {
+        let store = self.runner.store();
+        let Some(repo) = repo else {
+            store
+                .finish_claim(claim.id, Outcome::Failed, "its repo was removed")
+                .await?;
+            return Ok(());
+        };
+        let Some(review_id) = claim.review_run_id else {
+            // lab stopped between the move and the review run's launch.
+            return self.begin_review(claim, work, repo).await;
+        };
+        let review = match store.run(review_id).await {
+            Ok(r) => r,
+            Err(StoreError::NotFound) => {
+                return self.needs_human(claim, "its review run was removed").await;
+            }
+            Err(e) => return Err(e),
+        };
+        let verdict = store
+            .reviews_of_claim(claim.id)
+            .await?
+            .into_iter()
+            .find(|r| r.run_id == review.id);
+        if let Some(v) = verdict {
+            if review.state.is_active() {
+                let _ = self
+                    .runner
+                    .stop(review.id, StopCause::Reviewed, "it submitted its verdict")
+                    .await;
+            }
+            return self.act_on(claim, work, repo, settings, &v).await;
+        }
+        if review.state.is_active() {
+            let budget = super::budget::of(&review, Some(repo), settings);
+            if let Some((cause, why)) =
+                super::budget::over(&review, &budget, self.runner.cfg().limit_minute_ms)
+            {
+                let _ = self.runner.stop(review.id, cause, &why).await;
+                return self
+                    .needs_human(claim, &format!("its review run was stopped: {why}"))
+                    .await;
+            }
+            let turn_over = review
+                .agent
+                .as_ref()
+                .is_some_and(|a| a.state == AgentState::Idle);
+            if !turn_over {
+                return Ok(());
+            }
+            if !self
+                .claims
+                .with(claim.id, |c| std::mem::replace(&mut c.review_nudged, true))
+            {
+                let _ = self
+                    .tell(claim, &review, prompt::REVIEW_MISSING, "no verdict yet")
+                    .await;
+                return Ok(());
+            }
+            let why = "its review run ended its turn twice without a verdict";
+            let _ = self.runner.stop(review.id, StopCause::Reviewed, why).await;
+            return self.needs_human(claim, why).await;
+        }
+        self.needs_human(claim, "its review run ended without a verdict")
+            .await
+    }
+
+    /// A verdict, acted on: an approval lets the claim be judged; changes
+    /// requested start the next round in the work run's session while
+    /// rounds are left.
+    async fn act_on(
+        &self,
+        claim: &Claim,
+        work: &Run,
+        repo: &Repo,
+        settings: &Settings,
+        review: &Review,
+    ) -> Result<(), StoreError> {
+        let store = self.runner.store();
+        self.post_verdict(claim, repo, review).await;
+        if review.verdict == Verdict::Approved {
+            store.end_review(claim.id).await?;
+            return Ok(());
+        }
+        let max = settings.afk.max_rounds;
+        if claim.rounds >= max {
+            return self
+                .needs_human(
+                    claim,
+                    &format!(
+                        "a review still asks for changes after {} round(s), the limit \
+                         (afk.max_rounds)",
+                        claim.rounds
+                    ),
+                )
+                .await;
+        }
+        let key = format!("{}:review", review.head);
+        if !store
+            .start_round(claim.id, &key, RoundCause::Review)
+            .await?
+        {
+            return self
+                .needs_human(
+                    claim,
+                    "a review asks for changes on the same commit as before: the last round \
+                     changed nothing",
+                )
+                .await;
+        }
+        store.clear_claim_checks(claim.id).await?;
+        if !store.end_review(claim.id).await? {
+            return Ok(());
+        }
+        let text = prompt::review_round(review, claim.rounds + 1, max);
+        let resumed = match work.state {
+            RunState::Stopped => self.runner.resume_stopped(work.id, text).await,
+            _ => self.runner.resume_round(work.id, text).await,
+        };
+        match resumed {
+            Ok(r) if r.state.is_active() => {
+                tracing::info!(
+                    run = work.id,
+                    round = claim.rounds + 1,
+                    "a review asked for changes: the session resumes for a new round"
+                );
+                Ok(())
+            }
+            Ok(r) => {
+                self.needs_human(
+                    claim,
+                    &format!(
+                        "a review asked for changes and the session could not be resumed: {}",
+                        r.state_reason.unwrap_or_default()
+                    ),
+                )
+                .await
+            }
+            Err(e) => {
+                self.needs_human(
+                    claim,
+                    &format!(
+                        "a review asked for changes and lab could not resume the session: {e}"
+                    ),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Ends the claim for a person, naming its pull request.
+    async fn needs_human(&self, claim: &Claim, why: &str) -> Result<(), StoreError> {
+        let url = claim.pr_url.clone().unwrap_or_default();
+        self.runner
+            .store()
+            .finish_claim(claim.id, Outcome::NeedsHuman, &format!("{url} ({why})"))
+            .await?;
+        Ok(())
+    }
+
+    /// Tells a forge pull request what the review concluded, in lab's
+    /// words (the built-in tracker shows the verdict on its page).
+    async fn post_verdict(&self, claim: &Claim, repo: &Repo, review: &Review) {
+        if repo.issues.source == SourceKind::Builtin {
+            return;
+        }
+        let Some(number) = claim.pr_number else {
+            return;
+        };
+        let blocking = review.blocking().count();
+        let text = format!(
+            "{mark}\nlab's review run {run} {verdict} {head}: {blocking} blocking and {advisory} \
+             advisory finding(s). Its summary and findings: {url}/repos/{repo}/issues/{issue}",
+            mark = super::forge_feedback::LAB_MARK,
+            run = review.run_id,
+            verdict = match review.verdict {
+                Verdict::Approved => "approved",
+                Verdict::ChangesRequested => "asked for changes on",
+            },
+            head = review.head.chars().take(12).collect::<String>(),
+            advisory = review.findings.len() - blocking,
+            url = self.runner.cfg().lab_url.trim_end_matches('/'),
+            repo = repo.name,
+            issue = claim.issue_number,
+        );
+        if let Err(e) = self.sources.of(repo).comment(number, &text).await {
+            tracing::warn!(claim = claim.id, error = %e, "could not post the review's verdict");
+        }
+    }
+
+    /// Records the verdict `run` submitted (its own token, checked by the
+    /// caller): only a live review run whose claim is in review may, once.
+    /// A verdict lab refuses is the reviewer's one retry; the second ends
+    /// the claim for a person.
+    pub async fn submit_review(&self, run: &Run, sub: &Submission) -> Result<Review, ReviewError> {
+        if run.kind != RunKind::Review || !run.state.is_active() {
+            return Err(ReviewError::Conflict(format!(
+                "run {} is not a live review run: only one submits a verdict",
+                run.id
+            )));
+        }
+        let store = self.runner.store();
+        let claim = store
+            .claim_of_review_run(run.id)
+            .await?
+            .filter(|c| c.stage == Stage::Review)
+            .ok_or_else(|| {
+                ReviewError::Conflict(format!(
+                    "run {}'s pull request is not in review now: its issue moved on",
+                    run.id
+                ))
+            })?;
+        let checked = match sub.check() {
+            Ok(c) => c,
+            Err(invalid) => {
+                let refused = self.claims.with(claim.id, |c| {
+                    c.review_refused += 1;
+                    c.review_refused
+                });
+                let last = refused >= 2;
+                if last {
+                    // The claim's ending first: a settle that sees the run
+                    // stopped meanwhile finds the claim already judged.
+                    self.needs_human(
+                        &claim,
+                        "its review run's verdict was refused twice; what was wrong is on the \
+                         review run's page",
+                    )
+                    .await?;
+                    let _ = self
+                        .runner
+                        .stop(run.id, StopCause::Reviewed, "its verdict was refused twice")
+                        .await;
+                }
+                return Err(ReviewError::Invalid { invalid, last });
+            }
+        };
+        let work = match claim.run_id {
+            Some(id) => store.run(id).await?,
+            None => {
+                return Err(ReviewError::Conflict(format!(
+                    "run {}'s claim has no work run",
+                    run.id
+                )));
+            }
+        };
+        let repo = store.repo(&RepoKey::Id(claim.repo_id)).await?;
+        let head = match work.branch.as_deref() {
+            Some(b) => self.runner.workspaces().branch_head(&repo, b).await,
+            None => None,
+        }
+        .unwrap_or_default();
+        let review = store
+            .submit_review(
+                ReviewOf {
+                    claim: &claim,
+                    run: run.id,
+                    head: &head,
+                },
+                &checked,
+            )
+            .await?;
+        Ok(review)
+    }
+}
+
+/// The diff as a review prompt carries it: each file's header and patch.
+fn diff_text(d: &crate::diff::Diff) -> String {
+    let mut out = String::new();
+    for f in &d.files {
+        let from = f.old_path.as_deref().unwrap_or(&f.path);
+        out.push_str(&format!(
+            "diff {from} -> {} ({}, +{} -{}{})\n",
+            f.path,
+            f.status.as_str(),
+            f.added,
+            f.removed,
+            if f.binary { ", binary" } else { "" }
+        ));
+        out.push_str(&f.patch);
+        if !f.patch.ends_with('\n') && !f.patch.is_empty() {
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(no changes)");
+    }
+    out
+}
