@@ -436,9 +436,13 @@ impl Scheduler {
                 "plan rejected: {reason} (after {} plan round(s), the limit: afk.max_plan_rounds)",
                 round - 1
             );
-            store
+            if store
                 .finish_claim(claim.id, Outcome::NeedsHuman, &detail)
-                .await?;
+                .await?
+            {
+                let run = claim.run_id.unwrap_or(plan.run_id);
+                store.note_run_reason(run, &detail).await?;
+            }
             return Ok(plan);
         }
         if !store

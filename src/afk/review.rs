@@ -366,13 +366,24 @@ impl Scheduler {
         }
     }
 
-    /// Ends the claim for a person, naming its pull request.
+    /// Ends the claim for a person (`review: <why>`), naming its pull
+    /// request.
     async fn needs_human(&self, claim: &Claim, why: &str) -> Result<(), StoreError> {
         let url = claim.pr_url.clone().unwrap_or_default();
-        self.runner
-            .store()
-            .finish_claim(claim.id, Outcome::NeedsHuman, &format!("{url} ({why})"))
-            .await?;
+        let store = self.runner.store();
+        if store
+            .finish_claim(
+                claim.id,
+                Outcome::NeedsHuman,
+                &format!("review: {why}; its pull request: {url}"),
+            )
+            .await?
+            && let Some(work) = claim.run_id
+        {
+            store
+                .note_run_reason(work, &format!("review: {why}"))
+                .await?;
+        }
         Ok(())
     }
 

@@ -248,6 +248,10 @@ pub struct Run {
     pub knobs: Vec<crate::knob::Resolved>,
     /// The budgets its issue lowered (AFK runs), when it did.
     pub issue_budget: Option<IssueBudget>,
+    /// Where its AFK claim stands while the claim is active and names it
+    /// (a planning run while its plan waits, a work run while its pull
+    /// request is reviewed).
+    pub stage: Option<super::Stage>,
 }
 
 /// The budgets an AFK run's issue lowered (issue 27): each at most what its
@@ -272,6 +276,13 @@ impl Run {
     /// Its [`Phase`]: from its state and, for an AFK run, whether its
     /// agent's turn is over.
     pub fn phase(&self) -> Phase {
+        // Its claim's stage first: a planning run lab stopped while its
+        // plan waits, a work run lab stopped while a review judges it.
+        match (self.kind, self.stage) {
+            (RunKind::Plan, Some(super::Stage::PlanReview)) => return Phase::PlanReview,
+            (RunKind::Afk, Some(super::Stage::Review)) => return Phase::Reviewing,
+            _ => {}
+        }
         if !self.state.is_active() && self.state != RunState::Lost {
             return Phase::Done;
         }

@@ -337,6 +337,7 @@ pub(super) mod tests {
             outcome: None,
             knobs: Vec::new(),
             issue_budget: None,
+            stage: None,
             agent: agent.map(|(state, by)| AgentStatus {
                 state,
                 reason: None,

@@ -89,6 +89,23 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Puts why an ended run's issue needs a person in its `state_reason`
+    /// (a run still live keeps its own).
+    pub async fn note_run_reason(&self, run: i64, reason: &str) -> Result<()> {
+        let _counted = self.writing(Written::Runs);
+        on_db!(self.db(), pool => {
+            sqlx::query(
+                "UPDATE runs SET state_reason = $1 WHERE id = $2 \
+                 AND state IN ('exited', 'stopped', 'failed', 'lost')",
+            )
+            .bind(reason)
+            .bind(run)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
     /// Forgets what a claim's checks said (a review round sends the work
     /// back: its checks run again).
     pub async fn clear_claim_checks(&self, claim: i64) -> Result<()> {

@@ -19,10 +19,11 @@ pub(super) const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model,
 pub(super) const USAGE_COLUMNS: &str = "u.transcript AS usage_transcript, u.input_tokens AS usage_input, \
      u.output_tokens AS usage_output, u.cache_read_tokens AS usage_cache_read, \
      u.cache_creation_tokens AS usage_cache_creation, u.turns AS usage_turns, \
-     u.cost_nano_usd AS usage_cost, u.unpriced_tokens AS usage_unpriced, c.claim_attempt, c.claim_rounds, c.claim_outcome";
+     u.cost_nano_usd AS usage_cost, u.unpriced_tokens AS usage_unpriced, c.claim_attempt, c.claim_rounds, c.claim_outcome, c.claim_stage";
 pub(super) const USAGE_JOIN: &str = "LEFT JOIN run_usage u ON u.run_id = runs.id \
      LEFT JOIN (SELECT run_id AS claim_run, attempt AS claim_attempt, rounds AS claim_rounds, \
-     outcome AS claim_outcome FROM afk_claims) c ON c.claim_run = runs.id";
+     outcome AS claim_outcome, CASE WHEN active THEN stage END AS claim_stage FROM afk_claims) c \
+     ON c.claim_run = runs.id";
 
 #[derive(FromRow)]
 pub(super) struct RunRow {
@@ -95,6 +96,8 @@ struct UsageColumns {
     claim_rounds: Option<i64>,
     #[sqlx(default)]
     claim_outcome: Option<String>,
+    #[sqlx(default)]
+    claim_stage: Option<String>,
 }
 
 impl UsageColumns {
@@ -154,7 +157,12 @@ impl TryFrom<RunRow> for Run {
             .map(serde_json::from_str)
             .transpose()
             .map_err(|e| corrupt("issue budget", e.to_string()))?;
+        let stage = match r.usage.claim_stage.as_deref() {
+            Some(st) => Some(st.parse().map_err(|e| corrupt("stage", e))?),
+            None => None,
+        };
         Ok(Run {
+            stage,
             knobs,
             issue_budget,
             usage: r.usage.usage(),

@@ -90,6 +90,7 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
     assert_eq!(planning.as_array().map(Vec::len), Some(1), "{planning}");
     assert_eq!(planning[0]["kind"], "plan", "{planning}");
     assert_eq!(planning[0]["stop_cause"], "planned", "{planning}");
+    assert_eq!(planning[0]["phase"], "plan-review", "{planning}");
     assert!(
         record(&s, "submit-1.txt").contains("submitted plan version 1"),
         "{}",
@@ -265,6 +266,15 @@ async fn rejections_past_the_plan_rounds_need_a_person(b: Backend) {
     );
     let work = s.get("/api/v1/runs?kind=afk").await.ok();
     assert_eq!(work.as_array().map(Vec::len), Some(0), "{work}");
+    // The planning run says why, too.
+    let planning = s.get("/api/v1/runs?kind=plan").await.ok();
+    assert!(
+        planning[0]["state_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("plan rejected: Wrong approach"),
+        "{planning}"
+    );
     s.stop().await;
 }
 

@@ -232,7 +232,10 @@ async fn a_verdict_refused_twice_needs_a_person(b: Backend) {
     let c = outcome(&s, "r", n, 90).await;
     assert_eq!(c["outcome"], "needs-human", "{c}");
     let detail = c["detail"].as_str().unwrap_or_default();
-    assert!(detail.contains("refused twice"), "{c}");
+    assert!(
+        detail.starts_with("review: its review run's verdict was refused twice"),
+        "{c}"
+    );
     let bad = record(&s, "bad-1.txt");
     assert!(bad.contains("findings[0].path"), "{bad}");
     assert_eq!(reviews(&s, n).await, json!([]));
@@ -241,6 +244,15 @@ async fn a_verdict_refused_twice_needs_a_person(b: Backend) {
     assert!(!i.to_string().contains("SECRET-WORDS"), "{i}");
     let runs = s.get("/api/v1/runs?kind=review").await.ok();
     assert_eq!(runs[0]["state"], "stopped", "{runs}");
+    // The work run says why its issue needs a person.
+    let work = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert!(
+        work[0]["state_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("review: its review run's verdict was refused twice"),
+        "{work}"
+    );
 }
 
 /// On a forge: the same two reviews; each verdict is one comment of lab's
