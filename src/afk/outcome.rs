@@ -87,14 +87,16 @@ impl Scheduler {
             }
             if claim.stage != crate::domain::Stage::Work {
                 // Before the work: its planning run, or its plan waiting.
-                self.settle_plan(&claim, &run, &settings, repo.as_ref())
+                let working = self
+                    .settle_plan(&claim, &run, &settings, repo.as_ref())
                     .await?;
                 // A plan waiting for a person wakes the loop by its
                 // decision (a claims write), or on a forge, by a comment
-                // read on a clock; a planning run is followed.
-                if claim.stage == crate::domain::Stage::Plan {
+                // read on a clock; a planning or reviewing run is followed.
+                if working {
                     *pace = pace.and(Pace::Follow);
-                } else if let Some(repo) = repo.as_ref()
+                }
+                if let Some(repo) = repo.as_ref()
                     && repo.issues.source != SourceKind::Builtin
                 {
                     self.plan_commands(&claim, repo).await?;
@@ -196,7 +198,7 @@ impl Scheduler {
                 && let Some(repo) = repo.as_ref()
                 && self.review_due(&claim, &run).await?
             {
-                self.begin_review(&claim, &run, repo).await?;
+                Box::pin(self.begin_review(&claim, &run, repo)).await?;
                 *pace = pace.and(Pace::Follow);
                 continue;
             }

@@ -7,7 +7,8 @@
 //! session with the reason, up to `afk.max_plan_rounds`, and then the
 //! issue needs a person.
 //!
-//! `auto` waits for a decision like `on` until review runs judge plans.
+//! `auto` asks a review run to judge the plan (its verdict approves or
+//! rejects it, the findings as the reason); a person may decide first.
 //!
 //! Trust boundary: the plan is the agent's words. lab stores it, shows it on
 //! its own pages and gives it, fenced as data, to the issue's work run. The
@@ -37,6 +38,16 @@ pub enum PlanError {
 
 fn invalid(field: &str, message: String) -> PlanError {
     PlanError::Invalid(crate::validate::FieldError::new(field, message).into())
+}
+
+/// Whether `knobs` ask a review run, not a person, to judge the plan
+/// (`plan = auto`; a person may still decide first).
+pub fn judged_by_review(knobs: &[crate::knob::Resolved]) -> bool {
+    knobs
+        .iter()
+        .find(|k| k.key == crate::knob::Plan.key())
+        .and_then(|k| k.value.as_str())
+        .is_some_and(|v| v == "auto")
 }
 
 /// Whether `knobs` ask for a plan first.
@@ -85,15 +96,24 @@ impl Scheduler {
     /// whose turn ended is stopped once it submitted a plan (told once if
     /// not); one that ended is judged by whether it did. A claim whose plan
     /// waits for a decision waits.
+    /// True while a run of the phase works (the settle follows it
+    /// closely).
     pub(super) async fn settle_plan(
         &self,
         claim: &Claim,
         run: &Run,
         settings: &Settings,
         repo: Option<&Repo>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
+        if claim.stage == Stage::PlanReview
+            && judged_by_review(&run.knobs)
+            && let Some(repo) = repo
+        {
+            self.settle_plan_review(claim, run, settings, repo).await?;
+            return Ok(true);
+        }
         if claim.stage != Stage::Plan {
-            return Ok(());
+            return Ok(false);
         }
         let store = self.runner.store();
         let proposed = store
@@ -114,14 +134,14 @@ impl Scheduler {
                     _ => Outcome::OverBudget,
                 };
                 store.finish_claim(claim.id, outcome, &why).await?;
-                return Ok(());
+                return Ok(true);
             }
             let turn_over = run
                 .agent
                 .as_ref()
                 .is_some_and(|a| a.state == AgentState::Idle);
             if !turn_over {
-                return Ok(());
+                return Ok(true);
             }
             if proposed {
                 let _ = self
@@ -132,8 +152,8 @@ impl Scheduler {
                         "it submitted its plan: lab waits for a decision",
                     )
                     .await;
-                self.to_review(claim).await?;
-                return Ok(());
+                self.to_review(claim, run).await?;
+                return Ok(true);
             }
             if !self
                 .claims
@@ -142,15 +162,15 @@ impl Scheduler {
                 let _ = self
                     .tell(claim, run, prompt::PLAN_MISSING, "no plan yet")
                     .await;
-                return Ok(());
+                return Ok(true);
             }
             let why = "the planning run ended its turn twice without submitting a plan";
             let _ = self.runner.stop(run.id, StopCause::Planned, why).await;
             store.finish_claim(claim.id, Outcome::Failed, why).await?;
-            return Ok(());
+            return Ok(true);
         }
         if proposed {
-            self.to_review(claim).await?;
+            self.to_review(claim, run).await?;
         } else {
             store
                 .finish_claim(
@@ -160,11 +180,138 @@ impl Scheduler {
                 )
                 .await?;
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// A claim whose plan a review run judges (`plan = auto`): its review
+    /// run starts (again, if lab stopped before it did), and its verdict
+    /// decides the plan as a person's decision would.
+    async fn settle_plan_review(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        settings: &Settings,
+        repo: &Repo,
+    ) -> Result<(), StoreError> {
+        if claim.review_run_id.is_none() {
+            return Box::pin(self.begin_plan_review(claim, run, repo)).await;
+        }
+        let Some(verdict) = self.follow_reviewer(claim, settings, repo).await? else {
+            return Ok(());
+        };
+        let by = format!("review run {}", verdict.run_id);
+        let decided = match verdict.verdict {
+            // Boxed: a decision starts a run, a deep future for the
+            // settle's stack.
+            crate::domain::Verdict::Approved => {
+                Box::pin(self.approve_plan(repo, claim.issue_number, &by))
+                    .await
+                    .map(|_| ())
+            }
+            crate::domain::Verdict::ChangesRequested => {
+                let mut reason = verdict.summary.clone();
+                for f in verdict.blocking() {
+                    reason.push_str(&format!("\n- {}:{}: {}", f.path, f.line, f.message));
+                }
+                let reason: String = reason.chars().take(crate::knob::MAX_TEXT).collect();
+                Box::pin(self.reject_plan(repo, claim.issue_number, &by, &reason))
+                    .await
+                    .map(|_| ())
+            }
+        };
+        match decided {
+            Ok(()) => Ok(()),
+            Err(PlanError::Store(e)) => Err(e),
+            // A person decided first: nothing to do.
+            Err(e) => {
+                tracing::info!(claim = claim.id, error = %e, "a plan review's verdict came late");
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts the review run of the plan that waits: a read-only checkout
+    /// of the base, the issue, the plan (fenced as data) and the knobs'
+    /// plan fragments.
+    async fn begin_plan_review(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: &Repo,
+    ) -> Result<(), StoreError> {
+        let store = self.runner.store();
+        self.claims.with(claim.id, |c| {
+            c.review_nudged = false;
+            c.review_refused = 0;
+        });
+        let Some(plan) = store
+            .plans_of_claim(claim.id)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|p| p.state == PlanState::Proposed)
+        else {
+            return Ok(());
+        };
+        let launched = async {
+            let issue = self
+                .sources
+                .of(repo)
+                .issue(claim.issue_number)
+                .await
+                .map_err(|e| e.to_string())?;
+            let settings = store.settings().await.map_err(|e| e.to_string())?;
+            let text = prompt::plan_review(
+                &issue,
+                &plan,
+                claim.plan_rounds + 1,
+                settings.afk.max_plan_rounds,
+                &run.knobs,
+            );
+            let global = store
+                .repo_with_global(&RepoKey::Id(repo.id))
+                .await
+                .map_err(|e| e.to_string())?
+                .1;
+            self.runner
+                .launch(crate::run::LaunchRequest {
+                    repo: repo.clone(),
+                    global,
+                    kind: RunKind::Review,
+                    model: None,
+                    effort: None,
+                    prompt: text,
+                    prompt_names_branch: false,
+                    env: [("LAB_ISSUE".to_owned(), claim.issue_number.to_string())].into(),
+                    afk_claim: Some(claim.id),
+                    issue_layer: None,
+                    knobs: run.knobs.clone(),
+                    issue: run.issue.clone(),
+                    start_at: None,
+                })
+                .await
+                .map_err(|e| e.to_string())
+        };
+        match launched.await {
+            Ok(r) => {
+                tracing::info!(claim = claim.id, run = r.id, "plan review run started");
+                Ok(())
+            }
+            Err(why) => {
+                self.needs_human(
+                    claim,
+                    &format!(
+                        "plan version {} waits, but its review run could not start: {why}",
+                        plan.version
+                    ),
+                )
+                .await
+            }
+        }
     }
 
     /// The claim's plan waits for a decision; the issue is told where.
-    async fn to_review(&self, claim: &Claim) -> Result<(), StoreError> {
+    async fn to_review(&self, claim: &Claim, run: &Run) -> Result<(), StoreError> {
         let store = self.runner.store();
         if !store
             .move_claim(claim.id, Stage::Plan, Stage::PlanReview, false)
@@ -180,9 +327,16 @@ impl Scheduler {
             .await?
             .last()
             .map_or(0, |p| p.version);
+        let auto = judged_by_review(&run.knobs);
         let text = format!(
-            "lab's planning run for this issue submitted plan version {version}. It waits for a \
-             decision: {}/repos/{}/issues/{} (or `labctl plan approve|reject {} {}`).",
+            "lab's planning run for this issue submitted plan version {version}. {} \
+             {}/repos/{}/issues/{} (or `labctl plan approve|reject {} {}`; on a forge, a \
+             `/lab approve` or `/lab reject <reason>` comment by a writer).",
+            if auto {
+                "A review run judges it; a person may decide first:"
+            } else {
+                "It waits for a decision:"
+            },
             self.runner.cfg().lab_url.trim_end_matches('/'),
             repo.name,
             claim.issue_number,
@@ -196,6 +350,13 @@ impl Scheduler {
             .await
         {
             tracing::warn!(claim = claim.id, error = %e, "could not tell the issue about its plan");
+        }
+        if auto {
+            let claim = store
+                .claim_of_run(run.id)
+                .await?
+                .unwrap_or_else(|| claim.clone());
+            Box::pin(self.begin_plan_review(&claim, run, &repo)).await?;
         }
         Ok(())
     }
@@ -261,14 +422,16 @@ impl Scheduler {
                 }
             }
             let decided = match command {
-                Command::Approve => self
-                    .approve_plan(repo, claim.issue_number, &c.author)
-                    .await
-                    .map(|_| ()),
-                Command::Reject(reason) => self
-                    .reject_plan(repo, claim.issue_number, &c.author, &reason)
-                    .await
-                    .map(|_| ()),
+                Command::Approve => {
+                    Box::pin(self.approve_plan(repo, claim.issue_number, &c.author))
+                        .await
+                        .map(|_| ())
+                }
+                Command::Reject(reason) => {
+                    Box::pin(self.reject_plan(repo, claim.issue_number, &c.author, &reason))
+                        .await
+                        .map(|_| ())
+                }
             };
             match decided {
                 Ok(()) => {
@@ -367,6 +530,7 @@ impl Scheduler {
         }
         plan.state = PlanState::Approved;
         plan.decided_by = Some(by.to_owned());
+        self.stop_reviewer(&claim, "its plan was decided").await;
         let plan_run = claim.run_id.unwrap_or(plan.run_id);
         if !store.start_work(claim.id, plan_run).await? {
             return Err(PlanError::Conflict(format!(
@@ -428,6 +592,7 @@ impl Scheduler {
         }
         plan.state = PlanState::Rejected;
         plan.decided_by = Some(by.to_owned());
+        self.stop_reviewer(&claim, "its plan was decided").await;
         plan.reason = Some(reason.to_owned());
         let max = settings.afk.max_plan_rounds;
         let round = claim.plan_rounds + 2;

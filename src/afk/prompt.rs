@@ -166,6 +166,46 @@ pub fn review(b: &ReviewBrief<'_>, knobs: &[crate::knob::Resolved]) -> String {
     }
 }
 
+/// The first message of a review run that judges a plan (`plan = auto`):
+/// the issue, the plan (fenced as data), the knobs' plan fragments; its
+/// checkout is the base, read-only.
+pub fn plan_review(
+    issue: &Issue,
+    plan: &crate::domain::Plan,
+    round: i64,
+    max: i64,
+    knobs: &[crate::knob::Resolved],
+) -> String {
+    let text = format!(
+        "You are a review run of lab, with nobody watching. Judge a plan for issue #{n}: \
+         {title}, before anyone writes code. Do not change any file (this checkout is the base \
+         branch, read-only).\n\
+         \n\
+         1. Read the issue: `labctl issue view {n}`, and the code the plan concerns.\n\
+         2. Judge whether plan version {version} (below; plan round {round} of at most {max}) \
+            resolves the issue, is complete and stays within what the issue asks.\n\
+         3. Write your verdict as JSON to a file under /tmp and submit it:\n   \
+            `labctl review submit --file /tmp/verdict.json`\n   \
+            {{\"verdict\": \"approved\" | \"changes_requested\", \"summary\": \"...\", \
+            \"findings\": [{{\"path\": \"src/x.rs\", \"line\": 1, \"severity\": \"blocking\" | \
+            \"advisory\", \"message\": \"...\"}}]}}\n   \
+            A finding names the file it concerns (line 1 when no line applies). \
+            `changes_requested` names at least one blocking finding, `approved` none; the \
+            planning run is told your summary and blocking findings.\n\
+         4. Then end your turn.\n\
+         \n\
+         {plan}",
+        n = issue.number,
+        title = issue.title.lines().next().unwrap_or(""),
+        version = plan.version,
+        plan = crate::knob::untrusted("The plan", &plan.text),
+    );
+    match crate::knob::prompt_block(crate::knob::Phase::Plan, knobs) {
+        Some(block) => format!("{text}\n\n{block}"),
+        None => text,
+    }
+}
+
 /// What a review run that ended its turn without a verdict is told, once.
 pub const REVIEW_MISSING: &str = "lab: your turn ended without a verdict. Submit it with \
      `labctl review submit --file /tmp/verdict.json`, then end your turn.";

@@ -94,7 +94,7 @@ impl Scheduler {
             c.review_nudged = false;
             c.review_refused = 0;
         });
-        if let Err(why) = self.launch_review(claim, run, repo).await {
+        if let Err(why) = Box::pin(self.launch_review(claim, run, repo)).await {
             tracing::warn!(claim = claim.id, %why, "the review run could not start");
             let url = claim.pr_url.clone().unwrap_or_default();
             store
@@ -208,8 +208,7 @@ impl Scheduler {
     }
 
     /// What a settle does with a claim in review: follows its review run
-    /// (its budget, a turn that ended without a verdict: told once, then
-    /// the issue needs a person) and acts on its verdict once there is one.
+    /// and acts on its verdict once there is one.
     pub(super) async fn settle_review(
         &self,
         claim: &Claim,
@@ -217,21 +216,44 @@ impl Scheduler {
         settings: &Settings,
         repo: Option<&Repo>,
     ) -> Result<(), StoreError> {
-        let store = self.runner.store();
         let Some(repo) = repo else {
-            store
+            self.runner
+                .store()
                 .finish_claim(claim.id, Outcome::Failed, "its repo was removed")
                 .await?;
             return Ok(());
         };
-        let Some(review_id) = claim.review_run_id else {
+        if claim.review_run_id.is_none() {
             // lab stopped between the move and the review run's launch.
-            return self.begin_review(claim, work, repo).await;
+            return Box::pin(self.begin_review(claim, work, repo)).await;
+        }
+        match self.follow_reviewer(claim, settings, repo).await? {
+            Some(v) => Box::pin(self.act_on(claim, work, repo, settings, &v)).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Follows a claim's review run (of its pull request or of its plan):
+    /// its verdict once submitted (the run is stopped then); over its
+    /// budget, or a turn that ended without a verdict (told once, then)
+    /// or a run that ended without one, and the issue needs a person.
+    /// `None` while it works, or once the claim was ended.
+    pub(super) async fn follow_reviewer(
+        &self,
+        claim: &Claim,
+        settings: &Settings,
+        repo: &Repo,
+    ) -> Result<Option<Review>, StoreError> {
+        let store = self.runner.store();
+        let Some(review_id) = claim.review_run_id else {
+            return Ok(None);
         };
         let review = match store.run(review_id).await {
             Ok(r) => r,
             Err(StoreError::NotFound) => {
-                return self.needs_human(claim, "its review run was removed").await;
+                self.needs_human(claim, "its review run was removed")
+                    .await?;
+                return Ok(None);
             }
             Err(e) => return Err(e),
         };
@@ -247,7 +269,7 @@ impl Scheduler {
                     .stop(review.id, StopCause::Reviewed, "it submitted its verdict")
                     .await;
             }
-            return self.act_on(claim, work, repo, settings, &v).await;
+            return Ok(Some(v));
         }
         if review.state.is_active() {
             let budget = super::budget::of(&review, Some(repo), settings);
@@ -255,16 +277,16 @@ impl Scheduler {
                 super::budget::over(&review, &budget, self.runner.cfg().limit_minute_ms)
             {
                 let _ = self.runner.stop(review.id, cause, &why).await;
-                return self
-                    .needs_human(claim, &format!("its review run was stopped: {why}"))
-                    .await;
+                self.needs_human(claim, &format!("its review run was stopped: {why}"))
+                    .await?;
+                return Ok(None);
             }
             let turn_over = review
                 .agent
                 .as_ref()
                 .is_some_and(|a| a.state == AgentState::Idle);
             if !turn_over {
-                return Ok(());
+                return Ok(None);
             }
             if !self
                 .claims
@@ -273,14 +295,33 @@ impl Scheduler {
                 let _ = self
                     .tell(claim, &review, prompt::REVIEW_MISSING, "no verdict yet")
                     .await;
-                return Ok(());
+                return Ok(None);
             }
             let why = "its review run ended its turn twice without a verdict";
             let _ = self.runner.stop(review.id, StopCause::Reviewed, why).await;
-            return self.needs_human(claim, why).await;
+            self.needs_human(claim, why).await?;
+            return Ok(None);
         }
         self.needs_human(claim, "its review run ended without a verdict")
+            .await?;
+        Ok(None)
+    }
+
+    /// Stops the claim's review run when it is live (a person decided its
+    /// plan first).
+    pub(super) async fn stop_reviewer(&self, claim: &Claim, why: &str) {
+        let Some(id) = claim.review_run_id else {
+            return;
+        };
+        if self
+            .runner
+            .store()
+            .run(id)
             .await
+            .is_ok_and(|r| r.state.is_active())
+        {
+            let _ = self.runner.stop(id, StopCause::Reviewed, why).await;
+        }
     }
 
     /// A verdict, acted on: an approval lets the claim be judged; changes
@@ -368,15 +409,14 @@ impl Scheduler {
 
     /// Ends the claim for a person (`review: <why>`), naming its pull
     /// request.
-    async fn needs_human(&self, claim: &Claim, why: &str) -> Result<(), StoreError> {
-        let url = claim.pr_url.clone().unwrap_or_default();
+    pub(super) async fn needs_human(&self, claim: &Claim, why: &str) -> Result<(), StoreError> {
+        let detail = match &claim.pr_url {
+            Some(url) => format!("review: {why}; its pull request: {url}"),
+            None => format!("review: {why}"),
+        };
         let store = self.runner.store();
         if store
-            .finish_claim(
-                claim.id,
-                Outcome::NeedsHuman,
-                &format!("review: {why}; its pull request: {url}"),
-            )
+            .finish_claim(claim.id, Outcome::NeedsHuman, &detail)
             .await?
             && let Some(work) = claim.run_id
         {
@@ -432,10 +472,10 @@ impl Scheduler {
         let claim = store
             .claim_of_review_run(run.id)
             .await?
-            .filter(|c| c.stage == Stage::Review)
+            .filter(|c| matches!(c.stage, Stage::Review | Stage::PlanReview))
             .ok_or_else(|| {
                 ReviewError::Conflict(format!(
-                    "run {}'s pull request is not in review now: its issue moved on",
+                    "run {}'s pull request or plan is not in review now: its issue moved on",
                     run.id
                 ))
             })?;
@@ -464,21 +504,33 @@ impl Scheduler {
                 return Err(ReviewError::Invalid { invalid, last });
             }
         };
-        let work = match claim.run_id {
-            Some(id) => store.run(id).await?,
-            None => {
-                return Err(ReviewError::Conflict(format!(
-                    "run {}'s claim has no work run",
-                    run.id
-                )));
+        let head = if claim.stage == Stage::PlanReview {
+            // A plan's review: the version it judged.
+            let version = store
+                .plans_of_claim(claim.id)
+                .await?
+                .into_iter()
+                .rev()
+                .find(|p| p.state == PlanState::Proposed)
+                .map_or(0, |p| p.version);
+            format!("plan v{version}")
+        } else {
+            let work = match claim.run_id {
+                Some(id) => store.run(id).await?,
+                None => {
+                    return Err(ReviewError::Conflict(format!(
+                        "run {}'s claim has no work run",
+                        run.id
+                    )));
+                }
+            };
+            let repo = store.repo(&RepoKey::Id(claim.repo_id)).await?;
+            match work.branch.as_deref() {
+                Some(b) => self.runner.workspaces().branch_head(&repo, b).await,
+                None => None,
             }
+            .unwrap_or_default()
         };
-        let repo = store.repo(&RepoKey::Id(claim.repo_id)).await?;
-        let head = match work.branch.as_deref() {
-            Some(b) => self.runner.workspaces().branch_head(&repo, b).await,
-            None => None,
-        }
-        .unwrap_or_default();
         let review = store
             .submit_review(
                 ReviewOf {

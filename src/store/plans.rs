@@ -146,7 +146,7 @@ impl Store {
         let _counted = self.writing(Written::Claims);
         let n = on_db!(self.db(), pool => {
             sqlx::query(
-                "UPDATE afk_claims SET stage = $1, plan_rounds = plan_rounds + $2 \
+                "UPDATE afk_claims SET stage = $1, plan_rounds = plan_rounds + $2, review_run_id = NULL \
                  WHERE id = $3 AND stage = $4 AND active",
             )
             .bind(to)
@@ -166,7 +166,7 @@ impl Store {
         let _counted = self.writing(Written::Claims);
         let n = on_db!(self.db(), pool => {
             sqlx::query(
-                "UPDATE afk_claims SET stage = 'work', plan_run_id = $1 \
+                "UPDATE afk_claims SET stage = 'work', plan_run_id = $1, review_run_id = NULL \
                  WHERE id = $2 AND stage = 'plan-review' AND active",
             )
             .bind(plan_run)

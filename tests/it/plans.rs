@@ -17,6 +17,7 @@ on_both!(
     a_plan_is_rejected_then_approved_and_the_work_follows_it,
     rejections_past_the_plan_rounds_need_a_person,
     a_writer_s_forge_comment_decides_the_plan,
+    a_review_run_judges_the_plan_when_it_is_auto,
 );
 
 /// What the fake agent does: as a planning run, tries to write (and
@@ -315,6 +316,93 @@ async fn a_writer_s_forge_comment_decides_the_plan(b: Backend) {
         (&all[1]["state"], &all[1]["by"]),
         (&json!("approved"), &json!("ana")),
         "{all}"
+    );
+    s.stop().await;
+}
+
+/// `plan = auto`: a review run judges each version. It asks for changes to
+/// version 1 (the planning run is told its summary and blocking findings)
+/// and approves version 2; the work follows it.
+async fn a_review_run_judges_the_plan_when_it_is_auto(b: Backend) {
+    const REVIEWER: &str = r#"
+if [ "$LAB_RUN_KIND" = review ]; then
+  n=1; [ -e "$FAKE_REC/../plan-reviewed-1" ] && n=2
+  touch "$FAKE_REC/../plan-reviewed-$n"
+  printf '%s' "$FAKE_PROMPT" > "$FAKE_REC/../plan-review-prompt-$n.txt"
+  if [ $n = 1 ]; then
+    printf '{"verdict":"changes_requested","summary":"Test it too.","findings":[{"path":"FIX.md","line":1,"severity":"blocking","message":"Name the test."}]}' > /tmp/v.json
+  else
+    printf '{"verdict":"approved","summary":"Good plan."}' > /tmp/v.json
+  fi
+  labctl review submit --file /tmp/v.json > "$FAKE_REC/../plan-review-$n.txt" 2>&1
+  stop
+  while :; do sleep 1; done
+fi
+"#;
+    let s = TestServer::start(b).await;
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"knobs": {"plan": "auto"}}))
+        .await
+        .ok();
+    let script = planner().replacen(
+        "if [ \"$LAB_RUN_KIND\" = plan ]",
+        &format!("{REVIEWER}\nif [ \"$LAB_RUN_KIND\" = plan ]"),
+        1,
+    );
+    behave(&s, &script);
+    let n = issue(&s, "r", "Plan, judged").await;
+    let c = outcome(&s, "r", n, 90).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+
+    let reviewers = s.get("/api/v1/runs?kind=review").await.ok();
+    let ids: Vec<i64> = reviewers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .rev()
+        .collect();
+    assert_eq!(ids.len(), 2, "{reviewers}");
+    let all = plans(&s, n).await;
+    assert_eq!(
+        (&all[0]["state"], &all[0]["by"]),
+        (&json!("rejected"), &json!(format!("review run {}", ids[0]))),
+        "{all}"
+    );
+    let reason = all[0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("Test it too.") && reason.contains("FIX.md:1: Name the test."),
+        "{all}"
+    );
+    assert_eq!(
+        (&all[1]["state"], &all[1]["by"]),
+        (&json!("approved"), &json!(format!("review run {}", ids[1]))),
+        "{all}"
+    );
+    // The planning run was told the findings; the reviewer read the plan.
+    assert!(record(&s, "plan-prompt-2.txt").contains("Name the test."));
+    let judged = record(&s, "plan-review-prompt-1.txt");
+    assert!(
+        judged.starts_with("You are a review run of lab")
+            && judged.contains("Plan 1: change FIX.md"),
+        "{judged}"
+    );
+    let verdicts = s
+        .get(&format!("/api/v1/repos/r/issues/{n}/reviews"))
+        .await
+        .ok();
+    assert_eq!(
+        (&verdicts[0]["head"], &verdicts[1]["head"]),
+        (&json!("plan v1"), &json!("plan v2")),
+        "{verdicts}"
+    );
+    let work = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert!(
+        work[0]["prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("approved by review run"),
+        "{work}"
     );
     s.stop().await;
 }
