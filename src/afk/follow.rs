@@ -94,7 +94,7 @@ impl Scheduler {
                 return Some((
                     StopCause::Scope,
                     format!(
-                        "{}; lab refused its pull request {n} times (afk.max_rounds is {})",
+                        "scope: {}; lab refused its pull request {n} times (afk.max_rounds is {})",
                         b.named(),
                         settings.afk.max_rounds
                     ),

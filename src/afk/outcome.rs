@@ -469,7 +469,7 @@ fn judge(
         return (
             Outcome::NeedsHuman,
             format!(
-                "{pr}{}{ran_out}; lab pushed none of it. Its changes are on the run's page: {}",
+                "scope: {pr}{}{ran_out}; lab pushed none of it. Its changes are on the run's page: {}",
                 b.told(),
                 run_page(lab_url, run.id)
             ),

@@ -428,7 +428,8 @@ impl Scheduler {
     }
 
     /// Tells a forge pull request what the review concluded, in lab's
-    /// words (the built-in tracker shows the verdict on its page).
+    /// words, as a review comment (the built-in tracker shows the verdict
+    /// on its page).
     async fn post_verdict(&self, claim: &Claim, repo: &Repo, review: &Review) {
         if repo.issues.source == SourceKind::Builtin {
             return;
@@ -452,7 +453,7 @@ impl Scheduler {
             repo = repo.name,
             issue = claim.issue_number,
         );
-        if let Err(e) = self.sources.of(repo).comment(number, &text).await {
+        if let Err(e) = self.sources.of(repo).review_comment(number, &text).await {
             tracing::warn!(claim = claim.id, error = %e, "could not post the review's verdict");
         }
     }

@@ -165,7 +165,7 @@ impl Scheduler {
             return Some((
                 StopCause::Scope,
                 format!(
-                    "{} after {} round(s), the limit (afk.max_rounds)",
+                    "scope: {} after {} round(s), the limit (afk.max_rounds)",
                     breach.named(),
                     claim.rounds
                 ),
@@ -183,7 +183,7 @@ impl Scheduler {
                 return Some((
                     StopCause::Scope,
                     format!(
-                        "{}; the agent's round left the branch as it was",
+                        "scope: {}; the agent's round left the branch as it was",
                         breach.named()
                     ),
                 ));

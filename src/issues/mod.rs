@@ -260,6 +260,12 @@ pub trait IssueSource: Send + Sync {
     async fn may_direct(&self, _issue: &Issue) -> Result<bool> {
         Ok(true)
     }
+    /// Posts lab's words on pull request `number` as a review comment (a
+    /// review that neither approves nor asks for changes); a tracker with
+    /// no reviews takes it as a comment.
+    async fn review_comment(&self, number: i64, body: &str) -> Result<()> {
+        self.comment(number, body).await
+    }
     /// Whether forge account `login` may write to the repo (a `/lab
     /// approve` comment's author). No one on the built-in tracker, whose
     /// decisions are made on lab's own pages.

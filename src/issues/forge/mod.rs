@@ -340,6 +340,17 @@ impl IssueSource for Forge {
         Ok(())
     }
 
+    // Gitea and GitHub both take a review with the event `COMMENT`.
+    async fn review_comment(&self, number: i64, body: &str) -> Result<()> {
+        let url = format!("{}/pulls/{number}/reviews", self.repo_api);
+        self.send(
+            self.req(Method::POST, &url)
+                .json(&json!({"body": body, "event": "COMMENT"})),
+        )
+        .await?;
+        Ok(())
+    }
+
     async fn relabel(&self, number: i64, remove: &str, add: &str) -> Result<()> {
         let labels_url = format!("{}/issues/{number}/labels", self.repo_api);
         if self.kind == SourceKind::Github {

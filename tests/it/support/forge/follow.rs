@@ -310,6 +310,41 @@ pub(super) async fn review_comments(
     of_pull(&f, &uri, &q, n, |s| &s.pr_comments)
 }
 
+/// `POST …/pulls/{n}/reviews` (both forges): lab's review comment, as
+/// its token's account.
+pub(super) async fn create_review(
+    State(f): State<Fake>,
+    Path(n): Path<i64>,
+    Json(b): Json<Value>,
+) -> Response {
+    if b["event"] != "COMMENT" || !b["body"].is_string() {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"message": "bad review"})),
+        )
+            .into_response();
+    }
+    let login = f.state.lock().unwrap().login.clone();
+    let state = match f.flavor {
+        Flavor::Github => "COMMENTED",
+        Flavor::Gitea => "COMMENT",
+    };
+    let forge = super::FakeForge {
+        url: String::new(),
+        fake: f.clone(),
+    };
+    let id = forge.add_review(n, &login, state, b["body"].as_str().unwrap_or_default());
+    let r = f
+        .state
+        .lock()
+        .unwrap()
+        .reviews
+        .iter()
+        .find(|(_, r)| r["id"] == id)
+        .map(|(_, r)| r.clone());
+    (StatusCode::OK, Json(r.unwrap_or_default())).into_response()
+}
+
 impl super::FakeForge {
     /// A review of pull request `n`: `state` as the forge spells it
     /// (GitHub `CHANGES_REQUESTED`, Gitea `REQUEST_CHANGES`, ...).

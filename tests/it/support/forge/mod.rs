@@ -208,7 +208,10 @@ impl FakeForge {
                 &format!("{repo}/pulls/{{n}}"),
                 get(follow::get_pull).patch(edit_pull),
             )
-            .route(&format!("{repo}/pulls/{{n}}/reviews"), get(follow::reviews))
+            .route(
+                &format!("{repo}/pulls/{{n}}/reviews"),
+                get(follow::reviews).post(follow::create_review),
+            )
             .route(
                 &format!("{repo}/pulls/{{n}}/comments"),
                 get(follow::review_comments),

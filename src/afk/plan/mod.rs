@@ -15,6 +15,11 @@
 //! issue is told that a version waits and where (lab's page), never the
 //! text: a forge comment of lab's never carries the agent's bytes.
 
+mod commands;
+mod review;
+
+pub(super) use commands::COMMAND_READ;
+
 use super::Scheduler;
 use super::prompt;
 use crate::domain::{
@@ -60,36 +65,6 @@ pub fn wanted(knobs: &[crate::knob::Resolved]) -> bool {
 }
 
 use crate::knob::Knob;
-
-/// How often a forge issue whose plan waits is read for commands.
-pub(super) const COMMAND_READ: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// A plan command in a forge comment: its first line, `/lab approve` or
-/// `/lab reject <reason>` (the reason may go on over the next lines).
-#[derive(Debug, PartialEq, Eq)]
-enum Command {
-    Approve,
-    Reject(String),
-}
-
-impl Command {
-    fn parse(body: &str) -> Option<Command> {
-        let body = body.trim_start();
-        let first = body.lines().next()?.trim();
-        let rest = first
-            .strip_prefix("/lab")
-            .filter(|r| r.starts_with(char::is_whitespace))?;
-        let mut words = rest.split_whitespace();
-        match words.next()? {
-            "approve" if words.next().is_none() => Some(Command::Approve),
-            "reject" => {
-                let after = body.split_once("reject").map_or("", |(_, r)| r).trim();
-                Some(Command::Reject(after.to_owned()))
-            }
-            _ => None,
-        }
-    }
-}
 
 impl Scheduler {
     /// What a settle does with a claim before its work: a live planning run
@@ -183,133 +158,6 @@ impl Scheduler {
         Ok(true)
     }
 
-    /// A claim whose plan a review run judges (`plan = auto`): its review
-    /// run starts (again, if lab stopped before it did), and its verdict
-    /// decides the plan as a person's decision would.
-    async fn settle_plan_review(
-        &self,
-        claim: &Claim,
-        run: &Run,
-        settings: &Settings,
-        repo: &Repo,
-    ) -> Result<(), StoreError> {
-        if claim.review_run_id.is_none() {
-            return Box::pin(self.begin_plan_review(claim, run, repo)).await;
-        }
-        let Some(verdict) = self.follow_reviewer(claim, settings, repo).await? else {
-            return Ok(());
-        };
-        let by = format!("review run {}", verdict.run_id);
-        let decided = match verdict.verdict {
-            // Boxed: a decision starts a run, a deep future for the
-            // settle's stack.
-            crate::domain::Verdict::Approved => {
-                Box::pin(self.approve_plan(repo, claim.issue_number, &by))
-                    .await
-                    .map(|_| ())
-            }
-            crate::domain::Verdict::ChangesRequested => {
-                let mut reason = verdict.summary.clone();
-                for f in verdict.blocking() {
-                    reason.push_str(&format!("\n- {}:{}: {}", f.path, f.line, f.message));
-                }
-                let reason: String = reason.chars().take(crate::knob::MAX_TEXT).collect();
-                Box::pin(self.reject_plan(repo, claim.issue_number, &by, &reason))
-                    .await
-                    .map(|_| ())
-            }
-        };
-        match decided {
-            Ok(()) => Ok(()),
-            Err(PlanError::Store(e)) => Err(e),
-            // A person decided first: nothing to do.
-            Err(e) => {
-                tracing::info!(claim = claim.id, error = %e, "a plan review's verdict came late");
-                Ok(())
-            }
-        }
-    }
-
-    /// Starts the review run of the plan that waits: a read-only checkout
-    /// of the base, the issue, the plan (fenced as data) and the knobs'
-    /// plan fragments.
-    async fn begin_plan_review(
-        &self,
-        claim: &Claim,
-        run: &Run,
-        repo: &Repo,
-    ) -> Result<(), StoreError> {
-        let store = self.runner.store();
-        self.claims.with(claim.id, |c| {
-            c.review_nudged = false;
-            c.review_refused = 0;
-        });
-        let Some(plan) = store
-            .plans_of_claim(claim.id)
-            .await?
-            .into_iter()
-            .rev()
-            .find(|p| p.state == PlanState::Proposed)
-        else {
-            return Ok(());
-        };
-        let launched = async {
-            let issue = self
-                .sources
-                .of(repo)
-                .issue(claim.issue_number)
-                .await
-                .map_err(|e| e.to_string())?;
-            let settings = store.settings().await.map_err(|e| e.to_string())?;
-            let text = prompt::plan_review(
-                &issue,
-                &plan,
-                claim.plan_rounds + 1,
-                settings.afk.max_plan_rounds,
-                &run.knobs,
-            );
-            let global = store
-                .repo_with_global(&RepoKey::Id(repo.id))
-                .await
-                .map_err(|e| e.to_string())?
-                .1;
-            self.runner
-                .launch(crate::run::LaunchRequest {
-                    repo: repo.clone(),
-                    global,
-                    kind: RunKind::Review,
-                    model: None,
-                    effort: None,
-                    prompt: text,
-                    prompt_names_branch: false,
-                    env: [("LAB_ISSUE".to_owned(), claim.issue_number.to_string())].into(),
-                    afk_claim: Some(claim.id),
-                    issue_layer: None,
-                    knobs: run.knobs.clone(),
-                    issue: run.issue.clone(),
-                    start_at: None,
-                })
-                .await
-                .map_err(|e| e.to_string())
-        };
-        match launched.await {
-            Ok(r) => {
-                tracing::info!(claim = claim.id, run = r.id, "plan review run started");
-                Ok(())
-            }
-            Err(why) => {
-                self.needs_human(
-                    claim,
-                    &format!(
-                        "plan version {} waits, but its review run could not start: {why}",
-                        plan.version
-                    ),
-                )
-                .await
-            }
-        }
-    }
-
     /// The claim's plan waits for a decision; the issue is told where.
     async fn to_review(&self, claim: &Claim, run: &Run) -> Result<(), StoreError> {
         let store = self.runner.store();
@@ -357,94 +205,6 @@ impl Scheduler {
                 .await?
                 .unwrap_or_else(|| claim.clone());
             Box::pin(self.begin_plan_review(&claim, run, &repo)).await?;
-        }
-        Ok(())
-    }
-
-    /// A forge issue whose plan waits: a `/lab approve` or `/lab reject
-    /// <reason>` comment posted since the plan, by an account that may
-    /// write to the repo, decides it (the oldest such comment; read at
-    /// most every [`COMMAND_READ`]). The comments are people's words; only
-    /// a writer's command is acted on, and its reason goes to the planning
-    /// run fenced as data.
-    pub(super) async fn plan_commands(&self, claim: &Claim, repo: &Repo) -> Result<(), StoreError> {
-        if claim.stage != Stage::PlanReview
-            || repo.issues.source == crate::repo::issue_source::SourceKind::Builtin
-        {
-            return Ok(());
-        }
-        let due = self.claims.with(claim.id, |c| match c.commands_read {
-            Some(at) if at.elapsed() < COMMAND_READ => false,
-            _ => {
-                c.commands_read = Some(std::time::Instant::now());
-                true
-            }
-        });
-        if !due {
-            return Ok(());
-        }
-        let Some(plan) = self
-            .runner
-            .store()
-            .plans_of_claim(claim.id)
-            .await?
-            .into_iter()
-            .rev()
-            .find(|p| p.state == PlanState::Proposed)
-        else {
-            return Ok(());
-        };
-        let source = self.sources.of(repo);
-        let issue = match source.issue(claim.issue_number).await {
-            Ok(i) => i,
-            Err(e) => {
-                tracing::warn!(claim = claim.id, error = %e, "could not read the issue's comments");
-                return Ok(());
-            }
-        };
-        for c in &issue.comments {
-            let posted = humantime::parse_rfc3339_weak(&c.created_at)
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_millis() as i64);
-            if posted.is_none_or(|at| at < plan.created_at) {
-                continue;
-            }
-            let Some(command) = Command::parse(&c.body) else {
-                continue;
-            };
-            match source.may_write(&c.author).await {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    tracing::warn!(claim = claim.id, error = %e, "could not read a commenter's access");
-                    return Ok(());
-                }
-            }
-            let decided = match command {
-                Command::Approve => {
-                    Box::pin(self.approve_plan(repo, claim.issue_number, &c.author))
-                        .await
-                        .map(|_| ())
-                }
-                Command::Reject(reason) => {
-                    Box::pin(self.reject_plan(repo, claim.issue_number, &c.author, &reason))
-                        .await
-                        .map(|_| ())
-                }
-            };
-            match decided {
-                Ok(()) => {
-                    tracing::info!(claim = claim.id, by = %c.author, "a forge comment decided the plan");
-                    return Ok(());
-                }
-                Err(PlanError::Store(e)) => return Err(e),
-                // A reject without a reason, or decided meanwhile: the next
-                // command is read.
-                Err(e) => {
-                    tracing::info!(claim = claim.id, error = %e, "a plan command was refused")
-                }
-            }
         }
         Ok(())
     }
@@ -665,31 +425,5 @@ impl Scheduler {
         )
         .await
         .map_err(|e| e.to_string())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Command;
-
-    #[test]
-    fn a_command_is_the_first_line_of_a_comment() {
-        assert_eq!(Command::parse("/lab approve"), Some(Command::Approve));
-        assert_eq!(
-            Command::parse("  /lab approve  \nthanks"),
-            Some(Command::Approve)
-        );
-        assert_eq!(
-            Command::parse("/lab reject Also the docs.\nAnd tests."),
-            Some(Command::Reject("Also the docs.\nAnd tests.".into()))
-        );
-        assert_eq!(
-            Command::parse("/lab reject"),
-            Some(Command::Reject(String::new()))
-        );
-        assert_eq!(Command::parse("/lab approve it all"), None);
-        assert_eq!(Command::parse("I think /lab approve"), None);
-        assert_eq!(Command::parse("/labapprove"), None);
-        assert_eq!(Command::parse(""), None);
     }
 }
