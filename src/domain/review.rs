@@ -30,7 +30,9 @@ spelled! {
 }
 
 /// One thing a reviewer found, at a place in the pull request's head.
+/// (`ReviewFinding` in the API document: the doctor has its own `Finding`.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = ReviewFinding)]
 pub struct Finding {
     /// A path relative to the repository's root.
     pub path: String,
@@ -67,6 +69,7 @@ impl Review {
 /// a malformed verdict is named field by field (and counted as the
 /// reviewer's one retry) rather than refused by the decoder.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[schema(as = ReviewSubmission)]
 pub struct Submission {
     /// `approved` or `changes_requested`.
     #[serde(default)]

@@ -269,3 +269,22 @@ fn usage_is_documented() {
         assert!(row[f].is_object(), "LedgerRow.{f}");
     }
 }
+
+/// Two schemas of one name would be one in the document (the last wins):
+/// the doctor's finding and a review's are apart.
+#[test]
+fn the_doctor_s_and_a_review_s_findings_are_apart() {
+    let doc = doc();
+    let s = &doc["components"]["schemas"];
+    assert!(
+        s["Finding"]["properties"].get("area").is_some(),
+        "{}",
+        s["Finding"]
+    );
+    assert!(
+        s["ReviewFinding"]["properties"].get("path").is_some(),
+        "{}",
+        s["ReviewFinding"]
+    );
+    assert!(s["ReviewSubmission"]["properties"].get("verdict").is_some());
+}
