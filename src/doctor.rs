@@ -525,8 +525,10 @@ async fn argv_finding(runner: &Runner, id: ProviderId, bin: &Path) -> Vec<Findin
         sandboxed: true,
         hook_command: runner.hook_command(p),
         session_id: p.takes_session_id().then(crate::run::new_session_id),
-        // A scope, so the check covers the live scope hook's settings too.
+        // A scope, so the check covers the live scope hook's settings too,
+        // and a read-only run's deny rules.
         writes: vec!["src/**".into()],
+        read_only: true,
     };
     let verdict = cli_check::check(
         p,

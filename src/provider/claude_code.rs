@@ -341,6 +341,16 @@ fn line(spec: &SpawnSpec, session_flag: &str, prompt: String) -> CommandLine {
         }
         settings.insert("hooks".into(), all);
     }
+    if spec.read_only {
+        // Claude Code's own refusal of its file-writing tools (its plan
+        // mode would ask a person before it ends, and nobody answers):
+        // deny rules hold in every permission mode. Only the tools 2.1.332
+        // has: a rule for another (MultiEdit) is warned about at start.
+        settings.insert(
+            "permissions".into(),
+            serde_json::json!({ "deny": ["Write", "Edit", "NotebookEdit"] }),
+        );
+    }
     if !settings.is_empty() {
         args.push("--settings".to_owned());
         args.push(serde_json::Value::Object(settings).to_string());

@@ -90,6 +90,10 @@ pub struct SpawnSpec {
     /// them as it is tried (Claude Code's `PreToolUse`); lab's check of the
     /// branch holds for every CLI either way.
     pub writes: Vec<String>,
+    /// The run may not change its workspace (a planning or review run,
+    /// issue 28): lab's sandbox shows it read-only, and a CLI with its own
+    /// way to refuse file-writing tools is told to use it.
+    pub read_only: bool,
 }
 
 impl SpawnSpec {

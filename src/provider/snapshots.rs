@@ -22,6 +22,7 @@ fn spec(model: &str, effort: &str, options: &[(&str, &str)], prompt: &str) -> Sp
         hook_command: None,
         session_id: Some("0f8e4c1a-3b5d-4e7f-9a2c-6d1b8e0f4a37".into()),
         writes: Vec::new(),
+        read_only: false,
     }
 }
 
@@ -171,6 +172,35 @@ fn a_scope_adds_the_live_write_check_to_claude_only() {
     assert_eq!(
         render(&scoped("codex")),
         render(&get("codex").unwrap().command_line(&unscoped))
+    );
+}
+
+/// A planning or review run: Claude Code's settings deny its file-writing
+/// tools (lab's sandbox shows the workspace read-only either way); a work
+/// run's have no such rule.
+#[test]
+fn a_read_only_run_denies_claude_s_writing_tools() {
+    let mut s = spec(
+        "sonnet",
+        "high",
+        &[("permission_mode", "bypassPermissions")],
+        "",
+    );
+    s.read_only = true;
+    let line = get("claude-code").unwrap().command_line(&s);
+    let at = line.args.iter().position(|a| a == "--settings").unwrap();
+    let settings: serde_json::Value = serde_json::from_str(&line.args[at + 1]).unwrap();
+    assert_eq!(
+        settings["permissions"]["deny"],
+        serde_json::json!(["Write", "Edit", "NotebookEdit"])
+    );
+    s.read_only = false;
+    let line = get("claude-code").unwrap().command_line(&s);
+    let at = line.args.iter().position(|a| a == "--settings").unwrap();
+    assert!(
+        !line.args[at + 1].contains("permissions"),
+        "{}",
+        line.args[at + 1]
     );
 }
 

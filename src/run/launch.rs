@@ -299,6 +299,7 @@ impl Runner {
             hook_command: self.hook_command(p),
             session_id: run.cli_session_id.clone(),
             writes: crate::knob::writes_of(&run.knobs),
+            read_only: matches!(run.kind, RunKind::Plan | RunKind::Review),
         };
         if !self.cfg.launch_pause.is_zero() {
             tokio::time::sleep(self.cfg.launch_pause).await;

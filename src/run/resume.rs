@@ -214,6 +214,10 @@ impl Runner {
             hook_command: self.hook_command(p),
             session_id: run.cli_session_id.clone(),
             writes: crate::knob::writes_of(&run.knobs),
+            read_only: matches!(
+                run.kind,
+                crate::domain::RunKind::Plan | crate::domain::RunKind::Review
+            ),
         };
         let prepared = self.prepare_files(run, p, &spec, false).await?;
         let relay = self.relay.ensure(&self.tmux).await;

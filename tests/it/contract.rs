@@ -38,7 +38,7 @@ fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
     let mut kinds = vec![BTreeMap::new()];
     kinds.extend(option_sets);
     let mut out = Vec::new();
-    for m in p.models() {
+    for (i, m) in p.models().iter().enumerate() {
         for e in p.efforts() {
             for options in &kinds {
                 out.push(SpawnSpec {
@@ -59,6 +59,9 @@ fn combinations(p: &dyn Provider) -> Vec<SpawnSpec> {
                     session_id: p.takes_session_id().then(lab::run::new_session_id),
                     // A scope: Claude Code's live write check is on the line.
                     writes: vec!["src/**".into()],
+                    // Every other model as a planning or review run's
+                    // (read-only: its deny rules on the line).
+                    read_only: i % 2 == 1,
                 });
             }
         }

@@ -123,8 +123,9 @@ fn text_of(result: &Value) -> String {
 }
 
 /// The `--settings` lab gives a Claude Code run with `writes = ["src/**"]`
-/// in `workspace`, its hooks run by the labctl this test suite built.
-fn lab_settings(workspace: &Path) -> String {
+/// in `workspace`, its hooks run by the labctl this test suite built; for
+/// a planning or review run when `read_only`.
+fn settings_of(workspace: &Path, read_only: bool) -> String {
     let p = provider::get("claude-code").unwrap();
     let spec = SpawnSpec {
         model: "sonnet".into(),
@@ -136,6 +137,7 @@ fn lab_settings(workspace: &Path) -> String {
             "claude-code".into(),
         ]),
         writes: vec!["src/**".into()],
+        read_only,
         ..SpawnSpec::default()
     };
     let line = p.command_line(&spec);
@@ -143,8 +145,14 @@ fn lab_settings(workspace: &Path) -> String {
     line.args[at + 1].clone()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_refuses_a_write_out_of_scope_through_lab_s_hook() {
+/// Runs the pinned CLI for one turn against the stand-in model, in a
+/// fresh workspace with `src/`, in permission mode `mode`, with lab's
+/// settings for a run that is `read_only` or not; the tool results the
+/// model got back, and the workspace.
+async fn one_turn(
+    mode: &str,
+    read_only: bool,
+) -> (Vec<Value>, std::path::PathBuf, tempfile::TempDir, String) {
     let bin = real::cli("claude-code");
     let dir = tempfile::tempdir().unwrap();
     let workspace = std::fs::canonicalize(dir.path()).unwrap().join("ws");
@@ -165,8 +173,8 @@ async fn claude_code_refuses_a_write_out_of_scope_through_lab_s_hook() {
     let out = tokio::time::timeout(
         Duration::from_secs(120),
         tokio::process::Command::new(&bin)
-            .args(["-p", "--permission-mode", "acceptEdits", "--settings"])
-            .arg(lab_settings(&workspace))
+            .args(["-p", "--permission-mode", mode, "--settings"])
+            .arg(settings_of(&workspace, read_only))
             .args(["--", "Write the two files."])
             .current_dir(&workspace)
             .env_clear()
@@ -176,6 +184,8 @@ async fn claude_code_refuses_a_write_out_of_scope_through_lab_s_hook() {
             .env("ANTHROPIC_API_KEY", "sk-ant-not-a-key")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_AUTOUPDATER", "1")
+            // What lab says under its sandbox (bypass mode as root).
+            .env("IS_SANDBOX", "1")
             .kill_on_drop(true)
             .output(),
     )
@@ -188,8 +198,13 @@ async fn claude_code_refuses_a_write_out_of_scope_through_lab_s_hook() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{said}");
-
     let results = results.lock().unwrap().clone();
+    (results, workspace, dir, said)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_refuses_a_write_out_of_scope_through_lab_s_hook() {
+    let (results, workspace, _dir, said) = one_turn("acceptEdits", false).await;
     assert_eq!(
         results.len(),
         2,
@@ -217,4 +232,17 @@ async fn claude_code_refuses_a_write_out_of_scope_through_lab_s_hook() {
         "written\n",
         "a write in scope goes through (so the refusal was the hook's, not the mode's)"
     );
+}
+
+/// A planning or review run, in the bypass mode lab's AFK runs use: the
+/// deny rules lab's settings carry refuse every write, in scope or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_writes_nothing_in_a_read_only_run() {
+    let (results, workspace, _dir, said) = one_turn("bypassPermissions", true).await;
+    assert_eq!(results.len(), 2, "{results:?}\n{said}");
+    for r in &results {
+        assert_eq!(r["is_error"], true, "{r}\n{said}");
+    }
+    assert!(!workspace.join("README.md").exists(), "{said}");
+    assert!(!workspace.join("src/ok.rs").exists(), "{said}");
 }
