@@ -44,6 +44,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         listen: "127.0.0.1:0".into(),
         database_url,
         public_url: None,
+        node_url: None,
         reconcile_ms: 1000,
         notify_retry_ms: 1000,
         forge_poll_ms: 60_000,

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod diff;
 pub mod doctor;
 pub mod domain;
+pub mod fleet;
 pub mod http;
 pub mod issues;
 pub mod knob;

@@ -35,6 +35,10 @@ pub struct ServeConfig {
     /// address lab listens on.
     #[arg(long, env = "LAB_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// The URL other lab nodes reach this one at (issue 29; default: the
+    /// public URL, else the listening address).
+    #[arg(long, env = "LAB_NODE_URL")]
+    pub node_url: Option<String>,
     /// Milliseconds between reconcile passes.
     #[arg(long, env = "LAB_RECONCILE_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub reconcile_ms: u64,
@@ -258,9 +262,14 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     );
     let (stop_loops, stop_rx) = watch::channel(false);
     let (scheduler, notifier) = scheduler_and_notifier(cfg, &store, &runner);
+    let node_url = cfg
+        .node_url
+        .clone()
+        .unwrap_or_else(|| runner.cfg().lab_url.clone());
     let loops = vec![
         runner.clone().spawn_loop(stop_rx.clone()),
         notifier.clone().spawn_loop(stop_rx.clone()),
+        crate::fleet::spawn_beat(runner.clone(), node_url, stop_rx.clone()),
         scheduler.clone().spawn_loop(stop_rx),
     ];
     // What `lab doctor` would say, as warnings, without delaying start-up.

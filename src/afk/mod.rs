@@ -9,7 +9,7 @@
 //! Invariant: an issue is claimed (`Store::claim_issue`) before its run is
 //! launched, so two nodes can never both take it.
 
-mod admission;
+pub mod admission;
 mod budget;
 mod claim_state;
 pub mod cli_hold;

@@ -7,6 +7,7 @@ mod hook;
 mod issues;
 mod kind_args;
 mod knob_args;
+mod nodes;
 mod notify;
 mod output;
 mod plans;
@@ -171,6 +172,9 @@ enum Command {
     /// an issue's.
     #[command(subcommand)]
     Review(reviews::ReviewCommand),
+    /// The lab nodes sharing this database.
+    #[command(subcommand)]
+    Node(nodes::NodeCommand),
     /// Print a run's changes against its base (live: uncommitted files too).
     Diff(pulls::DiffArgs),
     /// Notification endpoints: send a test, list, add, remove (the same as
@@ -367,6 +371,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Pr(cmd) => afk::pr(&client, cmd).await,
         Command::Plan(cmd) => plans::run(&client, cmd).await,
         Command::Review(cmd) => reviews::run(&client, cmd).await,
+        Command::Node(cmd) => nodes::run(&client, cmd).await,
         Command::Ledger { json } => afk::ledger(&client, json).await,
         Command::Notify(cmd) => notify::run(&client, cmd).await,
         Command::Diff(args) => pulls::diff(&client, args).await,

@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod issues;
 pub mod knobs;
+pub mod nodes;
 mod openapi;
 pub mod plans;
 pub mod providers;
@@ -53,6 +54,7 @@ pub(crate) fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
                 .merge(diffs::router())
                 .merge(receipt::router())
                 .merge(plans::router())
+                .merge(nodes::router())
                 .merge(reviews::router())
                 .merge(afk::router())
                 .merge(status::router()),

@@ -13,6 +13,7 @@ mod cache;
 mod column;
 mod issues;
 mod ledger;
+mod nodes;
 mod notify;
 mod outbox;
 mod plans;

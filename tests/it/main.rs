@@ -38,6 +38,7 @@ mod labctl_pulls;
 mod labctl_ux;
 mod layers;
 mod lost;
+mod nodes;
 mod notifications;
 mod notifications_ui;
 mod once;

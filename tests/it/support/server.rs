@@ -272,6 +272,7 @@ pub fn config(dir: &TempDir, database_url: Option<String>) -> lab::server::Serve
         listen: "127.0.0.1:0".into(),
         database_url,
         public_url: None,
+        node_url: None,
         reconcile_ms: 100,
         notify_retry_ms: 50,
         forge_poll_ms: 300,
