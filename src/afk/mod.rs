@@ -63,6 +63,11 @@ pub enum StartError {
     Store(#[from] StoreError),
 }
 
+/// Why a draining node starts nothing.
+pub fn draining(node: &str) -> String {
+    format!("lab node '{node}' is draining: it starts no new run (labctl node undrain {node})")
+}
+
 /// What a tick did.
 #[derive(Debug, Default, Clone)]
 pub struct TickReport {
@@ -176,6 +181,15 @@ impl Scheduler {
             report.errors.push(e.to_string());
         }
         match self.runner.store().afk_paused().await {
+            Ok(true) => return report,
+            Ok(false) => {}
+            Err(e) => {
+                report.errors.push(e.to_string());
+                return report;
+            }
+        }
+        // A draining node finishes its runs and takes no new issue.
+        match self.runner.store().node_draining(self.runner.node()).await {
             Ok(true) => return report,
             Ok(false) => {}
             Err(e) => {
@@ -317,6 +331,9 @@ impl Scheduler {
                 "AFK runs of repo '{}' are paused (labctl afk resume {})",
                 repo.name, repo.name
             )));
+        }
+        if store.node_draining(self.runner.node()).await? {
+            return Err(StartError::Paused(draining(self.runner.node())));
         }
         if !repo.afk_enabled && !asked {
             return Err(StartError::Paused(format!(

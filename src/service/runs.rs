@@ -46,6 +46,13 @@ pub async fn start_manual(
         .repo_with_global(&key)
         .await
         .map_err(|e| ServiceError::from_store(e, || format!("repo '{key}'")))?;
+    if store
+        .node_draining(runner.node())
+        .await
+        .map_err(|e| ServiceError::from_store(e, || "this node".to_owned()))?
+    {
+        return Err(ServiceError::Conflict(crate::afk::draining(runner.node())));
+    }
     let req = LaunchRequest {
         repo,
         global,

@@ -67,6 +67,31 @@ impl Store {
         Ok(())
     }
 
+    /// Marks node `id` draining (it starts no new run) or not; `false`
+    /// when no such node ever beat.
+    pub async fn set_node_draining(&self, id: &str, draining: bool) -> Result<bool> {
+        let n = on_db!(self.db(), pool => {
+            sqlx::query("UPDATE nodes SET draining = $1 WHERE id = $2")
+                .bind(draining)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// Whether node `id` is draining (a node that never beat is not).
+    pub async fn node_draining(&self, id: &str) -> Result<bool> {
+        let row: Option<(bool,)> = on_db!(self.db(), pool => {
+            sqlx::query_as("SELECT draining FROM nodes WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(row.is_some_and(|(d,)| d))
+    }
+
     /// Every node that ever beat, by id.
     pub async fn nodes(&self) -> Result<Vec<Node>> {
         let rows: Vec<NodeRow> = on_db!(self.db(), pool => {

@@ -8,7 +8,10 @@ use crate::labctl::{labctl, ok};
 use crate::on_both;
 use crate::support::{Backend, TestServer, wait};
 
-on_both!(a_node_records_itself_and_one_without_a_beat_is_down);
+on_both!(
+    a_node_records_itself_and_one_without_a_beat_is_down,
+    a_draining_node_starts_nothing_new,
+);
 
 async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
     let s = TestServer::start(b).await;
@@ -84,5 +87,67 @@ async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
         .find(|n| n["id"] == me.as_str())
         .unwrap();
     assert_eq!(mine["runs"], 1, "{json}");
+    s.stop().await;
+}
+
+/// Drained, a node refuses new runs (manual and AFK) and its state says so;
+/// undrained, it starts them again. An unknown node is a 404.
+async fn a_draining_node_starts_nothing_new(b: Backend) {
+    let s = TestServer::start(b).await;
+    let me = s.runner().node().to_owned();
+    wait::until(
+        "this node's first beat",
+        wait::secs(10).every_ms(100),
+        async || {
+            let all = s.get("/api/v1/nodes").await.ok();
+            (all.as_array().map_or(0, Vec::len) == 1)
+                .then_some(())
+                .ok_or(all)
+        },
+    )
+    .await;
+    s.add_repo("r").await;
+    let said = ok(&labctl(&s, &["node", "drain", &me]));
+    assert!(said.contains("is draining"), "{said}");
+    let e = s
+        .post("/api/v1/runs", json!({"repo": "r", "prompt": "no"}))
+        .await
+        .expect(409);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is draining"),
+        "{e}"
+    );
+    let e = s
+        .post("/api/v1/repos/r/afk/start", json!(null))
+        .await
+        .expect(409);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is draining"),
+        "{e}"
+    );
+    let runs = s.get("/api/v1/runs").await.ok();
+    assert_eq!(runs, json!([]), "a refused start writes nothing");
+    // A beat keeps the operator's drain.
+    tokio::time::sleep(std::time::Duration::from_millis(
+        lab::domain::BEAT_MS as u64 + 500,
+    ))
+    .await;
+    let all = s.get("/api/v1/nodes").await.ok();
+    assert_eq!(all[0]["state"], "draining", "{all}");
+    s.post("/api/v1/nodes/nope/drain", json!({}))
+        .await
+        .expect(404);
+    let back = s
+        .post(&format!("/api/v1/nodes/{me}/undrain"), json!({}))
+        .await
+        .expect(200);
+    assert_eq!(back["state"], "up", "{back}");
+    s.start_run("r", "now").await;
     s.stop().await;
 }
