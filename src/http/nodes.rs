@@ -8,9 +8,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::error::{ApiError, ApiResult, ErrorBody};
+use super::error::{ApiResult, ErrorBody};
 use super::extract::ApiPath;
-use crate::domain::{Capacity, NodeState, rfc3339};
+use crate::domain::{Capacity, Node, NodeState, rfc3339};
+use crate::service::nodes;
 use crate::state::AppState;
 
 /// A lab node sharing this database.
@@ -31,11 +32,30 @@ pub struct NodeBody {
     pub capacity: Capacity,
 }
 
+impl NodeBody {
+    fn new((n, runs): (Node, i64), now: i64) -> NodeBody {
+        NodeBody {
+            state: n.state(now),
+            runs,
+            started_at: rfc3339(n.started_at),
+            last_seen: rfc3339(n.last_seen),
+            id: n.id,
+            url: n.url,
+            version: n.version,
+            capacity: n.capacity,
+        }
+    }
+}
+
 /// Every node that ever beat, by id.
 #[utoipa::path(get, path = "/nodes", tag = "nodes",
     responses((status = 200, body = Vec<NodeBody>)))]
 async fn list_nodes(State(app): State<AppState>) -> ApiResult<Json<Vec<NodeBody>>> {
-    Ok(Json(bodies(&app).await?))
+    let now = crate::store::now_ms();
+    let all = nodes::list(&app.store).await?;
+    Ok(Json(
+        all.into_iter().map(|n| NodeBody::new(n, now)).collect(),
+    ))
 }
 
 /// Stops new launches on a node (AFK and manual) while its runs finish.
@@ -46,7 +66,8 @@ async fn drain_node(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<NodeBody>> {
-    set_draining(&app, &id, true).await
+    let n = nodes::set_draining(&app.store, &id, true).await?;
+    Ok(Json(NodeBody::new(n, crate::store::now_ms())))
 }
 
 /// Lets a drained node launch again.
@@ -57,54 +78,8 @@ async fn undrain_node(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<NodeBody>> {
-    set_draining(&app, &id, false).await
-}
-
-async fn set_draining(app: &AppState, id: &str, draining: bool) -> ApiResult<Json<NodeBody>> {
-    let found = app
-        .store
-        .set_node_draining(id, draining)
-        .await
-        .map_err(|e| ApiError::from_store(e, || format!("node '{id}'")))?;
-    if !found {
-        return Err(ApiError::from_store(
-            crate::store::StoreError::NotFound,
-            || format!("node '{id}'"),
-        ));
-    }
-    let all = bodies(app).await?;
-    all.into_iter()
-        .find(|n| n.id == id)
-        .map(Json)
-        .ok_or_else(|| {
-            ApiError::from_store(crate::store::StoreError::NotFound, || {
-                format!("node '{id}'")
-            })
-        })
-}
-
-/// The nodes as the API shows them, each with its live runs.
-async fn bodies(app: &AppState) -> ApiResult<Vec<NodeBody>> {
-    let internal = |e| ApiError::from_store(e, || "the nodes".to_owned());
-    let nodes = app.store.nodes().await.map_err(internal)?;
-    let runs = app.store.live_runs_by_node().await.map_err(internal)?;
-    let now = crate::store::now_ms();
-    Ok(nodes
-        .into_iter()
-        .map(|n| NodeBody {
-            state: n.state(now),
-            runs: runs
-                .iter()
-                .find(|(id, _)| *id == n.id)
-                .map_or(0, |(_, c)| *c),
-            started_at: rfc3339(n.started_at),
-            last_seen: rfc3339(n.last_seen),
-            id: n.id,
-            url: n.url,
-            version: n.version,
-            capacity: n.capacity,
-        })
-        .collect())
+    let n = nodes::set_draining(&app.store, &id, false).await?;
+    Ok(Json(NodeBody::new(n, crate::store::now_ms())))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

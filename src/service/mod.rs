@@ -8,6 +8,7 @@
 pub mod afk;
 pub mod hooks;
 pub mod issues;
+pub mod nodes;
 pub mod plans;
 pub mod pulls;
 pub mod receipt;

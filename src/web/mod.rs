@@ -19,6 +19,7 @@ mod issues_page;
 mod kind_form;
 mod knob_form;
 mod live;
+mod nodes_page;
 mod notify_form;
 mod pulls_page;
 mod repo_form;
@@ -297,6 +298,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(resume_form::router())
         .merge(live::router())
         .merge(afk_page::router())
+        .merge(nodes_page::router())
         .merge(issues_page::router())
         .merge(issue_page::router())
         .merge(pulls_page::router())

@@ -31,6 +31,7 @@ async fn every_page_renders(b: Backend) {
         ("/repos/web", "repo", "What runs get"),
         ("/settings", "settings", "Claude Code: AFK defaults"),
         ("/afk", "afk", "Ledger"),
+        ("/nodes", "nodes", "(this one)"),
         (&format!("/runs/{}", run["id"]), "run", "Screen"),
     ] {
         br.go(path).await;

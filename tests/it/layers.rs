@@ -28,7 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &["auth", "issues"],
     &["run"],
     &["afk", "doctor", "notifications"],
-    &["service"],
+    &["service", "fleet"],
     &["state"],
     &["http", "web"],
     &["app"],

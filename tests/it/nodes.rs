@@ -148,6 +148,35 @@ async fn a_draining_node_starts_nothing_new(b: Backend) {
         .await
         .expect(200);
     assert_eq!(back["state"], "up", "{back}");
+    // The nodes page shows it and drains it too (with its form's token).
+    let cookie = crate::pages_input::session(&s).await;
+    let page = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, "/nodes")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!("data-node=\"{me}\"")) && page.contains("(this one)"),
+        "{page}"
+    );
+    let csrf = crate::pages_input::csrf_of(&page);
+    let r = crate::pages_input::client()
+        .post(format!("{}/nodes/{me}/drain", s.url))
+        .header(reqwest::header::COOKIE, &cookie)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(format!("csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let all = s.get("/api/v1/nodes").await.ok();
+    assert_eq!(all[0]["state"], "draining", "{all}");
+    s.post(&format!("/api/v1/nodes/{me}/undrain"), json!({}))
+        .await
+        .expect(200);
     s.start_run("r", "now").await;
     s.stop().await;
 }
