@@ -101,7 +101,7 @@ impl Scheduler {
                 {
                     self.plan_commands(&claim, repo).await?;
                     *pace = pace.and(Pace::Watch {
-                        until_ms: Some(now_ms() + super::plan::COMMAND_READ.as_millis() as i64),
+                        until_ms: Some(now_ms() + self.runner.cfg().forge_poll.as_millis() as i64),
                     });
                 }
                 continue;

@@ -90,10 +90,6 @@ impl Scheduler {
         {
             return Ok(());
         }
-        self.claims.with(claim.id, |c| {
-            c.review_nudged = false;
-            c.review_refused = 0;
-        });
         if let Err(why) = Box::pin(self.launch_review(claim, run, repo)).await {
             tracing::warn!(claim = claim.id, %why, "the review run could not start");
             let url = claim.pr_url.clone().unwrap_or_default();
@@ -173,20 +169,46 @@ impl Scheduler {
             },
             &run.knobs,
         );
-        let global = store
+        let review = self
+            .launch_reviewer(claim, run, repo, &issue, text, Some(head))
+            .await?;
+        tracing::info!(claim = claim.id, run = review.id, "review run started");
+        Ok(review)
+    }
+
+    /// Launches a review run for `claim` (of its pull request, or of its
+    /// plan): the review run defaults, the work's knobs, tied to the claim
+    /// as its reviewer; its workspace at `start_at` when given, else the
+    /// base.
+    pub(super) async fn launch_reviewer(
+        &self,
+        claim: &Claim,
+        run: &Run,
+        repo: &Repo,
+        issue: &crate::issues::Issue,
+        prompt: String,
+        start_at: Option<String>,
+    ) -> Result<Run, String> {
+        // A new reviewer: its nudge and its retry are its own.
+        self.claims.with(claim.id, |c| {
+            c.review_nudged = false;
+            c.review_refused = 0;
+        });
+        let global = self
+            .runner
+            .store()
             .repo_with_global(&RepoKey::Id(repo.id))
             .await
             .map_err(|e| e.to_string())?
             .1;
-        let review = self
-            .runner
+        self.runner
             .launch(LaunchRequest {
                 repo: repo.clone(),
                 global,
                 kind: RunKind::Review,
                 model: None,
                 effort: None,
-                prompt: text,
+                prompt,
                 prompt_names_branch: false,
                 env: [("LAB_ISSUE".to_owned(), claim.issue_number.to_string())].into(),
                 afk_claim: Some(claim.id),
@@ -199,12 +221,10 @@ impl Scheduler {
                         url: issue.url.clone(),
                     })
                 }),
-                start_at: Some(head),
+                start_at,
             })
             .await
-            .map_err(|e| e.to_string())?;
-        tracing::info!(claim = claim.id, run = review.id, "review run started");
-        Ok(review)
+            .map_err(|e| e.to_string())
     }
 
     /// What a settle does with a claim in review: follows its review run

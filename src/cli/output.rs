@@ -11,6 +11,29 @@ use crate::http::providers::ProviderBody;
 use crate::http::repos::{RepoBody, ResolvedBody};
 use crate::http::settings::SettingsBody;
 
+/// Text an agent wrote, safe for a terminal: control characters (but tab)
+/// as `\xNN`.
+pub fn clean(t: &str) -> String {
+    let mut out = String::with_capacity(t.len());
+    for c in t.chars() {
+        if (c.is_control() && c != '\t') || c == '\u{7f}' {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Lines an agent wrote, each [`clean`]ed.
+pub fn clean_lines(t: &str) -> String {
+    t.trim_end()
+        .lines()
+        .map(clean)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Prints `v` as pretty JSON.
 pub fn json<T: Serialize + ?Sized>(v: &T) {
     match serde_json::to_string_pretty(v) {

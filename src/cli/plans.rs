@@ -3,7 +3,7 @@
 //! rejects the one waiting (issue 28 §2).
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
@@ -63,9 +63,10 @@ pub enum PlanCommand {
     },
 }
 
-fn read_plan(file: &PathBuf) -> CliResult<String> {
+/// Reads `file` (`-`: standard input), at most `limit` bytes; `what` names
+/// it in the error. A run's `… submit --file` (plans, verdicts).
+pub(super) fn read_input(file: &Path, limit: u64, what: &str) -> CliResult<String> {
     let mut text = String::new();
-    let limit = MAX_PLAN_BYTES as u64 + 1;
     let read = if file.as_os_str() == "-" {
         std::io::stdin().take(limit).read_to_string(&mut text)
     } else {
@@ -74,7 +75,7 @@ fn read_plan(file: &PathBuf) -> CliResult<String> {
     read.map_err(|e| {
         CliError::new(
             Exit::Usage,
-            format!("cannot read the plan from {}: {e}", file.display()),
+            format!("cannot read {what} from {}: {e}", file.display()),
         )
     })?;
     Ok(text)
@@ -84,7 +85,7 @@ fn print(p: &PlanBody) {
     let why = p
         .reason
         .as_deref()
-        .map(|r| format!(": {r}"))
+        .map(|r| format!(": {}", output::clean_lines(r)))
         .unwrap_or_default();
     println!(
         "plan version {} — {} by {} at {}{why}",
@@ -101,7 +102,7 @@ pub async fn run(client: &Client, cmd: PlanCommand) -> CliResult<()> {
                     "--run is required outside a run (LAB_RUN_ID is not set)",
                 ));
             };
-            let text = read_plan(&file)?;
+            let text = read_input(&file, MAX_PLAN_BYTES as u64 + 1, "the plan")?;
             let p: PlanBody = client
                 .post(
                     &format!("/api/v1/runs/{run}/plan"),
@@ -129,7 +130,8 @@ pub async fn run(client: &Client, cmd: PlanCommand) -> CliResult<()> {
             } else {
                 for p in &all {
                     print(p);
-                    println!("{}\n", p.text.trim_end());
+                    // The planning run's words: inert on a terminal.
+                    println!("{}\n", output::clean_lines(&p.text));
                 }
             }
         }

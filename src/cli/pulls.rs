@@ -27,19 +27,7 @@ pub struct DiffArgs {
     pub json: bool,
 }
 
-/// Text an agent wrote, safe for a terminal: control characters (but tab)
-/// as `\xNN`.
-fn clean(t: &str) -> String {
-    let mut out = String::with_capacity(t.len());
-    for c in t.chars() {
-        if (c.is_control() && c != '\t') || c == '\u{7f}' {
-            out.push_str(&format!("\\x{:02x}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+use super::output::clean;
 
 struct Paint(bool);
 

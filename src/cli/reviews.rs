@@ -1,7 +1,6 @@
 //! `labctl review …`: a review run submits its verdict (its own token,
 //! from its environment); anyone lists an issue's verdicts (issue 28 §3).
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use clap::Subcommand;
@@ -42,20 +41,7 @@ pub enum ReviewCommand {
 }
 
 fn read_verdict(file: &PathBuf) -> CliResult<serde_json::Value> {
-    let mut text = String::new();
-    let read = if file.as_os_str() == "-" {
-        std::io::stdin()
-            .take(MAX_VERDICT_BYTES)
-            .read_to_string(&mut text)
-    } else {
-        std::fs::File::open(file).and_then(|f| f.take(MAX_VERDICT_BYTES).read_to_string(&mut text))
-    };
-    read.map_err(|e| {
-        CliError::new(
-            Exit::Usage,
-            format!("cannot read the verdict from {}: {e}", file.display()),
-        )
-    })?;
+    let text = super::plans::read_input(file, MAX_VERDICT_BYTES, "the verdict")?;
     serde_json::from_str(&text).map_err(|e| {
         CliError::new(
             Exit::Usage,
@@ -75,9 +61,16 @@ fn print(r: &ReviewBody) {
         "run {} — {} on {head} (round {}) at {}",
         r.run_id, r.verdict, r.round, r.at
     );
-    println!("{}", r.summary.trim_end());
+    // The reviewer's words: inert on a terminal.
+    println!("{}", output::clean_lines(&r.summary));
     for f in &r.findings {
-        println!("  [{}] {}:{}: {}", f.severity, f.path, f.line, f.message);
+        println!(
+            "  [{}] {}:{}: {}",
+            f.severity,
+            output::clean(&f.path),
+            f.line,
+            output::clean_lines(&f.message)
+        );
     }
 }
 

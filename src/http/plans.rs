@@ -78,12 +78,7 @@ async fn submit_plan(
     ApiPath(id): ApiPath<String>,
     ApiJson(b): ApiJson<SubmitPlanBody>,
 ) -> ApiResult<(StatusCode, Json<PlanBody>)> {
-    let id = super::runs::run_id(&id)?;
-    let run = app
-        .store
-        .run(id)
-        .await
-        .map_err(|e| super::error::ApiError::from_store(e, || format!("run {id}")))?;
+    let run = super::runs::stored_run(&app, super::runs::run_id(&id)?).await?;
     let plan = plans::submit(&app.scheduler, &run, &b.text).await?;
     Ok((StatusCode::CREATED, Json(plan.into())))
 }

@@ -60,12 +60,7 @@ async fn submit_review(
     ApiPath(id): ApiPath<String>,
     ApiJson(b): ApiJson<serde_json::Value>,
 ) -> ApiResult<(StatusCode, Json<ReviewBody>)> {
-    let id = super::runs::run_id(&id)?;
-    let run = app
-        .store
-        .run(id)
-        .await
-        .map_err(|e| super::error::ApiError::from_store(e, || format!("run {id}")))?;
+    let run = super::runs::stored_run(&app, super::runs::run_id(&id)?).await?;
     let review = reviews::submit(&app.scheduler, &run, &Submission::from_value(&b)).await?;
     Ok((StatusCode::CREATED, Json(review.into())))
 }

@@ -445,6 +445,13 @@ async fn the_run_token_is_scoped_to_its_run(b: Backend) {
         (Method::POST, format!("/api/v1/runs/{}/plan", id + 1), 403),
         // Nor a verdict on another run's pull request, nor lists them.
         (Method::POST, format!("/api/v1/runs/{}/review", id + 1), 403),
+        // Nor does it see or drain the fleet's nodes.
+        (Method::GET, "/api/v1/nodes".to_owned(), 403),
+        (
+            Method::POST,
+            format!("/api/v1/nodes/{}/drain", s.runner().node()),
+            403,
+        ),
         (
             Method::GET,
             format!("/api/v1/repos/r/issues/{n}/reviews"),

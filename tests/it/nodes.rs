@@ -13,27 +13,27 @@ on_both!(
     a_draining_node_starts_nothing_new,
 );
 
-async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
-    let s = TestServer::start(b).await;
+/// This node as `GET /nodes` lists it, once it beat.
+async fn first_beat(s: &TestServer) -> Value {
     let me = s.runner().node().to_owned();
-    let nodes = wait::until(
+    wait::until(
         "this node's first beat",
         wait::secs(10).every_ms(100),
         async || {
             let all = s.get("/api/v1/nodes").await.ok();
-            all.as_array()
-                .is_some_and(|a| a.iter().any(|n| n["id"] == me.as_str()))
-                .then_some(all.clone())
-                .ok_or(all)
+            let mine = all
+                .as_array()
+                .and_then(|a| a.iter().find(|n| n["id"] == me.as_str()).cloned());
+            mine.ok_or(all)
         },
     )
-    .await;
-    let n = nodes
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == me.as_str())
-        .unwrap();
+    .await
+}
+
+async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
+    let s = TestServer::start(b).await;
+    let me = s.runner().node().to_owned();
+    let n = &first_beat(&s).await;
     assert_eq!(n["state"], "up", "{n}");
     assert_eq!(n["url"], s.url.as_str(), "{n}");
     assert_eq!(n["version"], env!("CARGO_PKG_VERSION"), "{n}");
@@ -95,42 +95,18 @@ async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
 async fn a_draining_node_starts_nothing_new(b: Backend) {
     let s = TestServer::start(b).await;
     let me = s.runner().node().to_owned();
-    wait::until(
-        "this node's first beat",
-        wait::secs(10).every_ms(100),
-        async || {
-            let all = s.get("/api/v1/nodes").await.ok();
-            (all.as_array().map_or(0, Vec::len) == 1)
-                .then_some(())
-                .ok_or(all)
-        },
-    )
-    .await;
+    first_beat(&s).await;
     s.add_repo("r").await;
     let said = ok(&labctl(&s, &["node", "drain", &me]));
     assert!(said.contains("is draining"), "{said}");
-    let e = s
-        .post("/api/v1/runs", json!({"repo": "r", "prompt": "no"}))
-        .await
-        .expect(409);
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("is draining"),
-        "{e}"
-    );
-    let e = s
-        .post("/api/v1/repos/r/afk/start", json!(null))
-        .await
-        .expect(409);
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("is draining"),
-        "{e}"
-    );
+    for (path, body) in [
+        ("/api/v1/runs", json!({"repo": "r", "prompt": "no"})),
+        ("/api/v1/repos/r/afk/start", json!(null)),
+    ] {
+        let e = s.post(path, body).await.expect(409);
+        let said = e["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("is draining"), "{path}: {e}");
+    }
     let runs = s.get("/api/v1/runs").await.ok();
     assert_eq!(runs, json!([]), "a refused start writes nothing");
     // A beat keeps the operator's drain.
@@ -160,17 +136,13 @@ async fn a_draining_node_starts_nothing_new(b: Backend) {
         "{page}"
     );
     let csrf = crate::pages_input::csrf_of(&page);
-    let r = crate::pages_input::client()
-        .post(format!("{}/nodes/{me}/drain", s.url))
-        .header(reqwest::header::COOKIE, &cookie)
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .body(format!("csrf={csrf}"))
-        .send()
-        .await
-        .unwrap();
+    let r = crate::issue_pages::post_form(
+        &s,
+        &cookie,
+        &format!("/nodes/{me}/drain"),
+        &format!("csrf={csrf}"),
+    )
+    .await;
     assert_eq!(r.status(), 303);
     let all = s.get("/api/v1/nodes").await.ok();
     assert_eq!(all[0]["state"], "draining", "{all}");

@@ -178,17 +178,13 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
         "{page}"
     );
     let csrf = crate::pages_input::csrf_of(&page);
-    let r = crate::pages_input::client()
-        .post(format!("{}{path}/plan-approve", s.url))
-        .header(reqwest::header::COOKIE, &cookie)
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .body(format!("csrf={csrf}"))
-        .send()
-        .await
-        .unwrap();
+    let r = crate::issue_pages::post_form(
+        &s,
+        &cookie,
+        &format!("{path}/plan-approve"),
+        &format!("csrf={csrf}"),
+    )
+    .await;
     assert_eq!(r.status(), 303);
     let c = outcome(&s, "r", n, 60).await;
     assert_eq!(c["outcome"], "pr-green", "{c}");

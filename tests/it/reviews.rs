@@ -58,7 +58,7 @@ const CHANGES_THEN_APPROVAL: &str = r#"
     echo '{"verdict": "maybe", "summary": ""}' | labctl review submit --file - > "$FAKE_REC/../bad-1.txt" 2>&1
     printf '{"verdict":"changes_requested","summary":"Say why.","findings":[{"path":"FIX.md","line":1,"severity":"blocking","message":"Add WHY.md"}]}' > /tmp/v.json
   else
-    printf '{"verdict":"approved","summary":"Good now.","findings":[{"path":"WHY.md","line":1,"severity":"advisory","message":"Short."}]}' > /tmp/v.json
+    printf '{"verdict":"approved","summary":"Good now.\\u001b]0;owned\\u0007","findings":[{"path":"WHY.md","line":1,"severity":"advisory","message":"Short."}]}' > /tmp/v.json
   fi
   labctl review submit --file /tmp/v.json > "$FAKE_REC/../review-submit-$n.txt" 2>&1
   labctl review submit --file /tmp/v.json > "$FAKE_REC/../review-again-$n.txt" 2>&1
@@ -211,6 +211,15 @@ async fn a_review_sends_the_work_back_then_approves_it(b: Backend) {
             && issue_page.contains("Add WHY.md")
             && issue_page.contains("Good now."),
         "{issue_page}"
+    );
+    // labctl prints the reviewer's words inert: its escapes shown, not sent.
+    let listed = crate::labctl::ok(&crate::labctl::labctl(
+        &s,
+        &["review", "list", &n.to_string(), "--repo", "r"],
+    ));
+    assert!(
+        listed.contains("Good now.\\x1b]0;owned\\x07") && !listed.contains('\u{1b}'),
+        "{listed:?}"
     );
     // The built-in pull request's page shows them too.
     let pull_page = page(format!("/repos/r/pulls/{}", c["pr_number"])).await;

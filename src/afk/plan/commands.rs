@@ -12,9 +12,6 @@ use crate::domain::{PlanState, Stage};
 use crate::repo::Repo;
 use crate::store::{Claim, StoreError};
 
-/// How often a forge issue whose plan waits is read for commands.
-pub(in crate::afk) const COMMAND_READ: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// A plan command in a forge comment: its first line, `/lab approve` or
 /// `/lab reject <reason>` (the reason may go on over the next lines).
 #[derive(Debug, PartialEq, Eq)]
@@ -46,7 +43,7 @@ impl Scheduler {
     /// A forge issue whose plan waits: a `/lab approve` or `/lab reject
     /// <reason>` comment posted since the plan, by an account that may
     /// write to the repo, decides it (the oldest such comment; read at
-    /// most every [`COMMAND_READ`]). The comments are people's words; only
+    /// most every `forge_poll`, as a pull request is followed). The comments are people's words; only
     /// a writer's command is acted on, and its reason goes to the planning
     /// run fenced as data.
     pub(in crate::afk) async fn plan_commands(
@@ -60,7 +57,7 @@ impl Scheduler {
             return Ok(());
         }
         let due = self.claims.with(claim.id, |c| match c.commands_read {
-            Some(at) if at.elapsed() < COMMAND_READ => false,
+            Some(at) if at.elapsed() < self.runner.cfg().forge_poll => false,
             _ => {
                 c.commands_read = Some(std::time::Instant::now());
                 true
@@ -88,6 +85,7 @@ impl Scheduler {
                 return Ok(());
             }
         };
+        let mut asked = std::collections::HashMap::new();
         for c in &issue.comments {
             let posted = humantime::parse_rfc3339_weak(&c.created_at)
                 .ok()
@@ -99,9 +97,19 @@ impl Scheduler {
             let Some(command) = Command::parse(&c.body) else {
                 continue;
             };
-            match source.may_write(&c.author).await {
-                Ok(true) => {}
-                Ok(false) => continue,
+            // One lookup per author and pass, however many commands they
+            // posted.
+            let may = match asked.get(&c.author) {
+                Some(m) => Ok(*m),
+                None => source.may_write(&c.author).await,
+            };
+            match may {
+                Ok(m) => {
+                    asked.insert(c.author.clone(), m);
+                    if !m {
+                        continue;
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(claim = claim.id, error = %e, "could not read a commenter's access");
                     return Ok(());

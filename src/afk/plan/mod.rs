@@ -18,8 +18,6 @@
 mod commands;
 mod review;
 
-pub(super) use commands::COMMAND_READ;
-
 use super::Scheduler;
 use super::prompt;
 use crate::domain::{

@@ -5,10 +5,10 @@
 
 use super::PlanError;
 use crate::afk::{Scheduler, prompt};
-use crate::domain::{PlanState, Run, RunKind};
+use crate::domain::{PlanState, Run};
 use crate::repo::Repo;
 use crate::settings::Settings;
-use crate::store::{Claim, RepoKey, StoreError};
+use crate::store::{Claim, StoreError};
 
 impl Scheduler {
     /// A claim whose plan a review run judges (`plan = auto`): its review
@@ -68,10 +68,6 @@ impl Scheduler {
         repo: &Repo,
     ) -> Result<(), StoreError> {
         let store = self.runner.store();
-        self.claims.with(claim.id, |c| {
-            c.review_nudged = false;
-            c.review_refused = 0;
-        });
         let Some(plan) = store
             .plans_of_claim(claim.id)
             .await?
@@ -96,29 +92,8 @@ impl Scheduler {
                 settings.afk.max_plan_rounds,
                 &run.knobs,
             );
-            let global = store
-                .repo_with_global(&RepoKey::Id(repo.id))
+            self.launch_reviewer(claim, run, repo, &issue, text, None)
                 .await
-                .map_err(|e| e.to_string())?
-                .1;
-            self.runner
-                .launch(crate::run::LaunchRequest {
-                    repo: repo.clone(),
-                    global,
-                    kind: RunKind::Review,
-                    model: None,
-                    effort: None,
-                    prompt: text,
-                    prompt_names_branch: false,
-                    env: [("LAB_ISSUE".to_owned(), claim.issue_number.to_string())].into(),
-                    afk_claim: Some(claim.id),
-                    issue_layer: None,
-                    knobs: run.knobs.clone(),
-                    issue: run.issue.clone(),
-                    start_at: None,
-                })
-                .await
-                .map_err(|e| e.to_string())
         };
         match launched.await {
             Ok(r) => {
