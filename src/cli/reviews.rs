@@ -1,7 +1,7 @@
 //! `labctl review …`: a review run submits its verdict (its own token,
 //! from its environment); anyone lists an issue's verdicts (issue 28 §3).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
@@ -40,7 +40,7 @@ pub enum ReviewCommand {
     },
 }
 
-fn read_verdict(file: &PathBuf) -> CliResult<serde_json::Value> {
+fn read_verdict(file: &Path) -> CliResult<serde_json::Value> {
     let text = super::plans::read_input(file, MAX_VERDICT_BYTES, "the verdict")?;
     serde_json::from_str(&text).map_err(|e| {
         CliError::new(
