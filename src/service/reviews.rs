@@ -25,9 +25,14 @@ fn from(e: ReviewError) -> ServiceError {
     }
 }
 
-/// Records the verdict review run `run` submitted.
+/// Records the verdict review run `run` submitted. In a task of its own: a
+/// second refusal stops the run, whose `labctl` (the caller) dies with it,
+/// and the stop must not be cut short when the caller hangs up.
 pub async fn submit(afk: &Arc<Scheduler>, run: &Run, sub: &Submission) -> ServiceResult<Review> {
-    afk.submit_review(run, sub).await.map_err(from)
+    let (afk, run, sub) = (afk.clone(), run.clone(), sub.clone());
+    crate::to_the_end(async move { afk.submit_review(&run, &sub).await })
+        .await
+        .map_err(from)
 }
 
 /// Every verdict on an issue's pull requests of repo `id` (an id or a

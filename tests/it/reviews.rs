@@ -251,8 +251,16 @@ async fn a_verdict_refused_twice_needs_a_person(b: Backend) {
     // Nothing the reviewer wrote reaches the issue.
     let i = s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok();
     assert!(!i.to_string().contains("SECRET-WORDS"), "{i}");
-    let runs = s.get("/api/v1/runs?kind=review").await.ok();
-    assert_eq!(runs[0]["state"], "stopped", "{runs}");
+    let runs = crate::support::wait::until(
+        "the reviewer stopped",
+        crate::support::wait::secs(10).every_ms(100),
+        async || {
+            let r = s.get("/api/v1/runs?kind=review").await.ok();
+            (r[0]["state"] == "stopped").then_some(r.clone()).ok_or(r)
+        },
+    )
+    .await;
+    assert_eq!(runs[0]["stop_cause"], "reviewed", "{runs}");
     // The work run says why its issue needs a person.
     let work = s.get("/api/v1/runs?kind=afk").await.ok();
     assert!(
