@@ -45,6 +45,7 @@ async fn bench(label: &str, t: &Path, agent: &Path, database_url: Option<String>
         database_url,
         public_url: None,
         node_url: None,
+        node_down_after: 30,
         reconcile_ms: 1000,
         notify_retry_ms: 1000,
         forge_poll_ms: 60_000,

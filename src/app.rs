@@ -8,6 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Router, middleware};
 
+mod forward;
+
 use crate::http::{self, error::ApiError};
 use crate::state::AppState;
 use crate::validate::MAX_PROMPT;
@@ -24,6 +26,14 @@ pub fn router(state: AppState) -> Router {
         .merge(pages)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            forward::to_owner,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            forward::node_calls,
+        ))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn(refuse_large_bodies))
         .with_state(state)

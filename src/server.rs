@@ -39,6 +39,11 @@ pub struct ServeConfig {
     /// public URL, else the listening address).
     #[arg(long, env = "LAB_NODE_URL")]
     pub node_url: Option<String>,
+    /// Seconds a node of the fleet may go without beating before this node
+    /// holds it `down`: its live runs `lost`, its AFK issues run again
+    /// elsewhere (issue 29). Give every node the same bound.
+    #[arg(long, env = "LAB_NODE_DOWN_AFTER", default_value_t = 30, value_parser = clap::value_parser!(u64).range(2..=3600))]
+    pub node_down_after: u64,
     /// Milliseconds between reconcile passes.
     #[arg(long, env = "LAB_RECONCILE_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub reconcile_ms: u64,
@@ -269,7 +274,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     let loops = vec![
         runner.clone().spawn_loop(stop_rx.clone()),
         notifier.clone().spawn_loop(stop_rx.clone()),
-        crate::fleet::spawn_beat(runner.clone(), node_url, stop_rx.clone()),
+        crate::fleet::spawn_beat(runner.clone(), scheduler.clone(), node_url, stop_rx.clone()),
         scheduler.clone().spawn_loop(stop_rx),
     ];
     // What `lab doctor` would say, as warnings, without delaying start-up.
@@ -284,6 +289,15 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     });
     tracing::info!(%addr, "lab is listening");
 
+    let fleet = Arc::new(
+        crate::fleet::Fleet::new(
+            store.clone(),
+            runner.node(),
+            runner.cfg().node_down_after_ms,
+        )
+        .await
+        .context("cannot read the fleet's key")?,
+    );
     let state = AppState {
         store: store.clone(),
         auth: Arc::new(Auth::new(&token)),
@@ -292,6 +306,7 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         scheduler: scheduler.clone(),
         notifier,
         public_origin,
+        fleet,
     };
     let app = app::router(state);
     let (tx, rx) = oneshot::channel::<()>();
@@ -367,6 +382,15 @@ pub async fn in_process(cfg: &ServeConfig) -> anyhow::Result<(axum::Router, AppS
         runner_config(cfg, &data_dir, addr).await?,
     )?);
     let (scheduler, notifier) = scheduler_and_notifier(cfg, &store, &runner);
+    let fleet = Arc::new(
+        crate::fleet::Fleet::new(
+            store.clone(),
+            runner.node(),
+            runner.cfg().node_down_after_ms,
+        )
+        .await
+        .context("cannot read the fleet's key")?,
+    );
     let state = AppState {
         store,
         auth: Arc::new(Auth::new(&token)),
@@ -375,6 +399,7 @@ pub async fn in_process(cfg: &ServeConfig) -> anyhow::Result<(axum::Router, AppS
         scheduler,
         notifier,
         public_origin: None,
+        fleet,
     };
     Ok((app::router(state.clone()), state))
 }
@@ -431,6 +456,7 @@ async fn runner_config(
     let node = node_id(data_dir)?;
     let cgroups = crate::run::cgroup::Cgroups::probe(&node);
     Ok(RunnerConfig {
+        node_down_after_ms: (cfg.node_down_after * 1000) as i64,
         data_dir: data_dir.to_path_buf(),
         node,
         cgroups,

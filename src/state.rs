@@ -16,6 +16,8 @@ pub struct AppState {
     pub sessions: Arc<SessionCache>,
     pub scheduler: Arc<crate::afk::Scheduler>,
     pub notifier: Arc<crate::notifications::Notifier>,
+    /// The fleet as this node sees it: its key, and who owns which run.
+    pub fleet: Arc<crate::fleet::Fleet>,
     /// The origin of `--public-url` when it is set: the only `Origin` a form
     /// may come from (else a form's `Origin` must match its `Host`).
     pub public_origin: Option<String>,

@@ -20,6 +20,7 @@ mod forge_follow;
 pub mod holds;
 pub mod limits;
 mod lost;
+mod node_down;
 mod outcome;
 pub mod plan;
 mod problems;
@@ -208,6 +209,16 @@ impl Scheduler {
                 }
             };
         let mut global_live: i64 = live.values().sum();
+        // Read only when this node lacks a CLI an enabled repo needs.
+        let elsewhere = if repos.iter().any(|r| {
+            r.afk_enabled
+                && r.provider()
+                    .is_ok_and(|p| self.runner.binary_for(p).is_err())
+        }) {
+            self.clis_elsewhere().await
+        } else {
+            Default::default()
+        };
         // The caps, as they stand: a repo with no room is not listed at all
         // (the claim transaction checks again, across nodes).
         let now = Instant::now();
@@ -222,6 +233,20 @@ impl Scheduler {
                 }
             })
             .filter(|r| !self.ticks.backing_off(r.id, now))
+            .filter(|r| match r.provider() {
+                // Placement (issue 29 §4): a node without a repo's CLI
+                // leaves its issues to the nodes that have it.
+                Ok(p) if self.runner.binary_for(p).is_err() && elsewhere.contains(p.as_str()) => {
+                    self.note(
+                        &r.name,
+                        Some(format!(
+                            "this node has no {p} CLI: other nodes of the fleet take its issues"
+                        )),
+                    );
+                    false
+                }
+                _ => true,
+            })
             .map(|r| {
                 let room = r.afk_max_concurrent - live.get(&r.id).copied().unwrap_or(0);
                 (r, room)
@@ -296,6 +321,24 @@ impl Scheduler {
             }
         }
         report
+    }
+
+    /// The provider CLIs the fleet's other nodes that take new runs have.
+    async fn clis_elsewhere(&self) -> std::collections::HashSet<String> {
+        let now = crate::store::now_ms();
+        let down_after = self.runner.cfg().node_down_after_ms;
+        self.runner
+            .store()
+            .nodes()
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| {
+                n.id != self.runner.node()
+                    && n.state(now, down_after) == crate::domain::NodeState::Up
+            })
+            .flat_map(|n| n.capacity.clis)
+            .collect()
     }
 
     /// The ready issues of each repo, listed up to `LIST_AT_ONCE` repos at a

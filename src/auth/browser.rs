@@ -56,7 +56,17 @@ impl SessionCache {
 /// The browser session whose cookie value is `id`, from this node's cache or
 /// the store.
 pub async fn find(store: &Store, cache: &SessionCache, id: &str) -> Option<BrowserSession> {
-    let id_hash = hex::encode(digest(id));
+    find_by_digest(store, cache, &hex::encode(digest(id))).await
+}
+
+/// The browser session whose stored digest is `id_hash` (what a node that
+/// forwards a page's request names it by).
+pub async fn find_by_digest(
+    store: &Store,
+    cache: &SessionCache,
+    id_hash: &str,
+) -> Option<BrowserSession> {
+    let id_hash = id_hash.to_owned();
     if let Some(csrf) = cache.get(&id_hash) {
         return Some(BrowserSession { id_hash, csrf });
     }

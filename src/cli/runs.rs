@@ -23,6 +23,10 @@ pub struct StartArgs {
     /// Effort for this run.
     #[arg(long)]
     effort: Option<String>,
+    /// The lab node to run it on (labctl node ls); default: the node
+    /// labctl talks to, or while it drains, one that takes new runs.
+    #[arg(long)]
+    node: Option<String>,
     /// First message to the agent.
     #[arg(long, conflicts_with = "prompt_file")]
     prompt: Option<String>,
@@ -148,6 +152,7 @@ pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
         model: a.model.clone(),
         effort: a.effort.clone(),
         prompt: Some(prompt),
+        node: a.node.clone(),
     };
     let run: RunBody = with_spinner(
         format!("starting a run of {} (workspace, tmux session)…", a.repo),

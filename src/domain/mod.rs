@@ -28,7 +28,7 @@ pub use checks::ChecksState;
 pub use defaults::{Defaults, KindDefaults, KindLayer};
 pub use input::Key;
 pub use issue::{IssueFilter, IssueState};
-pub use node::{BEAT_MS, Capacity, DOWN_AFTER_MS, Node, NodeState};
+pub use node::{BEAT_MS, Capacity, DOWN_AFTER_MS, NODE_DOWN, Node, NodeState};
 pub use notification::{NotifyEvent, NotifyKind};
 pub use outcome::Outcome;
 pub use output::{OutputFormat, ScreenFormat};

@@ -18,8 +18,15 @@ spelled! {
 
 /// How often a node beats.
 pub const BEAT_MS: i64 = 5_000;
-/// How old a node's last beat may be before it is `down`.
+/// How old a node's last beat may be before it is `down`, unless
+/// `lab serve --node-down-after` says otherwise.
 pub const DOWN_AFTER_MS: i64 = 30_000;
+
+/// The reason of a run the fleet found `lost` because its node is down
+/// (the contract's `node down`). The node, back, takes up a manual run
+/// with exactly this reason whose session still lives.
+pub const NODE_DOWN: &str =
+    "node down: its lab node stopped beating; the run's session and workspace are on that machine";
 
 /// What a node has to run agents with, as it said at its last beat.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -45,9 +52,10 @@ pub struct Node {
 }
 
 impl Node {
-    /// Its state at `now` (ms).
-    pub fn state(&self, now: i64) -> NodeState {
-        if now - self.last_seen > DOWN_AFTER_MS {
+    /// Its state at `now` (ms), `down` once its last beat is older than
+    /// `down_after` (ms).
+    pub fn state(&self, now: i64, down_after: i64) -> NodeState {
+        if now - self.last_seen > down_after {
             NodeState::Down
         } else if self.draining {
             NodeState::Draining
@@ -72,10 +80,16 @@ mod tests {
             draining: false,
             capacity: Capacity::default(),
         };
-        assert_eq!(n.state(1_000 + DOWN_AFTER_MS), NodeState::Up);
-        assert_eq!(n.state(1_001 + DOWN_AFTER_MS), NodeState::Down);
+        assert_eq!(n.state(1_000 + DOWN_AFTER_MS, DOWN_AFTER_MS), NodeState::Up);
+        assert_eq!(
+            n.state(1_001 + DOWN_AFTER_MS, DOWN_AFTER_MS),
+            NodeState::Down
+        );
         n.draining = true;
-        assert_eq!(n.state(2_000), NodeState::Draining);
-        assert_eq!(n.state(1_001 + DOWN_AFTER_MS), NodeState::Down);
+        assert_eq!(n.state(2_000, DOWN_AFTER_MS), NodeState::Draining);
+        assert_eq!(
+            n.state(1_001 + DOWN_AFTER_MS, DOWN_AFTER_MS),
+            NodeState::Down
+        );
     }
 }

@@ -22,7 +22,8 @@ pub struct NodeBody {
     pub url: String,
     /// Its lab version.
     pub version: String,
-    /// `up`, `down` (no beat for 30 s) or `draining`.
+    /// `up`, `down` (no beat for `lab serve --node-down-after`, 30 s by
+    /// default) or `draining`.
     pub state: NodeState,
     /// When it started, and when it last beat (RFC 3339).
     pub started_at: String,
@@ -33,9 +34,9 @@ pub struct NodeBody {
 }
 
 impl NodeBody {
-    fn new((n, runs): (Node, i64), now: i64) -> NodeBody {
+    fn new((n, runs): (Node, i64), now: i64, down_after: i64) -> NodeBody {
         NodeBody {
-            state: n.state(now),
+            state: n.state(now, down_after),
             runs,
             started_at: rfc3339(n.started_at),
             last_seen: rfc3339(n.last_seen),
@@ -54,7 +55,9 @@ async fn list_nodes(State(app): State<AppState>) -> ApiResult<Json<Vec<NodeBody>
     let now = crate::store::now_ms();
     let all = nodes::list(&app.store).await?;
     Ok(Json(
-        all.into_iter().map(|n| NodeBody::new(n, now)).collect(),
+        all.into_iter()
+            .map(|n| NodeBody::new(n, now, app.runner.cfg().node_down_after_ms))
+            .collect(),
     ))
 }
 
@@ -67,7 +70,11 @@ async fn drain_node(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<NodeBody>> {
     let n = nodes::set_draining(&app.store, &id, true).await?;
-    Ok(Json(NodeBody::new(n, crate::store::now_ms())))
+    Ok(Json(NodeBody::new(
+        n,
+        crate::store::now_ms(),
+        app.runner.cfg().node_down_after_ms,
+    )))
 }
 
 /// Lets a drained node launch again.
@@ -79,7 +86,11 @@ async fn undrain_node(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<NodeBody>> {
     let n = nodes::set_draining(&app.store, &id, false).await?;
-    Ok(Json(NodeBody::new(n, crate::store::now_ms())))
+    Ok(Json(NodeBody::new(
+        n,
+        crate::store::now_ms(),
+        app.runner.cfg().node_down_after_ms,
+    )))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -233,6 +233,11 @@ pub struct StartRunBody {
     #[serde(default)]
     #[schema(schema_with = schema::prompt)]
     pub prompt: Option<String>,
+    /// The lab node to start it on (`GET /nodes`); absent: this node, or,
+    /// while it drains, the node that takes new runs with the most memory
+    /// available. Another node starts it there and answers for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// Starts a manual run. An invalid model or effort is a 400 and nothing
@@ -247,6 +252,36 @@ async fn start_run(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<StartRunBody>,
 ) -> ApiResult<Response> {
+    match app.fleet.place(body.node.as_deref()).await {
+        Ok(crate::fleet::Place::Here) => {}
+        Ok(crate::fleet::Place::There(node)) => {
+            // The node chosen starts it and answers for it.
+            let json = serde_json::to_vec(&body).expect("a start body is JSON");
+            let mut h = axum::http::HeaderMap::new();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return app
+                .fleet
+                .forward(
+                    &node,
+                    axum::http::Method::POST,
+                    "/api/v1/runs",
+                    &h,
+                    None,
+                    json.into(),
+                )
+                .await
+                .map_err(|e| {
+                    ApiError::new(StatusCode::BAD_GATEWAY, "node_unreachable", e.to_string())
+                });
+        }
+        Err(e @ crate::fleet::Misplaced::Unknown(_)) => {
+            return Err(ApiError::not_found(e.to_string()));
+        }
+        Err(e @ crate::fleet::Misplaced::Down(_)) => return Err(ApiError::conflict(e.to_string())),
+    }
     let prompt = body.prompt.unwrap_or_default();
     let (run, t) = service::runs::start_manual(
         &app.store,
@@ -440,6 +475,7 @@ async fn run_output(
         .run(id)
         .await
         .map_err(|e| ApiError::from_store(e, || format!("run {id}")))?;
+    service::runs::on_this_node(&app.runner, &run)?;
     let Some(path) = run.log_path.as_deref() else {
         return Err(ApiError::not_found(format!("run {id} has no log")));
     };

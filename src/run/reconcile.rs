@@ -9,7 +9,8 @@
 //!   recorded its agent's exit, else it is `lost` (resumable, ADR 18) when
 //!   its workspace and CLI session id remain, else failed, with the reason;
 //! - a pane no run owns: a stray, reported (and closed when it belonged to a
-//!   run that has already ended).
+//!   run that has already ended; a manual run the fleet held `lost` while
+//!   this node was down is taken up again instead).
 //!
 //! The same pass runs at start-up, before lab serves anything. Between full
 //! passes a screens pass reads the screens of runs whose output grew, from
@@ -226,6 +227,13 @@ impl Runner {
                 continue;
             }
             let leftover = owner.filter(|r| r.node == self.cfg.node);
+            if let Some(run) = leftover.as_ref()
+                && !pane.dead
+                && self.readopt_after_node_down(run).await?
+            {
+                report.adopted.push(run.id);
+                continue;
+            }
             if let Some(run) = leftover {
                 // The run ended but lab stopped before closing its session.
                 proctree::kill_run(&proctree::RunMark::of(&run), self.cfg.stop_grace).await;
@@ -426,6 +434,30 @@ impl Runner {
             tracing::warn!(run = run.id, session = %run.session, reason, resumable, "run lost");
         }
         Ok(ended)
+    }
+
+    /// This node was `down` to the fleet (issue 29 §3), and a run the fleet
+    /// made `lost` meanwhile still lives in its tmux: a manual run is taken
+    /// up again (nobody else could run it); any other run's work was given
+    /// to another node (its claim taken over), so its session is closed.
+    async fn readopt_after_node_down(&self, run: &Run) -> Result<bool, StoreError> {
+        if run.state != RunState::Lost
+            || run.kind != crate::domain::RunKind::Manual
+            || run.state_reason.as_deref() != Some(crate::domain::NODE_DOWN)
+        {
+            return Ok(false);
+        }
+        let back = self
+            .store
+            .readopt_node_run(run.id, crate::domain::NODE_DOWN)
+            .await?;
+        if back {
+            tracing::info!(
+                run = run.id,
+                "re-adopted a manual run the fleet held lost while this node was down"
+            );
+        }
+        Ok(back)
     }
 
     /// Records how a dead pane's agent ended and ends what is left of its

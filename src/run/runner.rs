@@ -20,6 +20,9 @@ pub struct RunnerConfig {
     pub data_dir: PathBuf,
     /// This node's id: runs it started are the ones it reconciles.
     pub node: String,
+    /// How long (ms) a node of the fleet may go without beating before this
+    /// one holds it `down` (`lab serve --node-down-after`).
+    pub node_down_after_ms: i64,
     /// The `lab` binary, which panes start as the exec shim.
     pub lab_exe: PathBuf,
     /// How runs reach lab (`LAB_URL` in their environment).

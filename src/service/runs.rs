@@ -142,6 +142,7 @@ pub async fn input(
         .run(id)
         .await
         .map_err(|e| ServiceError::from_store(e, || format!("run {id}")))?;
+    on_this_node(runner, &run)?;
     if !matches!(run.state, RunState::Running | RunState::Waiting) {
         return Err(ServiceError::Conflict(format!(
             "run {id} is {}: only a running or waiting run takes input",
@@ -183,6 +184,20 @@ pub async fn input(
     }
 }
 
+/// Refuses what only the node that owns `run` can do (read its log, type
+/// into its session) when that is another node: a request reaches this
+/// node for such a run only when its node does not answer (issue 29).
+pub fn on_this_node(runner: &Runner, run: &Run) -> ServiceResult<()> {
+    if run.node == runner.node() {
+        return Ok(());
+    }
+    Err(ServiceError::Conflict(format!(
+        "run {} lives on lab node '{}', which does not answer now (labctl node ls); \
+         its session, screen and output are on that node",
+        run.id, run.node
+    )))
+}
+
 /// Run `run`'s screen now, in `format`, with up to `history` lines above it.
 /// A run without a log yet shows a blank screen.
 pub async fn screen(
@@ -191,6 +206,7 @@ pub async fn screen(
     format: ScreenFormat,
     history: usize,
 ) -> ServiceResult<Shot> {
+    on_this_node(runner, run)?;
     let log = run.log_path.clone().unwrap_or_default();
     runner
         .screens()

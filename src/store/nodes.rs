@@ -2,8 +2,9 @@
 
 use sqlx::FromRow;
 
-use super::{Result, Store, StoreError, on_db};
-use crate::domain::{Capacity, Node};
+use super::afk::{COLUMNS as CLAIM_COLUMNS, Claim};
+use super::{Result, Store, StoreError, Written, now_ms, on_db};
+use crate::domain::{Capacity, Node, Outcome};
 
 #[derive(FromRow)]
 struct NodeRow {
@@ -114,5 +115,110 @@ impl Store {
         Ok(on_db!(self.db(), pool => {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await?
         }))
+    }
+
+    /// The key the nodes sign their calls to one another with (hex): made
+    /// by the first node that asks, the same for every node after.
+    pub async fn fleet_key(&self) -> Result<String> {
+        let fresh = crate::auth::new_token();
+        let (key,): (String,) = on_db!(self.db(), pool => {
+            sqlx::query("INSERT INTO fleet_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING")
+                .bind(&fresh)
+                .execute(pool)
+                .await?;
+            sqlx::query_as("SELECT key FROM fleet_key WHERE id = 1").fetch_one(pool).await?
+        });
+        Ok(key)
+    }
+
+    /// Every live run of node `node` becomes `lost` with `reason` (the node
+    /// is down). Its run token's digest stays, so that the node, back, can
+    /// take a manual run up again; a lost run's token opens nothing. The
+    /// runs it changed.
+    pub async fn lose_runs_of_node(&self, node: &str, reason: &str) -> Result<Vec<i64>> {
+        let _counted = self.writing(Written::Runs);
+        let sql = format!(
+            "UPDATE runs SET state = 'lost', state_reason = $1 WHERE node = $2 AND state IN {} RETURNING id",
+            super::runs::ACTIVE_STATES_SQL
+        );
+        let ids: Vec<(i64,)> = on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(reason).bind(node).fetch_all(pool).await?
+        });
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// A run of this node that the fleet made `lost` because the node was
+    /// down (`reason`), live again: the node is back and its session lives.
+    pub async fn readopt_node_run(&self, id: i64, reason: &str) -> Result<bool> {
+        let _counted = self.writing(Written::Runs);
+        let n = on_db!(self.db(), pool => {
+            sqlx::query(
+                "UPDATE runs SET state = 'running', state_reason = NULL \
+                 WHERE id = $1 AND state = 'lost' AND state_reason = $2",
+            )
+            .bind(id)
+            .bind(reason)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// The claims node `dead` holds: active, or ended with the issue not
+    /// told yet.
+    pub async fn claims_of_node(&self, dead: &str) -> Result<Vec<Claim>> {
+        let sql = format!(
+            "SELECT {CLAIM_COLUMNS} FROM afk_claims WHERE node = $1 \
+             AND (active OR (outcome IS NOT NULL AND NOT relabelled)) ORDER BY id"
+        );
+        Ok(on_db!(self.db(), pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(dead).fetch_all(pool).await?
+        }))
+    }
+
+    /// Node `me` takes claim `claim` over from node `dead`: an active one
+    /// ends `outcome` with `detail` (tried again from `retry_at` when
+    /// given), and either way `me` tells its issue. False when another node
+    /// took it first, or `dead` came back and moved it on.
+    pub async fn take_over_claim(
+        &self,
+        claim: &Claim,
+        dead: &str,
+        me: &str,
+        ending: Option<(Outcome, &str, Option<i64>)>,
+    ) -> Result<bool> {
+        let _counted = self.writing(Written::Claims);
+        let n = match ending {
+            Some((outcome, detail, retry_at)) => on_db!(self.db(), pool => {
+                sqlx::query(
+                    "UPDATE afk_claims SET node = $1, active = FALSE, outcome = $2, detail = $3, \
+                     ended_at = $4, retry_at = $5 WHERE id = $6 AND node = $7 AND active",
+                )
+                .bind(me)
+                .bind(outcome)
+                .bind(detail)
+                .bind(now_ms())
+                .bind(retry_at)
+                .bind(claim.id)
+                .bind(dead)
+                .execute(pool)
+                .await?
+                .rows_affected()
+            }),
+            None => on_db!(self.db(), pool => {
+                sqlx::query(
+                    "UPDATE afk_claims SET node = $1 WHERE id = $2 AND node = $3 AND NOT active \
+                     AND outcome IS NOT NULL AND NOT relabelled",
+                )
+                .bind(me)
+                .bind(claim.id)
+                .bind(dead)
+                .execute(pool)
+                .await?
+                .rows_affected()
+            }),
+        };
+        Ok(n == 1)
     }
 }

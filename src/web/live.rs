@@ -64,7 +64,7 @@ async fn runs(State(app): State<AppState>, _s: BrowserSession) -> Response {
                     .map(row)
                     .map(|r| {
                         json!({"id": r.id, "repo": r.repo, "kind": r.kind, "state": r.state, "detail": r.detail,
-                               "model": r.model, "effort": r.effort, "created": r.created})
+                               "model": r.model, "effort": r.effort, "node": r.node, "created": r.created})
                     })
                     .collect();
                 let data = serde_json::Value::Array(rows).to_string();

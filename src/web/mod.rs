@@ -26,7 +26,7 @@ mod repo_form;
 mod repos_page;
 mod resume_form;
 mod runs_page;
-mod session;
+pub mod session;
 mod settings_page;
 
 use std::time::Instant;
@@ -257,10 +257,26 @@ async fn logout(State(app): State<AppState>, session: BrowserSession, form: Form
 /// `--public-url` when it is set (behind a proxy `Host` is not what the
 /// browser saw, and a rebinding site controls it), else `Host`.
 async fn same_origin(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    if req.method() != axum::http::Method::POST {
-        return next.run(req).await;
+    if from_another_site(&app, req.method(), req.headers()) {
+        return Page::error(
+            StatusCode::FORBIDDEN,
+            "This form was sent from another site. lab only accepts forms from its own pages.",
+        );
     }
-    let h = req.headers();
+    next.run(req).await
+}
+
+/// Whether a request is a POST from another site (see [`same_origin`]):
+/// also asked by a node before it forwards a form to the node that owns
+/// its run.
+pub fn from_another_site(
+    app: &AppState,
+    method: &axum::http::Method,
+    h: &axum::http::HeaderMap,
+) -> bool {
+    if method != axum::http::Method::POST {
+        return false;
+    }
     let fetch_site = h.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     let cross_site = matches!(fetch_site, Some(s) if s != "same-origin" && s != "none");
     let foreign_origin = match h.get(header::ORIGIN).map(|v| v.to_str()) {
@@ -277,13 +293,7 @@ async fn same_origin(State(app): State<AppState>, req: Request, next: Next) -> R
             }
         },
     };
-    if cross_site || foreign_origin {
-        return Page::error(
-            StatusCode::FORBIDDEN,
-            "This form was sent from another site. lab only accepts forms from its own pages.",
-        );
-    }
-    next.run(req).await
+    cross_site || foreign_origin
 }
 
 /// The pages and their assets.

@@ -46,7 +46,7 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
         nodes: all
             .into_iter()
             .map(|(n, runs)| NodeRow {
-                state: n.state(now).as_str(),
+                state: n.state(now, app.runner.cfg().node_down_after_ms).as_str(),
                 last_seen: crate::domain::rfc3339(n.last_seen),
                 runs,
                 cores: n.capacity.cores,

@@ -29,6 +29,8 @@ pub struct Row {
     pub detail: String,
     pub model: String,
     pub effort: String,
+    /// The lab node it lives on.
+    pub node: String,
     pub created: String,
 }
 
@@ -41,6 +43,7 @@ pub fn row(r: &Run) -> Row {
         detail: detail(r),
         model: r.model.value.clone(),
         effort: r.effort.value.clone(),
+        node: r.node.clone(),
         created: short_time(r.created_at),
     }
 }
@@ -248,6 +251,22 @@ async fn new_fields(
             .error_from(errors),
         );
     }
+    let nodes: Vec<String> = app
+        .fleet
+        .nodes()
+        .await
+        .map(|n| n.iter().map(|n| n.id.clone()).collect())
+        .unwrap_or_default();
+    let names: Vec<&str> = nodes.iter().map(String::as_str).collect();
+    fields.push(
+        FormField::new(
+            "node",
+            "Node",
+            select(Some("any (lab picks)".to_owned()), &names, &v("node")),
+        )
+        .help("The lab node it runs on (Nodes lists them).")
+        .error_from(errors),
+    );
     fields.push(
         FormField::new(
             "prompt",
@@ -288,17 +307,22 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
         return r;
     }
     let repo = form.value("repo").unwrap_or_default();
-    let result = service::runs::start_manual(
-        &app.store,
-        &app.runner,
-        &repo,
-        form.value("model"),
-        form.value("effort"),
-        form.get("prompt").unwrap_or("").to_owned(),
-    )
-    .await;
+    let result = match app.fleet.place(form.value("node").as_deref()).await {
+        Ok(crate::fleet::Place::Here) => service::runs::start_manual(
+            &app.store,
+            &app.runner,
+            &repo,
+            form.value("model"),
+            form.value("effort"),
+            form.get("prompt").unwrap_or("").to_owned(),
+        )
+        .await
+        .map(|(run, _)| run.id),
+        Ok(crate::fleet::Place::There(node)) => start_on(&app, &node, &form, &repo).await,
+        Err(e) => Err(ServiceError::Conflict(e.to_string())),
+    };
     let mut errors = match result {
-        Ok((run, _)) => return Redirect::to(&format!("/runs/{}", run.id)).into_response(),
+        Ok(id) => return Redirect::to(&format!("/runs/{id}")).into_response(),
         Err(ServiceError::Invalid(i)) => FormErrors::from(i),
         Err(
             ServiceError::NotFound(m)
@@ -321,6 +345,27 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
             failed: true,
         },
     )
+}
+
+/// Starts the form's run on another node (issue 29 §4): the run's id, or
+/// what that node refused.
+async fn start_on(
+    app: &AppState,
+    node: &crate::domain::Node,
+    form: &Form,
+    repo: &str,
+) -> Result<i64, ServiceError> {
+    let start = crate::fleet::Start {
+        repo: repo.to_owned(),
+        model: form.value("model"),
+        effort: form.value("effort"),
+        prompt: form.get("prompt").map(str::to_owned),
+        node: Some(node.id.clone()),
+    };
+    app.fleet.start_on(node, &start).await.map_err(|e| match e {
+        crate::fleet::StartElsewhere::Refused(m) => ServiceError::Conflict(m),
+        e => ServiceError::Unavailable(e.to_string()),
+    })
 }
 
 /// Lines from above the screen a run page starts with.

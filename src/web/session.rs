@@ -13,7 +13,17 @@ use crate::auth::browser::{self, BrowserSession, COOKIE_NAME};
 use crate::state::AppState;
 
 async fn lookup(parts: &Parts, app: &AppState) -> Option<BrowserSession> {
+    // A call another node forwarded acts for the session that node found
+    // (named by its stored digest: the cookie never leaves the first node).
+    if let Some(call) = parts.extensions.get::<crate::fleet::key::NodeCall>() {
+        return browser::find_by_digest(&app.store, &app.sessions, call.session.as_deref()?).await;
+    }
     browser::find(&app.store, &app.sessions, &cookie_value(parts)?).await
+}
+
+/// The browser session of a request's cookie, if it has one that is valid.
+pub async fn of_request(parts: &Parts, app: &AppState) -> Option<BrowserSession> {
+    lookup(parts, app).await
 }
 
 fn cookie_value(parts: &Parts) -> Option<String> {

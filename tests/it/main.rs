@@ -25,6 +25,7 @@ mod crash_launch;
 mod diffs;
 mod docs;
 mod doctor;
+mod fleet;
 mod forges;
 mod hostile;
 mod hostile_host;

@@ -84,7 +84,7 @@ function liveRuns(table) {
       detail.className = "detail";
       detail.textContent = r.detail;
       st.append(badge, " ", detail);
-      tr.append(id, cell(r.repo), cell(r.kind), st, cell(r.model + " · " + r.effort), cell(r.created, "mono"));
+      tr.append(id, cell(r.repo), cell(r.kind), st, cell(r.model + " · " + r.effort), cell(r.node, "mono"), cell(r.created, "mono"));
       body.append(tr);
     }
     table.tBodies[0].replaceWith(body);

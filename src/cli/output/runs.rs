@@ -61,6 +61,7 @@ pub fn runs(v: &[RunBody], as_json: bool, all: bool) {
                 agent(r),
                 r.model.value.clone(),
                 r.effort.value.clone(),
+                r.node.clone(),
                 age(&r.created_at),
                 usage_cell(r.usage.as_ref()),
                 match &r.state_reason {
@@ -91,6 +92,7 @@ pub fn runs(v: &[RunBody], as_json: bool, all: bool) {
             "AGENT",
             "MODEL",
             "EFFORT",
+            "NODE",
             "AGE",
             "TOKENS/COST",
             "SESSION / REASON",

@@ -273,6 +273,7 @@ pub fn config(dir: &TempDir, database_url: Option<String>) -> lab::server::Serve
         database_url,
         public_url: None,
         node_url: None,
+        node_down_after: 30,
         reconcile_ms: 100,
         notify_retry_ms: 50,
         forge_poll_ms: 300,
