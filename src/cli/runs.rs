@@ -237,6 +237,17 @@ fn attach_to(run: &RunBody) -> CliResult<()> {
         ));
     }
     let socket = &run.tmux_socket;
+    if !std::path::Path::new(socket).exists() {
+        // Its node's tmux server is on another machine (issue 29).
+        return Err(CliError::new(
+            Exit::Conflict,
+            format!(
+                "run {} lives on lab node '{}', whose tmux server is not on this machine: \
+                 attach there, or use labctl send and labctl logs --follow, which work through any node",
+                run.id, run.node
+            ),
+        ));
+    }
     let session = format!("={}", run.session);
     let err = std::process::Command::new("tmux")
         .args(["-S", socket, "attach-session", "-t", &session])

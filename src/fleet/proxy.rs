@@ -105,7 +105,7 @@ pub struct Unanswered {
 impl Fleet {
     /// This node's view, with the fleet's key read (or made) in `store`.
     pub async fn new(store: Store, me: &str, down_after_ms: i64) -> Result<Fleet, StoreError> {
-        let key = FleetKey::new(&store.fleet_key().await?);
+        let key = FleetKey::new(&store.fleet_key(&crate::auth::new_token()).await?);
         Ok(Fleet {
             me: me.to_owned(),
             key,

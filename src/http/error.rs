@@ -28,7 +28,8 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
     /// Machine-readable: `invalid`, `not_found`, `conflict`, `unauthorized`,
-    /// `forbidden`, `too_large`, `unsupported_media_type`, `method_not_allowed`, `internal`.
+    /// `forbidden`, `too_large`, `unsupported_media_type`, `method_not_allowed`, `internal`,
+    /// `node_unreachable` (the lab node that owns a run did not answer).
     pub code: String,
     pub message: String,
     /// For `invalid`: the first rejected field.

@@ -246,8 +246,9 @@ pub struct StartRunBody {
 #[utoipa::path(post, path = "/runs", tag = "runs", request_body = StartRunBody,
     responses((status = 201, description = "The run: started, or `failed` with the reason", body = RunBody),
               (status = 400, description = "A value is invalid (a model or effort outside the repo's provider's catalog included)", body = ErrorBody),
-              (status = 404, description = "No such repo", body = ErrorBody),
-              (status = 409, description = "The provider's CLI is unavailable, or the repo's state forbids it", body = ErrorBody)))]
+              (status = 404, description = "No such repo, or no such node", body = ErrorBody),
+              (status = 409, description = "The provider's CLI is unavailable, the repo's state forbids it, or the node named is down", body = ErrorBody),
+              (status = 502, description = "The node named did not answer", body = ErrorBody)))]
 async fn start_run(
     State(app): State<AppState>,
     ApiJson(body): ApiJson<StartRunBody>,

@@ -117,13 +117,12 @@ impl Store {
         }))
     }
 
-    /// The key the nodes sign their calls to one another with (hex): made
-    /// by the first node that asks, the same for every node after.
-    pub async fn fleet_key(&self) -> Result<String> {
-        let fresh = crate::auth::new_token();
+    /// The key the nodes sign their calls to one another with (hex): `fresh`
+    /// for the first node that asks, the same for every node after.
+    pub async fn fleet_key(&self, fresh: &str) -> Result<String> {
         let (key,): (String,) = on_db!(self.db(), pool => {
             sqlx::query("INSERT INTO fleet_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING")
-                .bind(&fresh)
+                .bind(fresh)
                 .execute(pool)
                 .await?;
             sqlx::query_as("SELECT key FROM fleet_key WHERE id = 1").fetch_one(pool).await?

@@ -256,7 +256,8 @@ async fn the_node_credential_is_refused_from_outside_and_from_a_run(pg: Backend)
     let id = run["id"].as_i64().unwrap();
     b.wait_state(id, "running").await;
     let path = format!("/api/v1/runs/{id}/screen");
-    let key = lab::fleet::key::FleetKey::new(&b.runner().store().fleet_key().await.unwrap());
+    let key =
+        lab::fleet::key::FleetKey::new(&b.runner().store().fleet_key("unused").await.unwrap());
     let http = reqwest::Client::new();
     let send = async |headers: reqwest::header::HeaderMap| {
         let r = http
@@ -311,7 +312,7 @@ async fn the_node_credential_is_refused_from_outside_and_from_a_run(pg: Backend)
     assert_ne!(r.status().as_u16(), 200);
     // And the run never sees the key: not in its environment.
     let env = b.record(id, "env").await;
-    let key_hex = b.runner().store().fleet_key().await.unwrap();
+    let key_hex = b.runner().store().fleet_key("unused").await.unwrap();
     assert!(
         !String::from_utf8_lossy(&env).contains(&key_hex),
         "the fleet key is in a run's environment"

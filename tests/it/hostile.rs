@@ -87,6 +87,23 @@ fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
                 .to_owned(),
         ),
         (
+            // Issue 29: a node's credential is a signature under the fleet
+            // key, which a run never sees; a guess is refused.
+            "call lab as another lab node",
+            format!(
+                "curl -sf -H 'x-lab-node: n' -H \"x-lab-node-at: $(date +%s)000\" \
+                 -H 'x-lab-node-signature: {}' \"$LAB_URL/api/v1/runs/{other_id}/screen\"",
+                "ab".repeat(32)
+            ),
+        ),
+        (
+            "pass its run token off as a node's credential",
+            format!(
+                "curl -sf -H 'x-lab-node: n' -H \"x-lab-node-at: $(date +%s)000\" \
+                 -H \"x-lab-node-signature: $LAB_TOKEN\" \"$LAB_URL/api/v1/runs/{other_id}/screen\""
+            ),
+        ),
+        (
             "write the operator's home",
             format!("touch {}/home/.profile-pwned", s.tmp().display()),
         ),
@@ -104,6 +121,9 @@ fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
     // its business: it reaches nothing outside.
     sh.push_str(
         r#"git update-ref refs/heads/main HEAD || exit 10
+# curl reaches lab from here (so the node-credential attempts above were
+# refused by lab, not by a missing curl).
+curl -sf -H "Authorization: Bearer $LAB_TOKEN" "$LAB_URL/api/v1/runs/$LAB_RUN_ID" >/dev/null || exit 11
 labctl issue view "$LAB_ISSUE" > "$FAKE_REC/../issue-seen.txt" 2>&1 || exit 9
 echo "fixed" > FIX.md
 git add FIX.md
@@ -145,7 +165,7 @@ async fn a_hostile_agent_reaches_only_its_own_run(b: Backend) {
     assert!(s.runner().relay().socket().exists());
     assert_eq!(
         report.lines().filter(|l| l.starts_with("refused")).count(),
-        20
+        22
     );
     assert!(
         report.ends_with("done\n"),
