@@ -231,6 +231,47 @@ async fn any_node_serves_every_run(pg: Backend) {
     );
     assert!(body.contains("lost"), "{body}");
 
+    // A third run on B, started by labctl through C, loses its session on
+    // B (its tmux session killed); resumed through C, B runs it again.
+    let out = crate::labctl::ok(&crate::labctl::labctl(
+        c,
+        &["start", "r", "--node", &b_id, "--json", "--prompt", "stay"],
+    ));
+    let run3: Value = serde_json::from_str(&out).unwrap();
+    let id3 = run3["id"].as_i64().unwrap();
+    assert_eq!(run3["node"], b_id.as_str(), "{run3}");
+    b.wait_state(id3, "running").await;
+    agent::tmux(
+        b.runner().tmux().socket(),
+        &[
+            "kill-session",
+            "-t",
+            &format!("={}", run3["session"].as_str().unwrap()),
+        ],
+    );
+    b.wait_state(id3, "lost").await;
+    let (st, by, body) = raw(c, Method::POST, &format!("/api/v1/runs/{id3}/resume"), None).await;
+    assert_eq!((st, by.as_str()), (200, b_id.as_str()), "{body}");
+    b.wait_state(id3, "running").await;
+
+    // The start form through C, naming B: B starts it.
+    let started = client()
+        .post(format!("{}/runs/new", c.url))
+        .header(COOKIE, &cookie)
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!(
+            "csrf={}&repo=r&node={b_id}&prompt=hi",
+            csrf_of(&form)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 303, "{}", started.text().await.unwrap());
+    let to = started.headers()[LOCATION].to_str().unwrap().to_owned();
+    let id4: i64 = to.trim_start_matches("/runs/").parse().unwrap();
+    let run4 = a.get(&format!("/api/v1/runs/{id4}")).await.ok();
+    assert_eq!(run4["node"], b_id.as_str(), "{run4}");
+
     // Removal through A of the first run: B removes its workspace.
     let (st, by, body) = raw(a, Method::DELETE, &format!("/api/v1/runs/{id}"), None).await;
     assert_eq!(st, 204, "{body}");
