@@ -20,6 +20,7 @@ use crate::support::{Backend, TestServer, agent, git, wait};
 
 on_postgres!(
     any_node_serves_every_run,
+    a_browser_on_one_node_watches_and_answers_a_run_of_another,
     the_node_credential_is_refused_from_outside_and_from_a_run,
     a_dead_node_is_noticed_and_its_issues_run_again_once,
 );
@@ -287,6 +288,48 @@ async fn any_node_serves_every_run(pg: Backend) {
             .all(|r| r["node"] == b_id.as_str()),
         "{list}"
     );
+}
+
+/// In real Chromium, logged in at C: B's run's page draws its screen live
+/// and its reply box types into it, as on B itself.
+async fn a_browser_on_one_node_watches_and_answers_a_run_of_another(pg: Backend) {
+    use thirtyfour::prelude::*;
+    let nodes = three(&pg).await;
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    a.add_repo("r").await;
+    let run = crate::screen::scripted(
+        b,
+        "tui",
+        &format!("{}\n{}", crate::screen::DRAW, crate::screen::READER),
+    )
+    .await;
+    let rid = run["id"].as_i64().unwrap();
+    b.record(rid, "drawn").await;
+    let br = crate::support::browser::Browser::start(&c.url, "fleet/run_page").await;
+    br.login(&c.token).await;
+    br.go(&format!("/runs/{rid}")).await;
+    let screen = br.driver.find(By::Id("screen")).await.unwrap();
+    wait::until("B's drawing on C's page", wait::secs(10), async || {
+        let t = screen.text().await.unwrap();
+        t.contains("Do you want to proceed?").then_some(()).ok_or(t)
+    })
+    .await;
+    let node = br.driver.find(By::Id("node")).await.unwrap();
+    assert_eq!(node.text().await.unwrap(), b.runner().node());
+    br.fill("text", "from C").await;
+    br.submit("Send ⏎").await;
+    wait::until("the reply at B's agent", wait::secs(10), async || {
+        let got = String::from_utf8(b.record(rid, "typed").await).unwrap();
+        (got == "from C\n").then_some(()).ok_or(got)
+    })
+    .await;
+    wait::until("the echo on C's page", wait::secs(10), async || {
+        let t = screen.text().await.unwrap();
+        t.contains("from C").then_some(()).ok_or(t)
+    })
+    .await;
+    br.shot("run_page_through_another_node").await;
+    br.quit().await;
 }
 
 async fn the_node_credential_is_refused_from_outside_and_from_a_run(pg: Backend) {
