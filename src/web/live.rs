@@ -108,18 +108,19 @@ async fn run(State(app): State<AppState>, _s: BrowserSession, Path(id): Path<i64
             if let Some(path) = r.log_path.as_deref() {
                 let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
                 if shown != Some(size) {
-                    let Ok(shot) =
-                        service::runs::screen(&app.runner, &r, ScreenFormat::Html, 0).await
-                    else {
-                        return;
-                    };
                     shown = Some(size);
-                    // Blank rows at the bottom are left out: the page's box
-                    // ends where the drawing does.
-                    let html = shot.body.trim_end_matches('\n');
-                    let data = json!({"html": html, "offset": shot.offset}).to_string();
-                    if !send(&tx, Event::default().event("screen").data(data)).await {
-                        return;
+                    // Without a screen to draw (the run's node does not
+                    // answer), its state and end still go.
+                    if let Ok(shot) =
+                        service::runs::screen(&app.runner, &r, ScreenFormat::Html, 0).await
+                    {
+                        // Blank rows at the bottom are left out: the page's
+                        // box ends where the drawing does.
+                        let html = shot.body.trim_end_matches('\n');
+                        let data = json!({"html": html, "offset": shot.offset}).to_string();
+                        if !send(&tx, Event::default().event("screen").data(data)).await {
+                            return;
+                        }
                     }
                 }
             }

@@ -516,6 +516,21 @@ async fn a_dead_node_is_noticed_and_its_issues_run_again_once(pg: Backend) {
         "noticed after {:?}",
         killed.elapsed()
     );
+    // Its runs' screens and sessions are on B: asked of C, a conflict
+    // naming B (not a 500, not a blank screen).
+    for (m, path, body) in [
+        (Method::GET, format!("/api/v1/runs/{manual}/screen"), None),
+        (
+            Method::POST,
+            format!("/api/v1/runs/{manual}/input"),
+            Some(json!({"text": "x"})),
+        ),
+        (Method::GET, format!("/api/v1/runs/{manual}/output"), None),
+    ] {
+        let (st, by, text) = raw(&c, m, &path, body).await;
+        assert_eq!((st, by.as_str()), (409, ""), "{path}: {text}");
+        assert!(text.contains(&b_id), "{path}: {text}");
+    }
     let nodes = a.get("/api/v1/nodes").await.ok();
     let b_row = nodes
         .as_array()
