@@ -252,6 +252,23 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
         .prepare()
         .await
         .context("cannot configure lab's tmux server")?;
+    let node_url = cfg
+        .node_url
+        .clone()
+        .unwrap_or_else(|| runner.cfg().lab_url.clone());
+    if cfg.node_url.is_none() && addr.ip().is_unspecified() && is_loopback_url(&node_url) {
+        tracing::warn!(
+            url = %node_url,
+            "this node tells the fleet it is at a loopback address, which other machines cannot reach; \
+             give it --node-url (or --public-url) when other lab nodes share its database"
+        );
+    }
+    // This node beats before it re-adopts anything: the fleet sees it up
+    // again before its runs come back, and does not take them for lost.
+    let started = crate::store::now_ms();
+    if let Err(e) = crate::fleet::beat(&runner, &node_url, started).await {
+        tracing::warn!(error = %e, "could not record this node's first beat");
+    }
     // Re-adoption: before serving anything, match runs to what tmux has.
     let pass = runner
         .reconcile(true)
@@ -267,14 +284,16 @@ pub async fn start(cfg: &ServeConfig) -> anyhow::Result<Running> {
     );
     let (stop_loops, stop_rx) = watch::channel(false);
     let (scheduler, notifier) = scheduler_and_notifier(cfg, &store, &runner);
-    let node_url = cfg
-        .node_url
-        .clone()
-        .unwrap_or_else(|| runner.cfg().lab_url.clone());
     let loops = vec![
         runner.clone().spawn_loop(stop_rx.clone()),
         notifier.clone().spawn_loop(stop_rx.clone()),
-        crate::fleet::spawn_beat(runner.clone(), scheduler.clone(), node_url, stop_rx.clone()),
+        crate::fleet::spawn_beat(
+            runner.clone(),
+            scheduler.clone(),
+            node_url,
+            started,
+            stop_rx.clone(),
+        ),
         scheduler.clone().spawn_loop(stop_rx),
     ];
     // What `lab doctor` would say, as warnings, without delaying start-up.
@@ -542,4 +561,18 @@ fn node_id(data_dir: &Path) -> anyhow::Result<String> {
     std::fs::write(&path, format!("{id}\n"))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(id)
+}
+
+/// Whether `url`'s host is a loopback address (`localhost`, 127.0.0.0/8,
+/// `::1`): one other machines cannot reach this node at.
+fn is_loopback_url(url: &str) -> bool {
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = u.host_str().unwrap_or("");
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

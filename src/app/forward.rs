@@ -21,20 +21,29 @@ use crate::web::Page;
 
 /// What a route of a run does with the run's node: the routes that read or
 /// drive what lives on the node (its screen, output, diff, session and
-/// workspace); the rest read the shared database and are served anywhere.
+/// workspace, the branch its pull request pushes, the scope its receipt
+/// checks); the rest read the shared database and are served anywhere.
 fn run_route(method: &axum::http::Method, path: &str) -> Option<i64> {
     use axum::http::Method;
+    // The id as the router reads it: percent-decoded.
+    let id_of = |id: &str| -> Option<i64> {
+        percent_encoding::percent_decode_str(id)
+            .decode_utf8()
+            .ok()?
+            .parse()
+            .ok()
+    };
     if let Some(rest) = path.strip_prefix("/api/v1/runs/") {
         let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
         let forwarded = match tail {
             "" => method == Method::DELETE,
-            "screen" | "input" | "stop" | "resume" | "output" | "diff" => true,
+            "screen" | "input" | "stop" | "resume" | "output" | "diff" | "pull" | "receipt" => true,
             _ => false,
         };
-        return forwarded.then(|| id.parse().ok()).flatten();
+        return forwarded.then(|| id_of(id)).flatten();
     }
     if let Some(id) = path.strip_prefix("/live/runs/") {
-        return id.parse().ok();
+        return id_of(id);
     }
     let rest = path.strip_prefix("/runs/")?;
     let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
@@ -42,7 +51,7 @@ fn run_route(method: &axum::http::Method, path: &str) -> Option<i64> {
         tail,
         "" | "stop" | "input" | "remove" | "resume" | "changes"
     )
-    .then(|| id.parse().ok())
+    .then(|| id_of(id))
     .flatten()
 }
 
@@ -74,6 +83,7 @@ pub async fn node_calls(State(app): State<AppState>, req: Request, next: Next) -
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     match app.fleet.key().verify(
         &parts.headers,
+        app.fleet.me(),
         &parts.method,
         path,
         &body,
@@ -85,12 +95,17 @@ pub async fn node_calls(State(app): State<AppState>, req: Request, next: Next) -
         }
         Err(why) => {
             tracing::warn!(%why, path, "refused a request signed as a lab node's");
-            refused(
+            let mut r = refused(
                 api,
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
                 format!("the lab node credential was refused: {why}"),
-            )
+            );
+            r.headers_mut().insert(
+                crate::fleet::key::REFUSED,
+                axum::http::HeaderValue::from_static(why.code()),
+            );
+            r
         }
     }
 }
@@ -160,11 +175,19 @@ async fn forward(
             path,
             &parts.headers,
             session.as_deref(),
-            body,
+            body.clone(),
         )
         .await
     {
         Ok(r) => r,
+        Err(e) if parts.uri.path().starts_with("/live/") => {
+            // A live page's stream is served here instead: the run's state
+            // from the shared database, until the fleet decides its node
+            // is down (a browser's EventSource would not ask again after
+            // an error page).
+            tracing::warn!(error = %e, run, "could not reach the node that owns a run; its live stream is served here");
+            next.run(Request::from_parts(parts, Body::from(body))).await
+        }
         Err(e) => {
             tracing::warn!(error = %e, run, "could not reach the node that owns a run");
             refused(
@@ -192,6 +215,10 @@ mod tests {
         assert_eq!(run_route(&Method::POST, "/api/v1/runs/7/hook"), None);
         assert_eq!(run_route(&Method::POST, "/api/v1/runs/7/review"), None);
         assert_eq!(run_route(&get, "/api/v1/runs/x/screen"), None);
+        assert_eq!(run_route(&get, "/api/v1/runs/%37/screen"), Some(7));
+        assert_eq!(run_route(&Method::POST, "/api/v1/runs/7/pull"), Some(7));
+        assert_eq!(run_route(&get, "/api/v1/runs/7/receipt"), Some(7));
+        assert_eq!(run_route(&Method::POST, "/api/v1/runs/7/plan"), None);
         assert_eq!(run_route(&get, "/runs/7"), Some(7));
         assert_eq!(run_route(&get, "/runs/new"), None);
         assert_eq!(run_route(&Method::POST, "/runs/7/stop"), Some(7));

@@ -44,6 +44,23 @@ pub fn beat_every(down_after_ms: i64) -> Duration {
     Duration::from_millis(BEAT_MS.min(down_after_ms / 3).max(100) as u64)
 }
 
+/// One beat of this node, started at `started` (ms) and reached at `url`:
+/// stamped with the database's clock, by which every node reads the beats
+/// (nodes whose clocks differ still agree on which is down).
+pub async fn beat(runner: &Runner, url: &str, started: i64) -> Result<(), StoreError> {
+    let store = runner.store();
+    let beat = Node {
+        id: runner.node().to_owned(),
+        url: url.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        started_at: started,
+        last_seen: store.clock_ms().await?,
+        draining: false,
+        capacity: capacity(runner),
+    };
+    store.beat_node(&beat).await
+}
+
 /// Beats until `stop` says so: once at once, then every [`beat_every`],
 /// each beat followed by a look at the nodes that are down. A beat the
 /// database refuses is logged and tried at the next.
@@ -51,22 +68,13 @@ pub fn spawn_beat(
     runner: Arc<Runner>,
     scheduler: Arc<Scheduler>,
     url: String,
+    started: i64,
     mut stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    let started = now_ms();
     let every = beat_every(runner.cfg().node_down_after_ms);
     tokio::spawn(async move {
         loop {
-            let beat = Node {
-                id: runner.node().to_owned(),
-                url: url.clone(),
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                started_at: started,
-                last_seen: now_ms(),
-                draining: false,
-                capacity: capacity(&runner),
-            };
-            if let Err(e) = runner.store().beat_node(&beat).await {
+            if let Err(e) = beat(&runner, &url, started).await {
                 tracing::warn!(error = %e, "could not record this node's beat");
             } else if let Err(e) = notice_down(&runner, &scheduler).await {
                 tracing::warn!(error = %e, "could not look at the nodes that are down");

@@ -22,6 +22,13 @@ use crate::store::{Store, StoreError, now_ms};
 const NODES_FOR: Duration = Duration::from_secs(1);
 /// How long a node may take to accept a forwarded request's connection.
 const CONNECT: Duration = Duration::from_secs(5);
+/// How long it may take to begin its answer once it has the request (a
+/// stop waits out the agent's grace; a remove deletes a workspace).
+const ANSWER: Duration = Duration::from_secs(20);
+/// How long an answer being streamed may fall silent: a live page's stream
+/// says something at least every 15 s, so a peer silent for longer is gone
+/// (a stopped process, a network split), and the stream ends.
+const SILENT: Duration = Duration::from_secs(45);
 
 /// Headers of a request that go on to the owning node: what its body is and
 /// what answer the caller takes. Credentials (`Authorization`, `Cookie`)
@@ -66,6 +73,12 @@ pub enum Misplaced {
     Unknown(String),
     #[error("lab node '{0}' is down: it starts nothing (labctl node ls)")]
     Down(String),
+    /// A start another node forwarded here names a third node: a forwarded
+    /// call is answered where it lands, never forwarded again.
+    #[error(
+        "this is lab node '{me}', not '{named}': a start another node forwarded is never forwarded again"
+    )]
+    Forwarded { me: String, named: String },
 }
 
 /// A manual start another node is asked for: the fields of the API's
@@ -112,6 +125,7 @@ impl Fleet {
             store,
             http: reqwest::Client::builder()
                 .connect_timeout(CONNECT)
+                .tcp_keepalive(Duration::from_secs(15))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .expect("an HTTP client without extras builds"),
@@ -177,12 +191,23 @@ impl Fleet {
     /// Where a manual run starts: the node `named` (this one, or another
     /// that answers), else this node unless it is draining, else the node
     /// that takes new runs with the most memory available (none: this node,
-    /// which then says it is draining).
-    pub async fn place(&self, named: Option<&str>) -> Result<Place, Misplaced> {
+    /// which then says it is draining). A start another node `forwarded`
+    /// starts here or nowhere.
+    pub async fn place(&self, named: Option<&str>, forwarded: bool) -> Result<Place, Misplaced> {
+        let named = named.filter(|n| !n.is_empty());
+        if forwarded {
+            return match named {
+                Some(id) if id != self.me => Err(Misplaced::Forwarded {
+                    me: self.me.clone(),
+                    named: id.to_owned(),
+                }),
+                _ => Ok(Place::Here),
+            };
+        }
         let nodes = self.nodes().await.unwrap_or_default();
         let now = now_ms();
         let state = |n: &Node| n.state(now, self.down_after_ms);
-        if let Some(id) = named.filter(|n| !n.is_empty()) {
+        if let Some(id) = named {
             if id == self.me {
                 return Ok(Place::Here);
             }
@@ -269,23 +294,53 @@ impl Fleet {
             url: node.url.clone(),
             why,
         };
-        let url = format!("{}{path}", node.url.trim_end_matches('/'));
+        let url = reqwest::Url::parse(&format!("{}{path}", node.url.trim_end_matches('/')))
+            .map_err(|e| unanswered(format!("its address does not make a URL: {e}")))?;
+        // What is signed is what goes on the wire: the URL parser may have
+        // encoded a character of the path or query the caller sent raw.
+        let sent = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_owned(),
+        };
         let mut out = self
             .key
-            .sign(&self.me, now_ms(), &method, path, session, &body);
+            .sign(&self.me, &node.id, now_ms(), &method, &sent, session, &body);
         for name in FORWARDED {
             if let Some(v) = headers.get(&name) {
                 out.insert(name, v.clone());
             }
         }
-        let answer = self
-            .http
-            .request(method, &url)
-            .headers(out)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| unanswered(e.to_string()))?;
+        let answer = tokio::time::timeout(
+            ANSWER,
+            self.http
+                .request(method, url)
+                .headers(out)
+                .body(body)
+                .send(),
+        )
+        .await
+        .map_err(|_| unanswered(format!("no answer within {} s", ANSWER.as_secs())))?
+        .map_err(|e| unanswered(e.to_string()))?;
+        if answer.status() == reqwest::StatusCode::UNAUTHORIZED
+            && answer.headers().contains_key(super::key::REFUSED)
+        {
+            // Its refusal of this node's credential is the fleet's failure,
+            // not the caller's token's.
+            let why = answer
+                .headers()
+                .get(super::key::REFUSED)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("refused")
+                .to_owned();
+            let hint = if why == "stale" {
+                "; are the two machines' clocks more than 30 s apart?"
+            } else {
+                ""
+            };
+            return Err(unanswered(format!(
+                "it refused this node's credential as {why}{hint}"
+            )));
+        }
         let status =
             StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
         let mut back = Response::builder().status(status);
@@ -296,10 +351,17 @@ impl Fleet {
         }
         let chunks = futures_util::stream::unfold(Some(answer), |answer| async move {
             let mut answer = answer?;
-            match answer.chunk().await {
-                Ok(Some(bytes)) => Some((Ok::<_, reqwest::Error>(bytes), Some(answer))),
-                Ok(None) => None,
-                Err(e) => Some((Err(e), None)),
+            match tokio::time::timeout(SILENT, answer.chunk()).await {
+                Ok(Ok(Some(bytes))) => Some((Ok(bytes), Some(answer))),
+                Ok(Ok(None)) => None,
+                Ok(Err(e)) => Some((Err(std::io::Error::other(e)), None)),
+                Err(_) => Some((
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the node owning the run fell silent",
+                    )),
+                    None,
+                )),
             }
         });
         Ok(back

@@ -251,9 +251,10 @@ pub struct StartRunBody {
               (status = 502, description = "The node named did not answer", body = ErrorBody)))]
 async fn start_run(
     State(app): State<AppState>,
+    call: Option<axum::Extension<crate::fleet::key::NodeCall>>,
     ApiJson(body): ApiJson<StartRunBody>,
 ) -> ApiResult<Response> {
-    match app.fleet.place(body.node.as_deref()).await {
+    match app.fleet.place(body.node.as_deref(), call.is_some()).await {
         Ok(crate::fleet::Place::Here) => {}
         Ok(crate::fleet::Place::There(node)) => {
             // The node chosen starts it and answers for it.
@@ -281,7 +282,9 @@ async fn start_run(
         Err(e @ crate::fleet::Misplaced::Unknown(_)) => {
             return Err(ApiError::not_found(e.to_string()));
         }
-        Err(e @ crate::fleet::Misplaced::Down(_)) => return Err(ApiError::conflict(e.to_string())),
+        Err(e @ (crate::fleet::Misplaced::Down(_) | crate::fleet::Misplaced::Forwarded { .. })) => {
+            return Err(ApiError::conflict(e.to_string()));
+        }
     }
     let prompt = body.prompt.unwrap_or_default();
     let (run, t) = service::runs::start_manual(

@@ -34,7 +34,26 @@ impl TryFrom<NodeRow> for Node {
 }
 
 impl Store {
-    /// Records a node's beat at `at` (ms): its row made on the first, its
+    /// The database's clock (ms since the epoch). The nodes of a fleet
+    /// stamp their beats with it and read them against it, so that two
+    /// machines whose clocks differ agree on which node is down. A SQLite
+    /// file is this machine's alone: its clock is this machine's.
+    pub async fn clock_ms(&self) -> Result<i64> {
+        Ok(match self.db() {
+            super::Db::Sqlite(_) => now_ms(),
+            super::Db::Pg(pool) => {
+                let (ms,): (i64,) = sqlx::query_as(
+                    "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+                )
+                .fetch_one(pool)
+                .await?;
+                ms
+            }
+        })
+    }
+
+    /// Records a node's beat at its `last_seen` (ms, on the database's
+    /// clock: [`Store::clock_ms`]): its row made on the first, its
     /// address, version and capacity kept current, its start time when it
     /// started again (`started_at`). Draining is the operator's, kept.
     pub async fn beat_node(&self, node: &Node) -> Result<()> {
@@ -93,7 +112,9 @@ impl Store {
         Ok(row.is_some_and(|(d,)| d))
     }
 
-    /// Every node that ever beat, by id.
+    /// Every node that ever beat, by id, its last beat told on this
+    /// machine's clock (beats are stamped with the database's: see
+    /// [`Store::clock_ms`]).
     pub async fn nodes(&self) -> Result<Vec<Node>> {
         let rows: Vec<NodeRow> = on_db!(self.db(), pool => {
             sqlx::query_as(
@@ -103,7 +124,15 @@ impl Store {
             .fetch_all(pool)
             .await?
         });
-        rows.into_iter().map(Node::try_from).collect()
+        let ahead = now_ms() - self.clock_ms().await?;
+        rows.into_iter()
+            .map(|r| {
+                Node::try_from(r).map(|mut n| {
+                    n.last_seen = n.last_seen.saturating_add(ahead);
+                    n
+                })
+            })
+            .collect()
     }
 
     /// How many live runs each node has.

@@ -307,7 +307,8 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
         return r;
     }
     let repo = form.value("repo").unwrap_or_default();
-    let result = match app.fleet.place(form.value("node").as_deref()).await {
+    // A browser's form: never a call another node forwarded.
+    let result = match app.fleet.place(form.value("node").as_deref(), false).await {
         Ok(crate::fleet::Place::Here) => service::runs::start_manual(
             &app.store,
             &app.runner,

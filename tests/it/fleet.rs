@@ -352,7 +352,8 @@ async fn the_node_credential_is_refused_from_outside_and_from_a_run(pg: Backend)
             .unwrap();
         (r.status().as_u16(), r.text().await.unwrap())
     };
-    let signed = |at: i64| key.sign("a-node", at, &Method::GET, &path, None, b"");
+    let to_b = b.runner().node().to_owned();
+    let signed = |at: i64| key.sign("a-node", &to_b, at, &Method::GET, &path, None, b"");
 
     // Signed with the fleet's key: taken, once.
     let good = signed(lab::store::now_ms());
@@ -360,12 +361,29 @@ async fn the_node_credential_is_refused_from_outside_and_from_a_run(pg: Backend)
     let (st, body) = send(good).await;
     assert_eq!(st, 401, "a replay is refused: {body}");
     assert!(body.contains("used already"), "{body}");
+    // A signature made for B opens nothing at C (each node remembers only
+    // what it took itself): the refusal says it is the node credential's.
+    let c = &nodes[2];
+    let r = http
+        .get(format!("{}{path}", c.url))
+        .headers(signed(lab::store::now_ms()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(
+        r.headers()
+            .get("x-lab-node-refused")
+            .and_then(|v| v.to_str().ok()),
+        Some("forged")
+    );
     // Too old, another key, garbage, a run's token as the signature.
     let (st, body) = send(signed(lab::store::now_ms() - 120_000)).await;
     assert_eq!(st, 401, "{body}");
     let other = lab::fleet::key::FleetKey::new("0123");
     let (st, _) = send(other.sign(
         "a-node",
+        &to_b,
         lab::store::now_ms(),
         &Method::GET,
         &path,
@@ -384,6 +402,35 @@ async fn the_node_credential_is_refused_from_outside_and_from_a_run(pg: Backend)
     let mut moved = signed(lab::store::now_ms());
     moved.insert("x-lab-node", "b-node".parse().unwrap());
     assert_eq!(send(moved).await.0, 401);
+
+    // A start another node forwarded is answered where it lands: one that
+    // names a third node is refused, never forwarded again.
+    let start = serde_json::to_vec(&json!({"repo": "r", "prompt": "p", "node": c.runner().node()}))
+        .unwrap();
+    let mut h = key.sign(
+        "a-node",
+        &to_b,
+        lab::store::now_ms(),
+        &Method::POST,
+        "/api/v1/runs",
+        None,
+        &start,
+    );
+    h.insert(CONTENT_TYPE, "application/json".parse().unwrap());
+    let r = http
+        .post(format!("{}/api/v1/runs", b.url))
+        .headers(h)
+        .body(start)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 409);
+    let said = r.text().await.unwrap();
+    assert!(said.contains("never forwarded again"), "{said}");
+    assert_eq!(
+        c.get("/api/v1/runs").await.ok().as_array().unwrap().len(),
+        1
+    );
 
     // A run's token is never forwarded: through A it reaches nothing of B.
     let r = http

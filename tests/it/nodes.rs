@@ -47,6 +47,13 @@ async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
         "{n}"
     );
 
+    // Beats are stamped with the database's clock, in ms like this one's.
+    let clock = s.runner().store().clock_ms().await.unwrap();
+    assert!(
+        (clock - lab::store::now_ms()).abs() < 10_000,
+        "the database's clock reads {clock}"
+    );
+
     // A node that last beat a minute ago is down to this one.
     let gone = lab::domain::Node {
         id: "gone-1".into(),
