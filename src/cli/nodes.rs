@@ -1,4 +1,5 @@
-//! `labctl node ls` (issue 29): the fleet's nodes, as the server lists them.
+//! `labctl node ls|drain|undrain|forget` (issue 29): the fleet's nodes, as
+//! the server lists them.
 
 use clap::Subcommand;
 
@@ -25,6 +26,13 @@ pub enum NodeCommand {
         /// The node's id.
         node: String,
     },
+    /// Forget a node that is down for good (a machine retired): it leaves
+    /// `node ls`. Only a down node whose runs and claims the fleet took
+    /// over; should it beat again, it is listed again.
+    Forget {
+        /// The node's id.
+        node: String,
+    },
 }
 
 pub async fn run(client: &Client, cmd: NodeCommand) -> CliResult<()> {
@@ -32,6 +40,13 @@ pub async fn run(client: &Client, cmd: NodeCommand) -> CliResult<()> {
         NodeCommand::Ls { json } => return list(client, json).await,
         NodeCommand::Drain { node } => (node, "drain"),
         NodeCommand::Undrain { node } => (node, "undrain"),
+        NodeCommand::Forget { node } => {
+            client
+                .delete(&format!("/api/v1/nodes/{}", seg(&node)))
+                .await?;
+            println!("node {node} is forgotten");
+            return Ok(());
+        }
     };
     let n: NodeBody = client
         .post(

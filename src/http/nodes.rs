@@ -1,8 +1,9 @@
 //! `GET /api/v1/nodes` (issue 29): the fleet's nodes, each as its last beat
-//! said, with its state and its live runs.
+//! said, with its state and its live runs; draining one, forgetting one.
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -93,9 +94,32 @@ async fn undrain_node(
     )))
 }
 
+/// Forgets a node that is down for good (a machine retired): it leaves the
+/// list. Refused (409) for the node answering, for a node that is not down,
+/// and for one whose live runs or AFK claims are not yet taken over.
+#[utoipa::path(delete, path = "/nodes/{id}", tag = "nodes",
+    params(("id" = String, Path, description = "the node's id")),
+    responses((status = 204),
+              (status = 404, body = ErrorBody),
+              (status = 409, description = "The node is this one, not down, or still holds runs or claims", body = ErrorBody)))]
+async fn forget_node(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    nodes::forget(
+        &app.store,
+        app.runner.node(),
+        &id,
+        app.runner.cfg().node_down_after_ms,
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_nodes))
         .routes(routes!(drain_node))
         .routes(routes!(undrain_node))
+        .routes(routes!(forget_node))
 }

@@ -101,6 +101,21 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Forgets node `id` when its last beat (on the database's clock) is
+    /// older than `before`: `false` when it beat since, or never did. A
+    /// node that beats again is recorded again.
+    pub async fn forget_node(&self, id: &str, before: i64) -> Result<bool> {
+        let n = on_db!(self.db(), pool => {
+            sqlx::query("DELETE FROM nodes WHERE id = $1 AND last_seen < $2")
+                .bind(id)
+                .bind(before)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
     /// Whether node `id` is draining (a node that never beat is not).
     pub async fn node_draining(&self, id: &str) -> Result<bool> {
         let row: Option<(bool,)> = on_db!(self.db(), pool => {

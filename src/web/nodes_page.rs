@@ -1,5 +1,6 @@
 //! The nodes page (issue 29): the lab nodes sharing this database, each
-//! with its state, live runs, capacity and a drain switch.
+//! with its state, live runs, capacity, a drain switch, and a forget
+//! button for one that is down.
 
 use askama::Template;
 use axum::Router;
@@ -10,6 +11,7 @@ use axum::routing::{get, post};
 use super::forms::Form;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
+use crate::service::nodes;
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -17,6 +19,10 @@ use crate::state::AppState;
 struct NodesPage {
     chrome: Chrome,
     nodes: Vec<NodeRow>,
+    /// How often a node beats, and how long one may be silent before it is
+    /// down (`lab serve --node-down-after`), in seconds.
+    beat_every: String,
+    down_after: String,
 }
 
 /// One node as the page shows it.
@@ -35,18 +41,21 @@ struct NodeRow {
 }
 
 async fn show(State(app): State<AppState>, session: BrowserSession) -> Response {
-    let all = match crate::service::nodes::list(&app.store).await {
+    let all = match nodes::list(&app.store).await {
         Ok(n) => n,
         Err(e) => return super::service_error(e),
     };
     let now = crate::store::now_ms();
     let here = app.runner.node().to_owned();
+    let down_after = app.runner.cfg().node_down_after_ms;
     Page::ok(&NodesPage {
         chrome: Chrome::new(&session, "nodes", "Nodes"),
+        beat_every: seconds(crate::fleet::beat_every(down_after).as_millis() as i64),
+        down_after: seconds(down_after),
         nodes: all
             .into_iter()
             .map(|(n, runs)| NodeRow {
-                state: n.state(now, app.runner.cfg().node_down_after_ms).as_str(),
+                state: n.state(now, down_after).as_str(),
                 last_seen: crate::domain::rfc3339(n.last_seen),
                 runs,
                 cores: n.capacity.cores,
@@ -61,7 +70,16 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
     })
 }
 
-async fn drain(
+/// `ms` as seconds, to a tenth when not whole.
+fn seconds(ms: i64) -> String {
+    if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+async fn act(
     State(app): State<AppState>,
     session: BrowserSession,
     Path((id, action)): Path<(String, String)>,
@@ -70,18 +88,27 @@ async fn drain(
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    let draining = match action.as_str() {
-        "drain" => true,
-        "undrain" => false,
+    let done = match action.as_str() {
+        "drain" => nodes::set_draining(&app.store, &id, true).await.map(drop),
+        "undrain" => nodes::set_draining(&app.store, &id, false).await.map(drop),
+        "forget" => {
+            nodes::forget(
+                &app.store,
+                app.runner.node(),
+                &id,
+                app.runner.cfg().node_down_after_ms,
+            )
+            .await
+        }
         _ => {
             return Page::error(
                 axum::http::StatusCode::NOT_FOUND,
-                "A node is drained or undrained.",
+                "A node is drained, undrained or forgotten.",
             );
         }
     };
-    match crate::service::nodes::set_draining(&app.store, &id, draining).await {
-        Ok(_) => Redirect::to("/nodes").into_response(),
+    match done {
+        Ok(()) => Redirect::to("/nodes").into_response(),
         Err(e) => super::service_error(e),
     }
 }
@@ -89,5 +116,5 @@ async fn drain(
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/nodes", get(show))
-        .route("/nodes/{id}/{action}", post(drain))
+        .route("/nodes/{id}/{action}", post(act))
 }

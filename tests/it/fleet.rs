@@ -542,6 +542,9 @@ async fn a_dead_node_is_noticed_and_its_issues_run_again_once(pg: Backend) {
     // B dies: no shutdown of any kind. Its tmux (and agents) live on.
     b.kill9();
     let killed = std::time::Instant::now();
+    // Not down yet (it beat within the bound): not to be forgotten.
+    let e = a.delete(&format!("/api/v1/nodes/{b_id}")).await.expect(409);
+    assert!(e.to_string().contains("only a down node"), "{e}");
     for run in afk_runs.iter().chain([&manual]) {
         let r = wait::until(
             "B's run lost on the other nodes",
@@ -614,6 +617,20 @@ async fn a_dead_node_is_noticed_and_its_issues_run_again_once(pg: Backend) {
         let text = issue["comments"].to_string();
         assert!(text.contains(&b_id) && text.contains("workspace"), "{text}");
     }
+    // Down, its runs lost and its claims taken over, B can be forgotten (a
+    // machine retired); its runs still name it.
+    a.delete(&format!("/api/v1/nodes/{b_id}")).await.expect(204);
+    let nodes = c.get("/api/v1/nodes").await.ok();
+    assert!(!nodes.to_string().contains(&b_id), "{nodes}");
+    let (st, _, text) = raw(
+        &c,
+        Method::GET,
+        &format!("/api/v1/runs/{manual}/screen"),
+        None,
+    )
+    .await;
+    assert_eq!(st, 409, "{text}");
+    assert!(text.contains(&b_id), "{text}");
 
     // B comes back: its manual run is taken up again, its AFK sessions
     // closed (their issues went elsewhere), nothing runs twice.
@@ -626,6 +643,11 @@ async fn a_dead_node_is_noticed_and_its_issues_run_again_once(pg: Backend) {
     .await;
     let back = b.wait_state(manual, "running").await;
     assert_eq!(back["state_reason"], Value::Null, "{back}");
+    let nodes = a.get("/api/v1/nodes").await.ok();
+    assert!(
+        nodes.to_string().contains(&b_id),
+        "B, back, is listed again: {nodes}"
+    );
     wait::until("B's AFK sessions closed", wait::secs(15), async || {
         let panes = agent::tmux(&sockets[1], &["list-sessions", "-F", "#{session_name}"]);
         let left: Vec<&i64> = afk_runs

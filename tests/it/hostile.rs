@@ -22,6 +22,7 @@ fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
     let other_branch = other["branch"].as_str().unwrap();
     let other_id = id(other);
     let lab_pid = std::process::id();
+    let node = s.runner().node().to_owned();
     let attempts = [
         ("read the admin token", format!("cat {d}/token")),
         (
@@ -104,6 +105,15 @@ fn script(s: &TestServer, other: &Value, repo_path: &str) -> String {
             ),
         ),
         (
+            // Draining a node (or forgetting one) would stop every other
+            // run's launches: the operator's, never a run's.
+            "drain its lab node",
+            format!(
+                "curl -sf -X POST -H \"Authorization: Bearer $LAB_TOKEN\" \
+                 \"$LAB_URL/api/v1/nodes/{node}/drain\""
+            ),
+        ),
+        (
             "write the operator's home",
             format!("touch {}/home/.profile-pwned", s.tmp().display()),
         ),
@@ -163,9 +173,11 @@ async fn a_hostile_agent_reaches_only_its_own_run(b: Backend) {
     assert!(escaped.is_empty(), "the agent got out:\n{report}");
     // (The relay's socket is there, outside the sandbox.)
     assert!(s.runner().relay().socket().exists());
+    let nodes = s.get("/api/v1/nodes").await.ok();
+    assert_eq!(nodes[0]["state"], "up", "a run drained its node: {nodes}");
     assert_eq!(
         report.lines().filter(|l| l.starts_with("refused")).count(),
-        22
+        23
     );
     assert!(
         report.ends_with("done\n"),

@@ -1,6 +1,6 @@
 //! The fleet's nodes (issue 29 §1): a node records itself and beats; every
 //! node lists them with their state and live runs; a node whose beat is old
-//! is `down`.
+//! is `down`, and one retired for good is forgotten.
 
 use serde_json::{Value, json};
 
@@ -12,6 +12,28 @@ on_both!(
     a_node_records_itself_and_one_without_a_beat_is_down,
     a_draining_node_starts_nothing_new,
 );
+
+/// A node `id` that last beat a minute ago (down by the default bound).
+fn down_node(id: &str) -> lab::domain::Node {
+    lab::domain::Node {
+        id: id.into(),
+        url: "http://10.0.0.9:7878".into(),
+        version: "0.0.1".into(),
+        started_at: 1,
+        last_seen: lab::store::now_ms() - 60_000,
+        draining: false,
+        capacity: Default::default(),
+    }
+}
+
+/// The nodes page's HTML, as the browser session `cookie` sees it.
+async fn nodes_page(s: &TestServer, cookie: &str) -> String {
+    crate::pages_input::visit(s, cookie, reqwest::Method::GET, "/nodes")
+        .await
+        .text()
+        .await
+        .unwrap()
+}
 
 /// This node as `GET /nodes` lists it, once it beat.
 async fn first_beat(s: &TestServer) -> Value {
@@ -55,15 +77,7 @@ async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
     );
 
     // A node that last beat a minute ago is down to this one.
-    let gone = lab::domain::Node {
-        id: "gone-1".into(),
-        url: "http://10.0.0.9:7878".into(),
-        version: "0.0.1".into(),
-        started_at: 1,
-        last_seen: lab::store::now_ms() - 60_000,
-        draining: false,
-        capacity: Default::default(),
-    };
+    let gone = down_node("gone-1");
     s.runner().store().beat_node(&gone).await.unwrap();
     let all = s.get("/api/v1/nodes").await.ok();
     let states: Vec<(&Value, &Value)> = all
@@ -94,6 +108,42 @@ async fn a_node_records_itself_and_one_without_a_beat_is_down(b: Backend) {
         .find(|n| n["id"] == me.as_str())
         .unwrap();
     assert_eq!(mine["runs"], 1, "{json}");
+
+    // A node retired for good is forgotten, and only such a node: not the
+    // one answering, not one that beats, not one never seen.
+    let e = s.delete(&format!("/api/v1/nodes/{me}")).await.expect(409);
+    assert!(e.to_string().contains("the one answering"), "{e}");
+    let near = lab::domain::Node {
+        id: "near-1".into(),
+        last_seen: s.runner().store().clock_ms().await.unwrap(),
+        ..gone.clone()
+    };
+    s.runner().store().beat_node(&near).await.unwrap();
+    let e = s.delete("/api/v1/nodes/near-1").await.expect(409);
+    assert!(
+        e.to_string().contains("is up") && e.to_string().contains("only a down node"),
+        "{e}"
+    );
+    s.delete("/api/v1/nodes/nope").await.expect(404);
+    let said = ok(&labctl(&s, &["node", "forget", "gone-1"]));
+    assert!(said.contains("gone-1 is forgotten"), "{said}");
+    let ids: Vec<String> = s
+        .get("/api/v1/nodes")
+        .await
+        .ok()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        !ids.contains(&"gone-1".to_owned()) && ids.contains(&"near-1".to_owned()),
+        "{ids:?}"
+    );
+    // Should it beat again, it is listed again.
+    s.runner().store().beat_node(&gone).await.unwrap();
+    let all = s.get("/api/v1/nodes").await.ok();
+    assert!(all.to_string().contains("gone-1"), "{all}");
     s.stop().await;
 }
 
@@ -133,11 +183,7 @@ async fn a_draining_node_starts_nothing_new(b: Backend) {
     assert_eq!(back["state"], "up", "{back}");
     // The nodes page shows it and drains it too (with its form's token).
     let cookie = crate::pages_input::session(&s).await;
-    let page = crate::pages_input::visit(&s, &cookie, reqwest::Method::GET, "/nodes")
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = nodes_page(&s, &cookie).await;
     assert!(
         page.contains(&format!("data-node=\"{me}\"")) && page.contains("(this one)"),
         "{page}"
@@ -157,5 +203,22 @@ async fn a_draining_node_starts_nothing_new(b: Backend) {
         .await
         .expect(200);
     s.start_run("r", "now").await;
+
+    // A down node gets a forget button (this one does not), which forgets it.
+    let gone = down_node("gone-2");
+    s.runner().store().beat_node(&gone).await.unwrap();
+    let page = nodes_page(&s, &cookie).await;
+    assert!(
+        page.contains("action=\"/nodes/gone-2/forget\"")
+            && !page.contains(&format!("action=\"/nodes/{me}/forget\""))
+            && page.contains("one silent for 30 s is down"),
+        "{page}"
+    );
+    let r =
+        crate::issue_pages::post_form(&s, &cookie, "/nodes/gone-2/forget", &format!("csrf={csrf}"))
+            .await;
+    assert_eq!(r.status(), 303);
+    let all = s.get("/api/v1/nodes").await.ok();
+    assert!(!all.to_string().contains("gone-2"), "{all}");
     s.stop().await;
 }
