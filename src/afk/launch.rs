@@ -188,7 +188,7 @@ impl Scheduler {
             self.say_config_error(repo, source.as_ref(), issue.number)
                 .await;
             started.push(
-                self.launch(repo, settings, &issue, directives.layer(), claim.id)
+                self.launch_kind(repo, settings, &issue, directives.layer(), claim.id, None)
                     .await?,
             );
         }
@@ -199,18 +199,6 @@ impl Scheduler {
             repo: repo.name.clone(),
             label: repo.effective_label().to_owned(),
         })
-    }
-
-    async fn launch(
-        &self,
-        repo: &Repo,
-        settings: &Settings,
-        issue: &Issue,
-        layer: Option<&crate::resolve::IssueLayer>,
-        claim: i64,
-    ) -> Result<Run, StartError> {
-        self.launch_kind(repo, settings, issue, layer, claim, None)
-            .await
     }
 
     /// Launches a claim's run: its planning run when its knobs ask for a

@@ -8,6 +8,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
+use super::afk_page::duration;
 use super::forms::Form;
 use super::{Chrome, Page};
 use crate::auth::browser::BrowserSession;
@@ -50,8 +51,8 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
     let down_after = app.runner.cfg().node_down_after_ms;
     Page::ok(&NodesPage {
         chrome: Chrome::new(&session, "nodes", "Nodes"),
-        beat_every: seconds(crate::fleet::beat_every(down_after).as_millis() as i64),
-        down_after: seconds(down_after),
+        beat_every: duration(&Some(crate::fleet::beat_every(down_after).as_secs_f64())),
+        down_after: duration(&Some(down_after as f64 / 1000.0)),
         nodes: all
             .into_iter()
             .map(|(n, runs)| NodeRow {
@@ -68,15 +69,6 @@ async fn show(State(app): State<AppState>, session: BrowserSession) -> Response 
             })
             .collect(),
     })
-}
-
-/// `ms` as seconds, to a tenth when not whole.
-fn seconds(ms: i64) -> String {
-    if ms % 1000 == 0 {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    }
 }
 
 async fn act(
