@@ -3,8 +3,8 @@
 use super::config::{CliFile, CliHome, FileKind, Format};
 use super::hooks;
 use super::{
-    Auth, BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue, OptionSpec,
-    OptionType, Provider, SpawnSpec, Verdict, first_line,
+    Approval, Auth, BOOL_VALUES, CheckOutcome, CommandLine, ConfigEdit, ConfigFile, ConfigValue,
+    OptionSpec, OptionType, Provider, SpawnSpec, Verdict, first_line,
 };
 
 pub struct ClaudeCode;
@@ -167,6 +167,40 @@ impl Provider for ClaudeCode {
                 value: ConfigValue::Bool(true),
             },
         ]
+    }
+
+    /// An `ANTHROPIC_API_KEY` lab passes on is approved the way Claude Code
+    /// 2.1.332 records the answer to its "Detected a custom API key"
+    /// dialog: the key's last 20 characters (after trimming) in
+    /// `customApiKeyResponses.approved` of `.claude.json`, and none in
+    /// `rejected` (an earlier "No" of the operator's own CLI would make it
+    /// ignore the key).
+    fn approvals(&self, env: &std::collections::BTreeMap<String, String>) -> Option<Approval> {
+        let key = env.get("ANTHROPIC_API_KEY")?.trim();
+        if key.is_empty() {
+            return None;
+        }
+        let tail: String = {
+            let chars: Vec<char> = key.chars().collect();
+            chars[chars.len().saturating_sub(20)..].iter().collect()
+        };
+        let at = |k: &str| vec!["customApiKeyResponses".to_owned(), k.to_owned()];
+        Some(Approval {
+            edits: vec![
+                ConfigEdit {
+                    file: STATE,
+                    path: at("approved"),
+                    value: ConfigValue::List(vec![tail]),
+                },
+                ConfigEdit {
+                    file: STATE,
+                    path: at("rejected"),
+                    value: ConfigValue::List(Vec::new()),
+                },
+            ],
+            what: "the API key in lab's environment (ANTHROPIC_API_KEY), approved by lab in this \
+                   run's own Claude Code config, so the CLI does not ask",
+        })
     }
 
     /// Without a terminal, Claude Code prints its answer and exits; with no

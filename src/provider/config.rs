@@ -86,6 +86,8 @@ pub enum Format {
 pub enum ConfigValue {
     Bool(bool),
     Str(String),
+    /// A list of strings, replacing whatever the key held.
+    List(Vec<String>),
 }
 
 /// Sets `value` at `path` (object keys, or for TOML, table names then the

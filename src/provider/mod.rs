@@ -59,6 +59,15 @@ pub struct OptionSpec {
 
 pub const BOOL_VALUES: &[&str] = &["true", "false"];
 
+/// An approval lab writes into a run's own CLI config
+/// ([`Provider::approvals`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    pub edits: Vec<ConfigEdit>,
+    /// What was approved, for the run's page (never the secret itself).
+    pub what: &'static str,
+}
+
 /// Everything a provider needs to build one command line. Adding an option
 /// never changes this struct: options travel in [`SpawnSpec::options`].
 #[derive(Debug, Clone, Default)]
@@ -156,6 +165,15 @@ pub trait Provider: Send + Sync + 'static {
     /// first-run dialog (folder trust, onboarding, model notices).
     fn prepare(&self, _spec: &SpawnSpec) -> Vec<ConfigEdit> {
         Vec::new()
+    }
+
+    /// What the operator gave lab for this CLI in lab's environment that
+    /// the CLI would otherwise ask a person to approve (Claude Code's
+    /// "Detected a custom API key" dialog), approved in the run's own
+    /// config the way the CLI records an approval. `env` is the run's
+    /// environment as lab passes it on. Pure: no IO.
+    fn approvals(&self, _env: &BTreeMap<String, String>) -> Option<Approval> {
+        None
     }
 
     /// Variables of lab's environment the CLI needs in a run's (an API key,

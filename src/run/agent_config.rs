@@ -332,6 +332,7 @@ fn set_json(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
         let value = match &e.value {
             ConfigValue::Bool(b) => Value::Bool(*b),
             ConfigValue::Str(s) => Value::String(s.clone()),
+            ConfigValue::List(l) => Value::Array(l.iter().cloned().map(Value::String).collect()),
         };
         cur.as_object_mut()
             .ok_or(EditError::NotAnObject)?
@@ -358,6 +359,7 @@ fn set_toml(text: &str, edits: &[&ConfigEdit]) -> Result<String, EditError> {
         cur[key.as_str()] = match &e.value {
             ConfigValue::Bool(b) => toml_edit::value(*b),
             ConfigValue::Str(s) => toml_edit::value(s.as_str()),
+            ConfigValue::List(l) => toml_edit::value(l.iter().collect::<toml_edit::Array>()),
         };
     }
     Ok(doc.to_string())
@@ -396,6 +398,60 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    /// The API key lab passes on is approved as Claude Code records it (its
+    /// last 20 characters), over an operator's earlier "No".
+    #[test]
+    fn lab_s_api_key_is_approved_in_the_run_s_own_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("op");
+        std::fs::create_dir_all(&home).unwrap();
+        let key = "sk-ant-api03-0123456789abcdefghijKLMNOPQRST";
+        std::fs::write(
+            home.join(".claude.json"),
+            r#"{"customApiKeyResponses":{"approved":["old"],"rejected":["KLMNOPQRST"]}}"#,
+        )
+        .unwrap();
+        let p = provider::get("claude-code").unwrap();
+        let env = std::collections::BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), key.into())]);
+        let approval = p.approvals(&env).expect("a key to approve");
+        assert!(
+            !approval.what.contains("KLMNOPQRST"),
+            "the page never shows the key"
+        );
+        let mut edits = p.prepare(&spec("/ws/1", "sonnet"));
+        edits.extend(approval.edits);
+        let run = dir.path().join("runs/1");
+        std::fs::create_dir_all(&run).unwrap();
+        let s = seed(
+            &run,
+            &Seed {
+                cli: p.cli_home().unwrap(),
+                operator_home: &home,
+                carry: &[],
+                edits: &edits,
+                sandboxed: true,
+                identity: ("a", "a@example.com"),
+            },
+        )
+        .unwrap();
+        let cfg: Value =
+            serde_json::from_str(&std::fs::read_to_string(s.cli_dir.join(".claude.json")).unwrap())
+                .unwrap();
+        let tail = "abcdefghijKLMNOPQRST";
+        assert_eq!(
+            cfg["customApiKeyResponses"],
+            serde_json::json!({"approved": [tail], "rejected": []}),
+            "{cfg}"
+        );
+        assert_eq!(cfg["projects"]["/ws/1"]["hasTrustDialogAccepted"], true);
+        // No key, nothing to approve; Codex has no such dialog.
+        assert!(p.approvals(&Default::default()).is_none());
+        let blank =
+            std::collections::BTreeMap::from([("ANTHROPIC_API_KEY".to_owned(), " ".into())]);
+        assert!(p.approvals(&blank).is_none());
+        assert!(provider::get("codex").unwrap().approvals(&env).is_none());
     }
 
     #[test]

@@ -128,8 +128,7 @@ impl super::Runner {
         };
         let carry = self.carry_keys().await;
         let identity = self.git_identity().await;
-        let mut env =
-            super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
+        let mut env = self.passed_env(p);
         let home = match p.cli_home() {
             Some(cli) => match super::agent_config::seed(
                 dir.path(),

@@ -129,7 +129,12 @@ impl Runner {
         }
         let carry = self.carry_keys().await;
         let identity = self.git_identity().await;
-        let edits = p.prepare(spec);
+        let mut edits = p.prepare(spec);
+        // What the operator gave lab for the CLI is approved in the run's
+        // own config, so the CLI does not stop to ask about it.
+        if let Some(a) = p.approvals(&self.passed_env(p)) {
+            edits.extend(a.edits);
+        }
         let seeded = match p.cli_home() {
             Some(cli) => super::agent_config::seed(
                 &dir,
@@ -164,6 +169,18 @@ impl Runner {
         })
     }
 
+    /// The variables of lab's own environment a run of `p` is given
+    /// (`env.rs`'s allow-list).
+    pub(crate) fn passed_env(&self, p: &dyn Provider) -> BTreeMap<String, String> {
+        super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env)
+    }
+
+    /// What lab approved for a run of `p` in its own CLI config
+    /// ([`Provider::approvals`]), as the run's page says it.
+    pub fn approved_for(&self, p: &dyn Provider) -> Option<&'static str> {
+        p.approvals(&self.passed_env(p)).map(|a| a.what)
+    }
+
     /// The agent's environment and sandbox, written to the run's launch
     /// file. Returns the file's path; errors are the reason the start failed.
     fn write_launch(&self, s: Start<'_>) -> Result<PathBuf, LaunchFileError> {
@@ -183,8 +200,7 @@ impl Runner {
             relay,
             fresh: _,
         } = s;
-        let mut env =
-            super::env::inherited(std::env::vars(), p.env_passthrough(), &self.cfg.run_env);
+        let mut env = self.passed_env(p);
         env.extend(cl.env);
         env.extend(extra.clone());
         env.insert("HOME".into(), seeded.home.to_string_lossy().into_owned());

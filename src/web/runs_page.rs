@@ -439,6 +439,17 @@ async fn show(
     config.extend(sourced_rows(&run.model, &run.effort, &run.options));
     // An AFK run's knobs, each with where it came from (issue 27).
     config.extend(super::repos_page::knob_rows(&run.knobs));
+    // What lab approved in the run's own CLI config from its environment
+    // (Claude Code's API-key dialog): as this node starts its runs.
+    if let Ok(p) = run.provider_id()
+        && let Some(what) = app.runner.approved_for(p.provider())
+    {
+        config.push(Shown {
+            what: "sign-in".into(),
+            value: what.into(),
+            from: String::new(),
+        });
+    }
     let disk = match run.workspace.as_deref() {
         Some(ws) if run.workspace_removed_at.is_none() => {
             app.runner.disk().of(run.id, std::path::Path::new(ws)).await

@@ -177,9 +177,10 @@ async fn exit_codes_mean_something(b: Backend) {
         .output()
         .unwrap();
     assert_eq!(code(&out).0, 6);
+    let (_held, refused) = crate::support::refused_url();
     let out = Command::new(env!("CARGO_BIN_EXE_labctl"))
         .args(["repo", "list"])
-        .env("LAB_URL", "http://127.0.0.1:1")
+        .env("LAB_URL", &refused)
         .env("LAB_TOKEN", "x")
         .output()
         .unwrap();

@@ -8,6 +8,7 @@ use reqwest::header::{CONTENT_TYPE, COOKIE, LOCATION, ORIGIN, SET_COOKIE};
 use reqwest::redirect::Policy;
 
 use crate::on_both;
+use crate::support::api::Api;
 use crate::support::{Backend, TestServer};
 
 /// A client that follows no redirect.
@@ -19,7 +20,7 @@ pub(crate) fn client() -> reqwest::Client {
 }
 
 /// Posts the login form with the admin token and `next` (already encoded).
-async fn login(s: &TestServer, next: &str) -> reqwest::Response {
+async fn login(s: &Api, next: &str) -> reqwest::Response {
     client()
         .post(format!("{}/login", s.url))
         .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
@@ -37,7 +38,7 @@ fn location(r: &reqwest::Response) -> &str {
 }
 
 /// A logged-in browser's cookie.
-pub(crate) async fn session(s: &TestServer) -> String {
+pub(crate) async fn session(s: &Api) -> String {
     let r = login(s, "/runs").await;
     assert_eq!(r.status(), 303);
     let c = r.headers()[SET_COOKIE].to_str().unwrap();
@@ -45,12 +46,7 @@ pub(crate) async fn session(s: &TestServer) -> String {
 }
 
 /// A request of a logged-in browser.
-pub(crate) async fn visit(
-    s: &TestServer,
-    cookie: &str,
-    method: Method,
-    path: &str,
-) -> reqwest::Response {
+pub(crate) async fn visit(s: &Api, cookie: &str, method: Method, path: &str) -> reqwest::Response {
     client()
         .request(method, format!("{}{path}", s.url))
         .header(COOKIE, cookie)

@@ -325,7 +325,84 @@ async fn the_check_of_a_signed_out_cli_says_not_logged_in(b: Backend) {
     s.stop().await;
 }
 
+/// With `ANTHROPIC_API_KEY` in `lab serve`'s own environment (as
+/// docs/security.md says to give it), the pinned Claude Code never stops at
+/// its "Detected a custom API key" dialog: lab approved the key in the run's
+/// own config, so the prompt's turn reaches the model with that key and
+/// ends (issue 40 §1). The run's page says what lab approved.
+async fn claude_uses_lab_s_api_key_without_asking(b: Backend) {
+    let bin = real::cli("claude-code");
+    let model = crate::support::model::StandIn::start().await;
+    let key = "sk-ant-api03-lab-test-0123456789abcdefghijKLMNOP";
+    let home = crate::support::process::LabHome::new(&b).await;
+    let lab = home
+        .start(&[
+            ("LAB_CLAUDE_CODE_BIN", &bin.to_string_lossy()),
+            ("ANTHROPIC_API_KEY", key),
+            ("ANTHROPIC_BASE_URL", &model.url),
+        ])
+        .await;
+    let path = crate::support::git::init_repo(home.tmp.path(), "r");
+    lab.post(
+        "/api/v1/repos",
+        json!({"name": "r", "path": path, "provider": "claude-code"}),
+    )
+    .await
+    .ok();
+    let run = lab
+        .post("/api/v1/runs", json!({"repo": "r", "prompt": "Say hi."}))
+        .await
+        .ok();
+    let id = crate::support::id(&run);
+    let asked = "Detected a custom API key";
+    let mut last = String::new();
+    wait::until(
+        "the turn's answer on the screen",
+        wait::secs(60),
+        async || {
+            let shot = lab.get(&format!("/api/v1/runs/{id}/screen")).await.ok();
+            last = shot["text"].as_str().unwrap_or("").to_owned();
+            assert!(!last.contains(asked), "Claude Code asked:\n{last}");
+            if last.contains("Done.") {
+                Ok(())
+            } else {
+                Err(last.clone())
+            }
+        },
+    )
+    .await;
+    let calls = model.messages();
+    assert!(!calls.is_empty(), "the turn reached the model");
+    assert!(
+        calls.iter().all(|c| c.header("x-api-key") == Some(key)),
+        "every call carried lab's key: {:?}",
+        calls
+            .iter()
+            .map(|c| c.header("x-api-key"))
+            .collect::<Vec<_>>()
+    );
+    let idle = lab
+        .wait_run(id, 30, |r| r["agent_state"]["state"] == "idle")
+        .await;
+    assert_eq!(idle["state"], "running", "{idle}");
+    let cookie = crate::pages_input::session(&lab).await;
+    let page =
+        crate::pages_input::visit(&lab, &cookie, reqwest::Method::GET, &format!("/runs/{id}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+    assert!(
+        page.contains("approved by lab in this run") && !page.contains("KLMNOP"),
+        "{page}"
+    );
+    lab.post(&format!("/api/v1/runs/{id}/stop"), json!(null))
+        .await
+        .ok();
+}
+
 on_both!(
+    claude_uses_lab_s_api_key_without_asking,
     the_check_of_a_signed_out_cli_says_not_logged_in,
     doctor_passes_with_the_pinned_clis,
     claude_manual_reaches_login,

@@ -13,6 +13,7 @@ mod counters;
 pub mod db;
 pub mod forge;
 pub mod git;
+pub mod model;
 pub mod process;
 pub mod real;
 pub mod server;
@@ -60,4 +61,20 @@ macro_rules! on_postgres {
 /// The `id` of a run (or any record) in an API answer.
 pub fn id(v: &serde_json::Value) -> i64 {
     v["id"].as_i64().expect("an answer with an integer id")
+}
+
+/// A loopback URL whose connections are refused for as long as the
+/// returned socket lives: a TCP socket bound to a port of its own and never
+/// listening. No test depends on a fixed port being free.
+pub fn refused_url() -> (std::os::fd::OwnedFd, String) {
+    use rustix::net::{AddressFamily, SocketAddrAny, SocketType, bind, getsockname, socket};
+    let sock = socket(AddressFamily::INET, SocketType::STREAM, None).expect("a socket");
+    bind(&sock, &std::net::SocketAddr::from(([127, 0, 0, 1], 0))).expect("bound");
+    let addr = getsockname(&sock).expect("its address");
+    let port = std::net::SocketAddr::try_from(addr)
+        .map(|a: std::net::SocketAddr| a.port())
+        .unwrap_or_else(
+            |_: <std::net::SocketAddr as TryFrom<SocketAddrAny>>::Error| panic!("an IPv4 address"),
+        );
+    (sock, format!("http://127.0.0.1:{port}"))
 }
