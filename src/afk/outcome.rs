@@ -171,6 +171,7 @@ impl Scheduler {
                 Ended::Judge(cause) => cause,
             };
             if ended_cause.is_none()
+                && run.stop_cause != Some(StopCause::Operator)
                 && claim.pr_url.is_some()
                 && claim.checks.is_none()
                 && !self
@@ -320,6 +321,7 @@ impl Scheduler {
                     "lab's {run}{with} opened a pull request for this issue, and it was merged: {detail}"
                 )
             }
+            Outcome::Stopped => format!("lab's {run}{with} was stopped by an operator. {detail}"),
             Outcome::CliUnusable => format!(
                 "lab's {run}{with} could not work on this issue: {detail} lab checks the CLI itself \
                  and starts no AFK run of it while it cannot work."
@@ -476,6 +478,19 @@ fn judge(
         );
     }
     match cause {
+        Some(StopCause::Operator) => {
+            let pr = match &claim.pr_url {
+                Some(url) => format!(" Its pull request stays open: {url}."),
+                None => String::new(),
+            };
+            return (
+                Outcome::Stopped,
+                format!(
+                    "An operator stopped the run.{pr} lab tries this issue again when a person puts \
+                     its ready label back."
+                ),
+            );
+        }
         Some(StopCause::Budget) => return (Outcome::OverBudget, format!("{reason}.")),
         Some(StopCause::CliUnusable) => return (Outcome::CliUnusable, format!("{reason}.")),
         Some(StopCause::Rounds) => {

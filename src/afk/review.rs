@@ -322,6 +322,17 @@ impl Scheduler {
             self.needs_human(claim, why).await?;
             return Ok(None);
         }
+        if review.stop_cause == Some(StopCause::Operator) {
+            store
+                .finish_claim(
+                    claim.id,
+                    Outcome::Stopped,
+                    "An operator stopped its review run. lab tries this issue again when a \
+                     person puts its ready label back.",
+                )
+                .await?;
+            return Ok(None);
+        }
         self.needs_human(claim, "its review run ended without a verdict")
             .await?;
         Ok(None)

@@ -300,7 +300,7 @@ fn answers_as_lab_writes_them_round_trip() {
     );
     same::<crate::service::afk::LedgerBody>(
         r#"{"by_repo": [{"repo": "web", "model": null, "effort": null, "outcome": null, "runs": 1,
-            "succeeded": 0, "failed": 1, "timed_out": 0, "rounds": 1, "retries": 0,
+            "succeeded": 0, "failed": 1, "timed_out": 0, "stopped": 0, "rounds": 1, "retries": 0,
             "median_seconds": 12.5, "tokens": 0, "cost_usd": null, "cost_per_success_usd": null,
             "merged": 0, "cost_per_merged_usd": null}],
           "by_model": [], "by_outcome": []}"#,

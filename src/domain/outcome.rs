@@ -28,6 +28,9 @@ spelled! {
         /// Its agent CLI could not work at all (not signed in, its sign-in
         /// refused, exiting at once); tried again once the CLI can.
         CliUnusable = "cli-unusable",
+        /// An operator stopped it (its page, the API, labctl): not tried
+        /// again until a person puts the ready label back.
+        Stopped = "stopped",
     }
 }
 
@@ -44,6 +47,7 @@ impl Outcome {
             Outcome::PrMerged => "lab:pr-merged",
             Outcome::PrClosed => "lab:pr-closed",
             Outcome::CliUnusable => "lab:cli-unusable",
+            Outcome::Stopped => "lab:stopped",
         }
     }
 
@@ -59,7 +63,8 @@ impl Outcome {
 
     /// Whether another attempt may do better (`afk.max_attempts`): a run
     /// that failed, ran out of time or met a CLI that could not work; not
-    /// one that opened a pull request or spent its budget.
+    /// one that opened a pull request, spent its budget or was stopped by
+    /// an operator (they say when it runs again).
     pub fn retryable(self) -> bool {
         matches!(
             self,

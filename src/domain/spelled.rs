@@ -107,10 +107,11 @@ mod tests {
                 (Outcome::PrMerged, "pr-merged"),
                 (Outcome::PrClosed, "pr-closed"),
                 (Outcome::CliUnusable, "cli-unusable"),
+                (Outcome::Stopped, "stopped"),
             ],
             "timed_out",
-            "unknown outcome 'timed_out'; allowed: pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed, cli-unusable",
-            "must be pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed or cli-unusable",
+            "unknown outcome 'timed_out'; allowed: pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed, cli-unusable, stopped",
+            "must be pr-green, pr-opened, needs-human, failed, timed-out, over-budget, pr-merged, pr-closed, cli-unusable or stopped",
         );
         spelled_as(
             &[(IssueState::Open, "open"), (IssueState::Closed, "closed")],

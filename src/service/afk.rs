@@ -94,6 +94,10 @@ pub struct LedgerRow {
     pub succeeded: usize,
     pub failed: usize,
     pub timed_out: usize,
+    /// Runs an operator stopped (outcome `stopped`): counted neither as a
+    /// success nor as a failure.
+    #[serde(default)]
+    pub stopped: usize,
     /// Rounds on pull requests (each run has at least one).
     pub rounds: i64,
     /// Runs that were a second or later attempt at their issue.
@@ -176,6 +180,7 @@ pub async fn ledger(store: &Store) -> Result<LedgerBody, StoreError> {
             succeeded: n(c.succeeded),
             failed: n(c.failed),
             timed_out: n(c.timed_out),
+            stopped: n(c.stopped),
             rounds: c.rounds,
             retries: c.retries,
             median_seconds: c.median_ms.map(|ms| ms / 1000.0),

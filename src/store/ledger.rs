@@ -26,9 +26,13 @@ pub struct LedgerCount {
     /// `needs-human`).
     pub succeeded: i64,
     /// Runs that ended without one and not by the time limit (`failed`,
-    /// `over-budget`, and any outcome lab does not know).
+    /// `over-budget`, and any outcome lab does not know); not those an
+    /// operator stopped.
     pub failed: i64,
     pub timed_out: i64,
+    /// Runs an operator stopped (`stopped`): neither a success nor a
+    /// failure of the run's.
+    pub stopped: i64,
     /// Runs whose pull request was merged: the run ended `pr-merged`, or a
     /// person merged its built-in pull request (issue 28 §5).
     pub merged: i64,
@@ -77,13 +81,15 @@ impl Store {
             .collect::<Vec<_>>()
             .join(", ");
         let late = Outcome::TimedOut.as_str();
+        let stopped = Outcome::Stopped.as_str();
         let merged = Outcome::PrMerged.as_str();
         let sql = format!(
             "SELECT name, sub, COUNT(*) AS runs, \
                SUM(CASE WHEN outcome IN ({ok}) THEN 1 ELSE 0 END) AS succeeded, \
-               SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ({ok}, '{late}') \
+               SUM(CASE WHEN outcome IS NOT NULL AND outcome NOT IN ({ok}, '{late}', '{stopped}') \
                    THEN 1 ELSE 0 END) AS failed, \
                SUM(CASE WHEN outcome = '{late}' THEN 1 ELSE 0 END) AS timed_out, \
+               SUM(CASE WHEN outcome = '{stopped}' THEN 1 ELSE 0 END) AS stopped, \
                CAST(SUM(merged) AS BIGINT) AS merged, \
                CAST(SUM(rounds) AS BIGINT) AS rounds, \
                SUM(CASE WHEN attempt > 1 THEN 1 ELSE 0 END) AS retries, \
@@ -138,6 +144,7 @@ mod tests {
             (1, Outcome::PrGreen),
             (2, Outcome::TimedOut),
             (3, Outcome::Failed),
+            (4, Outcome::Stopped),
         ] {
             let ClaimResult::Claimed(c) = store
                 .claim_issue(r.id, "a", issue, "n", 9, 9, crate::store::now_ms())
@@ -158,9 +165,9 @@ mod tests {
         let l = store.afk_ledger(LedgerBy::Repo).await.unwrap();
         let counts: Vec<_> = l
             .iter()
-            .map(|c| (c.runs, c.succeeded, c.failed, c.timed_out))
+            .map(|c| (c.runs, c.succeeded, c.failed, c.timed_out, c.stopped))
             .collect();
-        assert_eq!(counts, [(3, 1, 1, 1)]);
+        assert_eq!(counts, [(4, 1, 1, 1, 1)], "a stop is not a failure");
         assert!(store.claims(10).await.is_err());
     }
 }

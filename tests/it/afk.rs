@@ -376,6 +376,74 @@ async fn a_hanging_agent_times_out(b: Backend) {
     s.stop().await;
 }
 
+/// An operator's stop of an AFK run is its own outcome (issue 40 §6):
+/// `stopped`, labelled `lab:stopped`, not tried again although attempts are
+/// left, and not a failure in the ledger. Putting the ready label back
+/// starts it again.
+async fn an_operator_s_stop_is_stopped_and_not_retried(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(&s, "while :; do sleep 1; done\n");
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/settings", json!({"afk": {"max_attempts": 3}}))
+        .await
+        .ok();
+    let n = issue(&s, "r", "Stop me").await;
+    let run = wait::until("the AFK run", wait::secs(30).every_ms(100), async || {
+        let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+        runs[0]["state"]
+            .as_str()
+            .is_some_and(|st| st == "running")
+            .then(|| runs[0].clone())
+    })
+    .await;
+    let id = crate::support::id(&run);
+    let out = crate::labctl::ok(&crate::labctl::labctl(&s, &["stop", &id.to_string()]));
+    assert!(out.contains(&id.to_string()), "{out}");
+    let c = outcome(&s, "r", n, 30).await;
+    assert_eq!(c["outcome"], "stopped", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("An operator stopped the run"),
+        "{c}"
+    );
+    assert!(c["retry_at"].is_null(), "not tried again by itself: {c}");
+    let i = told(&s, "r", n).await;
+    assert_eq!(i["labels"], json!(["lab:stopped"]), "{i}");
+    assert!(
+        i["comments"][0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("stopped by an operator"),
+        "{i}"
+    );
+    let ledger = s.get("/api/v1/afk/ledger").await.ok();
+    let row = &ledger["by_repo"][0];
+    assert_eq!(
+        (row["stopped"].as_i64(), row["failed"].as_i64()),
+        (Some(1), Some(0)),
+        "{ledger}"
+    );
+    // Several ticks later there is still one run: no attempt 2.
+    s.after_ticks(3).await;
+    let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    // The operator says so: the ready label back, and it runs again.
+    s.post(
+        &format!("/api/v1/repos/r/issues/{n}/labels"),
+        json!({"add": ["ready-for-agent"]}),
+    )
+    .await
+    .ok();
+    wait::until("a second run", wait::secs(30).every_ms(100), async || {
+        let runs = s.get("/api/v1/runs?kind=afk").await.ok();
+        (runs.as_array().unwrap().len() == 2).then_some(())
+    })
+    .await;
+    s.stop().await;
+}
+
 /// A run's token reaches its repo's issues and its own pull request, nothing
 /// else, and stops working when the run ends.
 async fn the_run_token_is_scoped_to_its_run(b: Backend) {
@@ -544,6 +612,7 @@ on_both!(
     resuming_the_scheduler_ticks_at_once,
     a_failing_agent_is_retried_then_recorded_as_failed,
     a_hanging_agent_times_out,
+    an_operator_s_stop_is_stopped_and_not_retried,
     the_run_token_is_scoped_to_its_run,
     afk_start_says_why_not,
 );

@@ -142,7 +142,17 @@ impl Scheduler {
             store.finish_claim(claim.id, Outcome::Failed, why).await?;
             return Ok(true);
         }
-        if proposed {
+        if run.stop_cause == Some(StopCause::Operator) {
+            // The operator's word: the issue waits for them, plan or not.
+            store
+                .finish_claim(
+                    claim.id,
+                    Outcome::Stopped,
+                    "An operator stopped its planning run. lab tries this issue again when a \
+                     person puts its ready label back.",
+                )
+                .await?;
+        } else if proposed {
             self.to_review(claim, run).await?;
         } else {
             store
