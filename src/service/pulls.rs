@@ -200,9 +200,23 @@ pub async fn merge(afk: &Arc<Scheduler>, key: &str, number: i64) -> ServiceResul
             tracing::warn!(number, "a pull request ended while lab merged it");
         }
         tracing::info!(repo = repo.id, number, sha = %merged.sha, "pull request merged");
-        let pull = afk
-            .sources()
-            .of(&repo)
+        let source = afk.sources().of(&repo);
+        // The issue it resolves closes, as a forge closes one a merged pull
+        // request resolves; the merge stands if the issue cannot be told.
+        if let Some(issue) = view.pull.issue {
+            let text = format!(
+                "lab closed this issue: pull request #{number} was merged ({}).",
+                merged.sha
+            );
+            let closed = async {
+                source.comment(issue, &text).await?;
+                source.close_issue(issue).await
+            };
+            if let Err(e) = closed.await {
+                tracing::warn!(number, issue, error = %e, "could not close the issue a merged pull request resolves");
+            }
+        }
+        let pull = source
             .pull(number)
             .await
             .map_err(|e| ServiceError::Internal(e.to_string()))?;

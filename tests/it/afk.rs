@@ -154,6 +154,26 @@ async fn a_resolving_agent_succeeds_with_a_pull_request(b: Backend) {
         s.scheduler().claims_held() == 0
     })
     .await;
+    // Merged, the pull request closes the issue it resolves, as a forge
+    // does (issue 40 §7); the issue keeps its outcome label.
+    let number = pr["number"].as_i64().unwrap();
+    s.post(
+        &format!("/api/v1/repos/r/pulls/{number}/merge"),
+        json!(null),
+    )
+    .await
+    .expect(200);
+    let i = s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok();
+    assert_eq!(i["state"], "closed", "{i}");
+    assert_eq!(i["labels"], json!(["lab:pr-green"]), "{i}");
+    let last = i["comments"].as_array().unwrap().last().unwrap();
+    assert!(
+        last["body"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pull request #{number} was merged")),
+        "{i}"
+    );
     s.stop().await;
 }
 
