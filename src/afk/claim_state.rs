@@ -33,9 +33,6 @@ pub(super) struct ClaimState {
     pub forge: Follow,
     /// Its run waits on a usage limit it reported.
     pub limit_wait: Option<Wait>,
-    /// Its run was told to continue after a limit: when (ms), and the
-    /// message it had (still on its screen for a while: not a new limit).
-    pub resumed: Option<(i64, String)>,
     /// The last time its branch changed paths outside its scope (issue 28
     /// §4): what the judge of its outcome says, and how often lab refused
     /// to open its pull request for it.
@@ -49,6 +46,9 @@ pub(super) struct ClaimState {
     pub receipt_sent: Option<(String, String)>,
     /// Its planning run was told once that its turn ended without a plan.
     pub plan_nudged: bool,
+    /// Its work run was told once that its turn ended without a pull
+    /// request.
+    pub work_nudged: bool,
     /// Its review run was told once that its turn ended without a verdict.
     pub review_nudged: bool,
     /// How many verdicts its review run submitted that lab refused (one

@@ -101,7 +101,9 @@ impl Scheduler {
                 ));
             }
         }
-        claim.pr_url.as_ref()?;
+        if claim.pr_url.is_none() {
+            return self.without_pull_request(claim, run).await;
+        }
         let repo = repo?;
         if repo.issues.source != SourceKind::Builtin
             && let Some(number) = claim.pr_number
@@ -115,6 +117,28 @@ impl Scheduler {
                     .await
             }
         }
+    }
+
+    /// A work run with no pull request yet (issue 40 §2): working, it is
+    /// left alone; its turn over, it is reminded once, and a second turn
+    /// that ends without one ends the run for a person, freeing its slot.
+    async fn without_pull_request(&self, claim: &Claim, run: &Run) -> Verdict {
+        if !run.state.is_active() || !super::turn_ended(run) {
+            return None;
+        }
+        if !self
+            .claims
+            .with(claim.id, |c| std::mem::replace(&mut c.work_nudged, true))
+        {
+            return self
+                .tell(claim, run, super::prompt::PR_MISSING, "no pull request yet")
+                .await;
+        }
+        Some((
+            StopCause::NoPullRequest,
+            "its agent ended its turn twice without opening a pull request (lab reminded it once)"
+                .to_owned(),
+        ))
     }
 
     /// A pull request with no check command: the run gets a grace period to

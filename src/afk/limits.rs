@@ -11,8 +11,10 @@
 //! reported by a second run of the provider while the first still waits
 //! (until the earlier of their resets).
 //!
-//! The marks live in this node's memory: a restarted lab finds the message
-//! on the screen again at its next look.
+//! The waits live in this node's memory: a restarted lab finds the message
+//! on the screen again at its next look. The line lab acted on (typed
+//! `continue` after) is kept on the run's row while it stays on the screen,
+//! so it is acted on once, by this lab or a restarted one (issue 40 §4).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -52,6 +54,9 @@ pub(super) struct Wait {
     run: i64,
     until_ms: i64,
     reason: String,
+    /// The limit's line on the run's screen, when it showed one: what lab
+    /// acts on once.
+    screen_line: Option<String>,
 }
 
 /// The providers this node holds back on two runs' word.
@@ -59,10 +64,6 @@ pub(super) struct Wait {
 pub struct Limits {
     providers: Mutex<HashMap<String, Limited>>,
 }
-
-/// How long after a resume the same message on a run's screen is taken for
-/// the old one.
-const RESUME_GRACE_MS: i64 = 120_000;
 
 impl Limits {
     /// Whether `provider` is held back now.
@@ -139,10 +140,8 @@ fn utc_offset_secs() -> i64 {
 }
 
 /// The limit's line on a screen, as [`limits::usage_limit`] finds it.
-fn line_for_resume(screen: &str) -> String {
-    limits::usage_limit(screen)
-        .map(|(l, _)| l)
-        .unwrap_or_default()
+fn line_for_resume(screen: &str) -> Option<String> {
+    limits::usage_limit(screen).map(|(l, _)| l)
 }
 
 impl Scheduler {
@@ -183,23 +182,30 @@ impl Scheduler {
                         .unwrap_or_default(),
                     None => String::new(),
                 };
-                let (line, reset) = limits::usage_limit(&screen).unwrap_or_else(|| {
-                    (
-                        run.agent
-                            .as_ref()
-                            .and_then(|a| a.reason.clone())
-                            .unwrap_or_else(|| "usage limit reached".into()),
-                        Reset::Unknown,
-                    )
-                });
-                let stale = self.claims.with(claim.id, |c| {
-                    c.resumed
+                let agent_said = || {
+                    run.agent
                         .as_ref()
-                        .is_some_and(|(at, old)| *old == line && now_ms() - at < RESUME_GRACE_MS)
-                });
-                if stale {
-                    return false;
-                }
+                        .and_then(|a| a.reason.clone())
+                        .unwrap_or_else(|| limits::REACHED.into())
+                };
+                let on_screen = limits::usage_limit(&screen);
+                let acted = on_screen
+                    .as_ref()
+                    .is_some_and(|(l, _)| run.limit_line.as_deref() == Some(l.as_str()));
+                let (line, reset) = match on_screen {
+                    // The line lab acted on, still on the screen: the
+                    // screen's word is no new limit (the screen check
+                    // corrects the state); a hook's new report is, but the
+                    // old line's reset is past: lab waits its default.
+                    Some(_) if acted => {
+                        if run.agent.as_ref().is_some_and(|a| a.by == AgentBy::Screen) {
+                            return false;
+                        }
+                        (agent_said(), Reset::Unknown)
+                    }
+                    Some(found) => found,
+                    None => (agent_said(), Reset::Unknown),
+                };
                 let until = limits::until_ms(reset, now_ms(), utc_offset_secs());
                 tracing::info!(run = run.id, provider = %run.provider, until, "usage limit reached: the run waits");
                 let w = Wait {
@@ -207,11 +213,10 @@ impl Scheduler {
                     run: run.id,
                     until_ms: until,
                     reason: line,
+                    screen_line: line_for_resume(&screen),
                 };
-                self.claims.with(claim.id, |c| {
-                    c.resumed = Some((0, line_for_resume(&screen)));
-                    c.limit_wait = Some(w.clone());
-                });
+                self.claims
+                    .with(claim.id, |c| c.limit_wait = Some(w.clone()));
                 self.holds.limits().wait(&w, &self.claims.waits(claim.id));
                 true
             }
@@ -230,6 +235,13 @@ impl Scheduler {
                     tracing::warn!(run = run.id, error = %e, "could not resume a run after its usage limit");
                     return true;
                 }
+                // Acted on once: the same line, still on the screen (now,
+                // or to a restarted lab), is no new limit.
+                if let Some(line) = w.screen_line.as_deref()
+                    && let Err(e) = self.runner.store().set_limit_line(run.id, Some(line)).await
+                {
+                    tracing::warn!(run = run.id, error = %e, "could not note the usage limit acted on");
+                }
                 self.runner.look_again(run.id);
                 if run.state == RunState::Waiting || limited_now(run) {
                     let _ = self
@@ -238,12 +250,7 @@ impl Scheduler {
                         .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
                         .await;
                 }
-                self.claims.with(claim.id, |c| {
-                    c.limit_wait = None;
-                    if let Some(r) = &mut c.resumed {
-                        r.0 = now_ms();
-                    }
-                });
+                self.claims.with(claim.id, |c| c.limit_wait = None);
                 tracing::info!(run = run.id, "usage limit reset: the run continues");
                 false
             }

@@ -69,6 +69,20 @@ pub fn draining(node: &str) -> String {
     format!("lab node '{node}' is draining: it starts no new run (labctl node undrain {node})")
 }
 
+/// How long an agent is idle before lab takes its turn as over: a CLI that
+/// starts reports its session (idle) a moment before it takes its first
+/// prompt, and that moment is no turn.
+const TURN_SETTLE_MS: i64 = 2_000;
+
+/// Whether a run's agent ended its turn: idle, and for longer than
+/// [`TURN_SETTLE_MS`].
+fn turn_ended(run: &crate::domain::Run) -> bool {
+    run.agent.as_ref().is_some_and(|a| {
+        a.state == crate::domain::AgentState::Idle
+            && crate::store::now_ms() - a.since >= TURN_SETTLE_MS
+    })
+}
+
 /// What a tick did.
 #[derive(Debug, Default, Clone)]
 pub struct TickReport {

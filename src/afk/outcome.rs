@@ -185,6 +185,13 @@ impl Scheduler {
             // The claim as it is now (its checks may have been noted since
             // it was read).
             let claim = store.claim_of_run(run_id).await?.unwrap_or(claim);
+            if claim.pr_url.is_none()
+                && let Some(repo) = repo.as_ref()
+            {
+                // A run that ended without a pull request may have left its
+                // branch out of scope without asking for one: lab looks.
+                self.scope_at_end(&claim, &run, repo).await;
+            }
             let scope = self.claims.peek(claim.id, |c| c.scope.clone()).flatten();
             let (mut outcome, mut detail) = judge(
                 &claim,
@@ -206,6 +213,14 @@ impl Scheduler {
             // Judged now: nothing of its following counts any more (its
             // state goes once its issue is told).
             self.claims.with(claim.id, |c| c.judged = true);
+            // Out of scope at its end: the run's page says so, naming the
+            // paths (escaped), as a run whose rounds ran out does.
+            if let Some(b) = judged_by_scope(&claim, run.stop_cause.or(ended_cause), scope.as_ref())
+                && run.stop_cause != Some(StopCause::Scope)
+            {
+                let why = format!("scope: {}; {}", b.named(), ended_how(&run));
+                store.note_run_reason(run_id, &why).await?;
+            }
             // A CLI that exits as soon as it starts: lab checks it, and only
             // its check makes the ending the CLI's fault.
             if outcome == Outcome::Failed
@@ -438,6 +453,37 @@ fn quick_exit(run: &Run) -> bool {
         && matches!((run.started_at, run.ended_at), (Some(s), Some(e)) if e - s < super::cli_hold::QUICK_EXIT_MS)
 }
 
+/// The breach an ended run is judged by, if its scope decides its outcome:
+/// its rounds to undo it ran out, it ended without a pull request, or its
+/// last check was refused for it.
+fn judged_by_scope<'a>(
+    claim: &Claim,
+    cause: Option<StopCause>,
+    scope: Option<&'a super::scope::Breach>,
+) -> Option<&'a super::scope::Breach> {
+    scope.filter(|_| {
+        cause == Some(StopCause::Scope)
+            || claim.pr_url.is_none()
+            || claim
+                .checks
+                .as_deref()
+                .is_some_and(|c| c.ends_with("out of scope"))
+    })
+}
+
+/// How a run ended, in lab's words (its exit status or signal, or its
+/// reason).
+fn ended_how(run: &Run) -> String {
+    match (run.exit_status, run.exit_signal) {
+        (Some(c), _) => format!("the agent exited with status {c}"),
+        (None, Some(s)) => format!("the agent was killed by signal {s}"),
+        _ => match run.state_reason.as_deref() {
+            Some(r) if !r.is_empty() => format!("the run ended: {r}"),
+            _ => "the run ended".to_owned(),
+        },
+    }
+}
+
 /// The outcome of an ended run, and what to say about it.
 fn judge(
     claim: &Claim,
@@ -451,14 +497,7 @@ fn judge(
     // Out of its scope: the paths are the agent's bytes, named on the run's
     // page only; the issue hears the count and the operator's globs.
     let cause = run.stop_cause.or(ended_cause);
-    if let Some(b) = scope.filter(|_| {
-        cause == Some(StopCause::Scope)
-            || claim.pr_url.is_none()
-            || claim
-                .checks
-                .as_deref()
-                .is_some_and(|c| c.ends_with("out of scope"))
-    }) {
+    if let Some(b) = judged_by_scope(claim, cause, scope) {
         let pr = match &claim.pr_url {
             Some(url) => format!("{url}: "),
             None => "It opened no pull request: ".to_owned(),
@@ -526,14 +565,23 @@ fn judge(
         "\n\nIts screen and log are on the run's page: {}",
         run_page(lab_url, run.id)
     );
-    if run.stop_cause == Some(StopCause::TimeLimit) {
-        return (Outcome::TimedOut, format!("{reason}.{tail}"));
+    match run.stop_cause {
+        Some(StopCause::TimeLimit) => return (Outcome::TimedOut, format!("{reason}.{tail}")),
+        Some(StopCause::NoPullRequest) => {
+            return (
+                Outcome::NeedsHuman,
+                format!("It opened no pull request: {reason}; lab ended the run.{tail}"),
+            );
+        }
+        _ => {}
     }
-    let how = match (run.exit_status, run.exit_signal) {
-        (Some(c), _) => format!("The agent exited with status {c}."),
-        (None, Some(s)) => format!("The agent was killed by signal {s}."),
-        _ if reason.is_empty() => "The run ended.".to_owned(),
-        _ => format!("The run ended: {reason}."),
+    let how = {
+        let how = ended_how(run);
+        let mut c = how.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+            .unwrap_or_default()
+            + "."
     };
     (
         Outcome::Failed,

@@ -78,6 +78,13 @@ pub fn plan_rejected(version: i64, by: &str, reason: &str, round: i64, max: i64)
 pub const PLAN_MISSING: &str = "lab: your turn ended without a plan. Submit it with \
      `labctl plan submit --file -` (the plan on standard input), then end your turn.";
 
+/// What a work run that ended its turn without a pull request is told,
+/// once (issue 40 §2); a second such turn ends the run for a person.
+pub const PR_MISSING: &str = "lab: your turn ended without a pull request. If the change is \
+     complete, tested and committed, open it now with `labctl pr create --title \"<a short \
+     title>\" --body \"<what you changed and why>\"`, then stop. If you cannot resolve the issue, \
+     say why in one line and end your turn: lab then hands the issue to a person.";
+
 /// The work run's first message after an approved plan: the work prompt
 /// with the plan (the planning run's words, fenced as data).
 pub fn with_plan(prompt: String, plan: &crate::domain::Plan) -> String {

@@ -105,23 +105,7 @@ pub(super) async fn deliver(
     branch: &str,
     lease: Lease,
 ) -> Result<(), PullError> {
-    if let Some(ws) = run.workspace.as_deref() {
-        // Reads the run's workspace (in its jail): a failure's text may hold
-        // the agent's bytes, so the caller (the run's own token) gets only
-        // an id (ADR 24).
-        let jail = runner.jail(run, Some(repo));
-        runner
-            .workspaces()
-            .collect(repo, std::path::Path::new(ws), branch, jail.as_ref())
-            .await
-            .map_err(|e| {
-                PullError::Push(crate::run::withheld(
-                    run.id,
-                    &format!("taking {branch} from the run"),
-                    &e.0,
-                ))
-            })?;
-    }
+    collect(runner, repo, run, branch).await?;
     // A branch with no commit of its own is never proposed: its pull
     // request would be empty, and "green".
     if runner.workspaces().has_own_commits(repo, branch).await == Some(false) {
@@ -157,6 +141,34 @@ pub(super) async fn deliver(
             .map_err(|e| PullError::Push(push_failure(branch, &e.0)))?;
     }
     Ok(())
+}
+
+/// Takes a run's branch from its workspace into lab's repo (or mirror).
+///
+/// Which side of the boundary: git over the run's workspace runs in the
+/// run's jail; a failure's text may hold the agent's bytes, so what a caller
+/// gets (the run's own token, an issue) is only an error id (ADR 24).
+pub(super) async fn collect(
+    runner: &crate::run::Runner,
+    repo: &Repo,
+    run: &Run,
+    branch: &str,
+) -> Result<(), PullError> {
+    let Some(ws) = run.workspace.as_deref() else {
+        return Ok(());
+    };
+    let jail = runner.jail(run, Some(repo));
+    runner
+        .workspaces()
+        .collect(repo, std::path::Path::new(ws), branch, jail.as_ref())
+        .await
+        .map_err(|e| {
+            PullError::Push(crate::run::withheld(
+                run.id,
+                &format!("taking {branch} from the run"),
+                &e.0,
+            ))
+        })
 }
 
 /// Writes the run's receipt into its forge pull request's description when

@@ -20,8 +20,8 @@
 use super::Scheduler;
 use super::prompt;
 use crate::domain::{
-    AgentState, ChecksState, Outcome, PlanState, Review, RoundCause, Run, RunIssue, RunKind,
-    RunState, Stage, StopCause, Submission, Verdict,
+    ChecksState, Outcome, PlanState, Review, RoundCause, Run, RunIssue, RunKind, RunState, Stage,
+    StopCause, Submission, Verdict,
 };
 use crate::repo::Repo;
 use crate::repo::issue_source::SourceKind;
@@ -301,11 +301,7 @@ impl Scheduler {
                     .await?;
                 return Ok(None);
             }
-            let turn_over = review
-                .agent
-                .as_ref()
-                .is_some_and(|a| a.state == AgentState::Idle);
-            if !turn_over {
+            if !super::turn_ended(&review) {
                 return Ok(None);
             }
             if !self

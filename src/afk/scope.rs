@@ -206,6 +206,42 @@ impl Scheduler {
     }
 }
 
+impl Scheduler {
+    /// A work run that ended without a pull request: whether its branch
+    /// leaves its scope (an agent that committed out of scope and exited
+    /// without asking for one), noted as the breach its outcome is judged
+    /// by. Looked at once, when no breach is known yet.
+    ///
+    /// Host side, over the agent's data: the branch is taken from the
+    /// workspace in the run's jail (`pull::collect`); its paths are read in
+    /// lab's repo, trees only.
+    pub(super) async fn scope_at_end(&self, claim: &Claim, run: &Run, repo: &Repo) {
+        if Scope::of(run).is_none()
+            || run.workspace_removed_at.is_some()
+            || self
+                .claims
+                .peek(claim.id, |c| c.scope.is_some())
+                .unwrap_or(false)
+        {
+            return;
+        }
+        let Some(branch) = run.branch.as_deref() else {
+            return;
+        };
+        let found = match super::pull::collect(&self.runner, repo, run, branch).await {
+            Ok(()) => breach_of(&self.runner, repo, run, branch).await,
+            Err(e) => Err(e.to_string()),
+        };
+        match found {
+            Ok(Some(b)) => self.claims.with(claim.id, |c| c.scope = Some(b)),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(run = run.id, error = %e, "could not read an ended run's branch for its scope")
+            }
+        }
+    }
+}
+
 /// `target` taken from `folder` (both workspace-relative), by its parts
 /// alone: `None` when it is absolute or climbs out of the workspace.
 fn resolved(folder: &Path, target: &Path) -> Option<PathBuf> {

@@ -229,6 +229,10 @@ pub struct Run {
     /// The agent CLI's own session id (Claude Code's `--session-id`, the
     /// id of a Codex rollout), once known.
     pub cli_session_id: Option<String>,
+    /// The usage-limit line lab acted on (it typed `continue` after its
+    /// reset), while the line stays on the run's screen: seen again, it is
+    /// no new limit (issue 40 §4). The agent's bytes.
+    pub limit_line: Option<String>,
     /// What the agent used, from its CLI's transcript; `None` until the
     /// transcript was found.
     pub usage: Option<super::Usage>,

@@ -27,5 +27,9 @@ spelled! {
         /// A review run that submitted its verdict and ended its turn
         /// (issue 28 §3).
         Reviewed = "reviewed",
+        /// A work run that ended its turn without a pull request, was
+        /// reminded once, and ended its turn again without one (issue 40
+        /// §2): a person looks.
+        NoPullRequest = "no_pull_request",
     }
 }

@@ -316,7 +316,7 @@ impl Provider for ClaudeCode {
         } else if has("Bypass Permissions mode") && has("Yes, I accept") {
             Some("waits at the bypass-permissions confirmation")
         } else if super::limits::usage_limit(screen).is_some() {
-            Some("usage limit reached")
+            Some(super::limits::REACHED)
         } else if has("Do you want to proceed?")
             || has("Do you want to make this edit")
             || has("Do you want to create")

@@ -238,7 +238,7 @@ impl Provider for Codex {
         } else if has("Try new model") && has("Use existing model") {
             Some("waits at a model-migration notice")
         } else if super::limits::usage_limit(screen).is_some() {
-            Some("usage limit reached")
+            Some(super::limits::REACHED)
         } else if has("Would you like to run the following command?") || has("Allow command?") {
             Some("waits for an approval")
         } else {

@@ -14,6 +14,9 @@
 //!   `You're out of credits.` and `Usage limit reached. You've reached your
 //!   usage limit.`
 
+/// What the screen check says of a run whose screen shows a usage limit.
+pub const REACHED: &str = "usage limit reached";
+
 /// When a usage limit resets, as its message says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reset {

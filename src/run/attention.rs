@@ -13,7 +13,7 @@ use super::Runner;
 use super::reconcile::PassReport;
 use super::tmux::Pane;
 use crate::domain::{AgentBy, AgentState, Run, RunState};
-use crate::provider::Provider;
+use crate::provider::{Provider, limits};
 use crate::store::StoreError;
 
 /// Every how many passes, at most, the screen of a run whose output never
@@ -240,7 +240,22 @@ impl Runner {
             }
             if let Ok(id) = run.provider_id() {
                 let p = id.provider();
-                if let Some((state, why)) = screen_change(run, p, p.attention(&screen))
+                let mut attention = p.attention(&screen);
+                // A usage limit lab acted on stays on the screen a while
+                // after `continue`: the same line is no new limit, until it
+                // leaves the screen (issue 40 §4).
+                if let Some(acted) = run.limit_line.as_deref() {
+                    let line = limits::usage_limit(&screen).map(|(l, _)| l);
+                    match line {
+                        Some(l) if l == acted => {
+                            if attention == Some(limits::REACHED) {
+                                attention = None;
+                            }
+                        }
+                        _ => self.store.set_limit_line(run.id, None).await?,
+                    }
+                }
+                if let Some((state, why)) = screen_change(run, p, attention)
                     && self
                         .store
                         .set_agent_state(run.id, state, why, AgentBy::Screen)
@@ -330,6 +345,7 @@ pub(super) mod tests {
             limits: Default::default(),
             stop_cause: None,
             cli_session_id: None,
+            limit_line: None,
             usage: None,
             issue: None,
             attempt: 1,

@@ -11,7 +11,7 @@ pub(super) const COLUMNS: &str = "id, kind, repo_id, repo_name, provider, model,
      options, prompt, state, state_reason, node, session, workspace, branch, log_path, pid, pid_start, exit_status, \
      exit_signal, created_at, started_at, ended_at, workspace_removed_at, sandboxed, stop_cause, \
      agent_state, agent_reason, agent_since, agent_by, cli_session_id, issue_number, issue_title, issue_url, \
-     memory_max_mb, pids_max, knobs, issue_budget";
+     memory_max_mb, pids_max, knobs, issue_budget, limit_line";
 
 /// A run's usage, for reads of runs joined with `run_usage` ([`USAGE_JOIN`]).
 /// Also the run's AFK claim's attempt, rounds and outcome (a derived table,
@@ -67,6 +67,7 @@ pub(super) struct RunRow {
     pids_max: Option<i64>,
     knobs: String,
     issue_budget: Option<String>,
+    limit_line: Option<String>,
     #[sqlx(flatten)]
     usage: UsageColumns,
 }
@@ -171,6 +172,7 @@ impl TryFrom<RunRow> for Run {
             round: r.usage.claim_rounds.unwrap_or(1),
             outcome,
             cli_session_id: r.cli_session_id,
+            limit_line: r.limit_line,
             id: r.id,
             kind: r.kind.parse().map_err(|e| corrupt("kind", e))?,
             repo_id: r.repo_id,

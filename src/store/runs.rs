@@ -296,6 +296,20 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Notes the usage-limit line lab acted on for live run `run`, or
+    /// forgets it (`None`: the line left the screen).
+    pub async fn set_limit_line(&self, run: i64, line: Option<&str>) -> Result<()> {
+        let _counted = self.writing(Written::Runs);
+        on_db!(self.db(), pool => {
+            sqlx::query("UPDATE runs SET limit_line = $1 WHERE id = $2")
+                .bind(line)
+                .bind(run)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
     /// Ends a live run. False when it had already ended (someone else won),
     /// or was no longer in `e.from`.
     pub async fn finish_run(&self, id: i64, e: &Ending) -> Result<bool> {

@@ -431,7 +431,94 @@ async fn two_runs_at_a_limit_hold_the_provider(b: Backend) {
     s.stop().await;
 }
 
+/// A usage-limit line lab acted on is acted on once (issue 40 §4): still on
+/// the screen after `continue`, it sets the run back to waiting neither at
+/// the next looks nor after a restart of lab, and nothing more is typed.
+async fn a_usage_limit_line_is_acted_on_once(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(
+        &s,
+        "echo \"You've hit your session limit · resets in 2 seconds\"\n\
+         while read line; do printf '%s\\n' \"$line\" >> \"$FAKE_REC/../typed.txt\"; echo 'back at work'; done\n",
+    );
+    afk_repo(&s, "r").await;
+    issue(&s, "r", "Limited once").await;
+    let typed = s.tmp().join("records/typed.txt");
+    wait::until("continue typed", wait::secs(30).every_ms(100), async || {
+        std::fs::read_to_string(&typed)
+            .ok()
+            .filter(|t| t.contains("continue"))
+    })
+    .await;
+    let run = s.get("/api/v1/runs?kind=afk").await.ok()[0].clone();
+    let id = run["id"].as_i64().unwrap();
+    let path = format!("/api/v1/runs/{id}");
+    let not_waiting = async |s: &TestServer| {
+        for _ in 0..2 {
+            s.after_a_look(id).await;
+            s.scheduler().tick().await;
+        }
+        let r = s.get(&path).await.ok();
+        assert_eq!(r["state"], "running", "{r}");
+        assert_ne!(r["agent_state"]["state"], "waiting", "{r}");
+    };
+    not_waiting(&s).await;
+    // A restarted lab sees the same line on the same screen.
+    let s = s.restart().await;
+    not_waiting(&s).await;
+    let screen = s.get(&format!("{path}/screen")).await.ok();
+    assert!(
+        screen["text"]
+            .as_str()
+            .unwrap()
+            .contains("resets in 2 seconds"),
+        "the old line is still on the screen: {screen}"
+    );
+    assert_eq!(std::fs::read_to_string(&typed).unwrap(), "continue\n");
+    s.stop().await;
+}
+
+/// A work run that ends its turn without a pull request is reminded once;
+/// a second such turn ends it `needs-human`, the slot freed long before its
+/// time limit (issue 40 §2).
+async fn a_turn_without_a_pull_request_is_nudged_once_then_ended(b: Backend) {
+    let s = TestServer::start(b).await;
+    behave(
+        &s,
+        &format!(
+            "{STOP}\nstop\nread line\nprintf '%s\\n' \"$line\" > \"$FAKE_REC/../nudge.txt\"\n\
+             stop\nwhile :; do sleep 1; done\n"
+        ),
+    );
+    afk_repo(&s, "r").await;
+    let n = issue(&s, "r", "Given up on").await;
+    let c = outcome(&s, "r", n, 60).await;
+    assert_eq!(c["outcome"], "needs-human", "{c}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "It opened no pull request: its agent ended its turn twice without opening a pull \
+             request (lab reminded it once); lab ended the run."
+        ),
+        "{c}"
+    );
+    let told = std::fs::read_to_string(s.tmp().join("records/nudge.txt")).unwrap();
+    assert!(
+        told.starts_with("lab: your turn ended without a pull request."),
+        "{told}"
+    );
+    let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+    assert_eq!(run["stop_cause"], "no_pull_request", "{run}");
+    assert_eq!(run["state"], "stopped", "{run}");
+    // Not retried: a person looks.
+    let i = s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok();
+    assert_eq!(i["labels"], json!(["lab:needs-human"]), "{i}");
+    s.stop().await;
+}
+
 on_both!(
+    a_turn_without_a_pull_request_is_nudged_once_then_ended,
+    a_usage_limit_line_is_acted_on_once,
     a_red_check_is_fixed_in_a_second_round,
     a_red_check_resumes_an_ended_session,
     rounds_stop_at_the_limit,

@@ -15,7 +15,57 @@ use crate::support::{Backend, TestServer};
 on_both!(
     a_pull_request_out_of_scope_is_refused_until_the_agent_undoes_it,
     a_round_out_of_scope_is_undone_before_its_check_runs,
+    committed_out_of_scope_then_exited_says_scope,
 );
+
+/// The agent commits a path out of scope (its name made to move a
+/// terminal's cursor) and exits without asking for a pull request, once
+/// after a refused one and once without (issue 40 §5): each run ends
+/// `needs-human` for its scope, its page's reason says `scope:` and names
+/// the path escaped, and the issue hears the count and the globs only.
+async fn committed_out_of_scope_then_exited_says_scope(b: Backend) {
+    let s = TestServer::start(b).await;
+    afk_repo(&s, "r").await;
+    s.patch("/api/v1/repos/r", json!({"knobs": {"writes": ["src/**"]}}))
+        .await
+        .ok();
+    for (n, ask) in [(1, true), (2, false)] {
+        let pr = if ask {
+            "labctl pr create --title Fix --body done && exit 9"
+        } else {
+            ""
+        };
+        behave(
+            &s,
+            &format!(
+                r#"{COMMIT_AT}
+commit_at src/ok.rs
+commit_at "$(printf 'OUT\033[2Jside.txt')"
+{pr}
+exit 0
+"#
+            ),
+        );
+        let number = issue(&s, "r", &format!("Out of scope {n}")).await;
+        let c = outcome(&s, "r", number, 60).await;
+        assert_eq!(c["outcome"], "needs-human", "{c}");
+        let detail = c["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("scope:") && detail.contains("1 path(s)") && !detail.contains("OUT"),
+            "{detail}"
+        );
+        let run = s.get(&format!("/api/v1/runs/{}", c["run_id"])).await.ok();
+        let reason = run["state_reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("scope: the branch changes 1 path(s)")
+                && reason.contains("OUT\\u{1b}[2Jside.txt")
+                && reason.ends_with("the agent exited with status 0"),
+            "{reason}"
+        );
+        assert!(!reason.contains('\u{1b}'), "{reason}");
+    }
+    s.stop().await;
+}
 
 /// The fake agent's way to commit one file at a path.
 pub(crate) const COMMIT_AT: &str = r#"

@@ -20,9 +20,7 @@ mod review;
 
 use super::Scheduler;
 use super::prompt;
-use crate::domain::{
-    AgentState, MAX_PLAN_BYTES, Outcome, Plan, PlanState, Run, RunKind, Stage, StopCause,
-};
+use crate::domain::{MAX_PLAN_BYTES, Outcome, Plan, PlanState, Run, RunKind, Stage, StopCause};
 use crate::repo::Repo;
 use crate::settings::Settings;
 use crate::store::{Claim, RepoKey, StoreError};
@@ -109,11 +107,7 @@ impl Scheduler {
                 store.finish_claim(claim.id, outcome, &why).await?;
                 return Ok(true);
             }
-            let turn_over = run
-                .agent
-                .as_ref()
-                .is_some_and(|a| a.state == AgentState::Idle);
-            if !turn_over {
+            if !crate::afk::turn_ended(run) {
                 return Ok(true);
             }
             if proposed {
