@@ -39,6 +39,23 @@ impl Receipt {
             .find(|p| p.state == crate::domain::PlanState::Approved)
     }
 
+    /// Each round in the order they happened, with what started it and
+    /// when (ms): the first is the issue's, from the run's first start (a
+    /// resumed session keeps it), then each round lab started.
+    pub fn rounds(&self) -> Vec<(i64, crate::domain::RoundCause, i64)> {
+        let first = self
+            .claim
+            .started_at
+            .or(self.run.started_at)
+            .unwrap_or(self.run.created_at);
+        let mut v = vec![(1, crate::domain::RoundCause::Issue, first)];
+        v.extend(self.steps.iter().filter_map(|(at, step)| match step {
+            Step::Round(s) => Some((s.round, s.cause, *at)),
+            Step::Check(_) => None,
+        }));
+        v
+    }
+
     /// How many versions were rejected before it.
     pub fn rejected_plans(&self) -> usize {
         self.plans
@@ -196,21 +213,22 @@ impl Receipt {
                 format!("- **Scope** `{}` (not read yet)", globs.join("`, `"))
             }
         });
-        lines.push("- **Round 1**: the issue".to_owned());
+        for (round, cause, _) in self.rounds() {
+            lines.push(format!(
+                "- **Round {round}**: {}",
+                match cause {
+                    crate::domain::RoundCause::Issue => "the issue",
+                    crate::domain::RoundCause::Check => "the check command failed",
+                    crate::domain::RoundCause::ForgeCheck => "the forge's checks failed",
+                    crate::domain::RoundCause::Review => "a review asked for changes",
+                    crate::domain::RoundCause::Scope => "the branch left its scope",
+                    crate::domain::RoundCause::Conflict => "a conflict with the base",
+                }
+            ));
+        }
         for (_, step) in &self.steps {
             match step {
-                Step::Round(s) => lines.push(format!(
-                    "- **Round {}**: {}",
-                    s.round,
-                    match s.cause {
-                        crate::domain::RoundCause::Issue => "the issue",
-                        crate::domain::RoundCause::Check => "the check command failed",
-                        crate::domain::RoundCause::ForgeCheck => "the forge's checks failed",
-                        crate::domain::RoundCause::Review => "a review asked for changes",
-                        crate::domain::RoundCause::Scope => "the branch left its scope",
-                        crate::domain::RoundCause::Conflict => "a conflict with the base",
-                    }
-                )),
+                Step::Round(_) => {}
                 Step::Check(c) => lines.push(format!(
                     "- **Check** of round {}: `{}` {} in {:.1} s",
                     c.round,

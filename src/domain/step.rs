@@ -40,6 +40,26 @@ pub enum RoundCause {
     Conflict,
 }
 
+impl RoundCause {
+    /// Its name as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoundCause::Issue => "issue",
+            RoundCause::Check => "check",
+            RoundCause::ForgeCheck => "forge-check",
+            RoundCause::Review => "review",
+            RoundCause::Scope => "scope",
+            RoundCause::Conflict => "conflict",
+        }
+    }
+}
+
+impl std::fmt::Display for RoundCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A run of the repo's check command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckStep {

@@ -129,6 +129,15 @@ impl From<Receipt> for ReceiptBody {
             approved_at: rfc3339(p.at()),
             rejected_versions: r.rejected_plans() as u64,
         });
+        let rounds = r
+            .rounds()
+            .into_iter()
+            .map(|(round, cause, at)| ReceiptRound {
+                round,
+                cause,
+                at: rfc3339(at),
+            })
+            .collect();
         let Receipt {
             run,
             claim,
@@ -151,19 +160,11 @@ impl From<Receipt> for ReceiptBody {
                 }
             })
             .collect();
-        let mut rounds = vec![ReceiptRound {
-            round: 1,
-            cause: RoundCause::Issue,
-            at: rfc3339(run.started_at.unwrap_or(run.created_at)),
-        }];
+
         let mut checks = Vec::new();
         for (at, step) in steps {
             match step {
-                Step::Round(s) => rounds.push(ReceiptRound {
-                    round: s.round,
-                    cause: s.cause,
-                    at: rfc3339(at),
-                }),
+                Step::Round(_) => {}
                 Step::Check(c) => checks.push(ReceiptCheck {
                     round: c.round,
                     command: c.command,
@@ -211,6 +212,102 @@ impl From<Receipt> for ReceiptBody {
             outcome: claim.outcome,
             outcome_detail: claim.detail,
         }
+    }
+}
+
+impl ReceiptBody {
+    /// The receipt's facts as `(label, value)` rows, in the words labctl
+    /// and the pull request's page both print: the issue and its pull
+    /// request, the resolved values and knobs with where each came from,
+    /// the plan, the scope, the attempt, what it used, each review's
+    /// verdict, the outcome. lab's words and the operator's settings only.
+    pub fn facts(&self) -> Vec<(String, String)> {
+        let mut rows = vec![
+            ("run".to_owned(), self.run_id.to_string()),
+            (
+                "issue".to_owned(),
+                self.issue.as_ref().map_or("-".to_owned(), |i| {
+                    format!("{}#{} {}", i.repo, i.number, i.title)
+                }),
+            ),
+            (
+                "pull request".to_owned(),
+                self.pull_request
+                    .as_ref()
+                    .map_or("-".to_owned(), |p| p.url.clone()),
+            ),
+            ("provider".to_owned(), self.provider.clone()),
+            (
+                "model".to_owned(),
+                format!("{} (from {})", self.model.value, self.model.layer),
+            ),
+            (
+                "effort".to_owned(),
+                format!("{} (from {})", self.effort.value, self.effort.layer),
+            ),
+        ];
+        for k in &self.knobs {
+            rows.push((
+                format!("knob {}", k.key),
+                format!("{} (from {})", k.value.shown(), k.source.as_str()),
+            ));
+        }
+        rows.push((
+            "plan".to_owned(),
+            match &self.plan {
+                None => "none (the issue was not planned first)".to_owned(),
+                Some(p) => format!(
+                    "version {} approved by {} at {}{}",
+                    p.version,
+                    p.approved_by,
+                    p.approved_at,
+                    match p.rejected_versions {
+                        0 => String::new(),
+                        n => format!(", after {n} rejected version(s)"),
+                    }
+                ),
+            },
+        ));
+        let scope = match self.scope.outside {
+            Some(n) => format!("{n} path(s) outside {}", self.scope.writes.join(", ")),
+            None if self.scope.writes.is_empty() => "unrestricted".to_owned(),
+            None => format!("{} ({})", self.scope.state, self.scope.writes.join(", ")),
+        };
+        rows.push(("scope".to_owned(), scope));
+        rows.push(("attempt".to_owned(), self.attempt.to_string()));
+        rows.push(("phase".to_owned(), self.phase.to_string()));
+        rows.push((
+            "used".to_owned(),
+            match &self.usage {
+                None => "not known yet".to_owned(),
+                Some(u) => format!(
+                    "{} tokens, {}, {} turn(s)",
+                    u.input_tokens
+                        + u.output_tokens
+                        + u.cache_read_tokens
+                        + u.cache_creation_tokens,
+                    crate::domain::compact_cost(u.cost_usd),
+                    u.turns
+                ),
+            },
+        ));
+        if self.reviews.is_empty() {
+            rows.push(("reviews".to_owned(), "none".to_owned()));
+        }
+        for r in &self.reviews {
+            rows.push((
+                format!("review of round {}", r.round),
+                format!(
+                    "{} by run {} ({} blocking, {} advisory) at {}",
+                    r.verdict, r.run_id, r.blocking, r.advisory, r.at
+                ),
+            ));
+        }
+        rows.push((
+            "outcome".to_owned(),
+            self.outcome.map_or("-".to_owned(), |o| o.to_string()),
+        ));
+        rows
     }
 }
 

@@ -146,6 +146,7 @@ impl Runner {
         {
             return Err(NotResumable::Raced { id, from }.into());
         }
+        self.usage.reopen(id);
         // What the lost shim may have left; a new one writes its own.
         let _ = std::fs::remove_file(self.exit_file(id));
         let mut env = BTreeMap::new();

@@ -136,6 +136,18 @@ impl UsageTracker {
         }
     }
 
+    /// A run resumed (a new round in its session): its transcript is read
+    /// on again, from where the last read ended, so its new turns count.
+    pub(super) fn reopen(&self, run: i64) {
+        if let Some(t) = self.runs.lock().expect("poisoned").get_mut(&run) {
+            t.rest = None;
+            t.finished = false;
+            if let Some(r) = &mut t.read {
+                r.done = false;
+            }
+        }
+    }
+
     fn keep_read(&self, run: i64, read: crate::store::UsageRead) {
         self.runs
             .lock()

@@ -31,7 +31,8 @@ impl Store {
     /// `from` (`lost`, or `exited` for an AFK round) → `starting` for a
     /// resume, with the new run token's hash; the launch path then records
     /// it `running`. What the last process left (pid, exit, end, agent
-    /// state) is cleared and `resumes` counts one more. False when the run
+    /// state) is cleared and `resumes` counts one more; its usage is read
+    /// on, and its `started_at` stays its first start's. False when the run
     /// was no longer in `from` (someone else resumed it first).
     pub async fn begin_resume(&self, id: i64, token_hash: &str, from: RunState) -> Result<bool> {
         let _counted = self.writing(Written::Runs);
@@ -49,6 +50,15 @@ impl Store {
             .await?
             .rows_affected()
         });
+        if n == 1 {
+            // Its transcript is read on: the new round's turns count.
+            on_db!(self.db(), pool => {
+                sqlx::query("UPDATE run_usage SET done = FALSE WHERE run_id = $1")
+                    .bind(id)
+                    .execute(pool)
+                    .await?;
+            });
+        }
         Ok(n == 1)
     }
 

@@ -208,7 +208,8 @@ impl Store {
     }
 
     /// `starting` → `running`; the run as it is now, or `None` when it was
-    /// no longer starting.
+    /// no longer starting. A resumed run keeps its first start's time (its
+    /// time limit and its receipt's first round count from it).
     pub async fn mark_running(
         &self,
         id: i64,
@@ -218,7 +219,7 @@ impl Store {
         let _counted = self.writing(Written::Runs);
         let now = now_ms();
         let sql = format!(
-            "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = $3, \
+            "UPDATE runs SET state = 'running', pid = $1, pid_start = $2, started_at = COALESCE(started_at, $3), \
              agent_state = CASE WHEN agent_state IS NULL AND prompt <> '' THEN 'working' ELSE agent_state END, \
              agent_since = CASE WHEN agent_state IS NULL AND prompt <> '' THEN $3 ELSE agent_since END, \
              agent_by = CASE WHEN agent_state IS NULL AND prompt <> '' THEN 'launch' ELSE agent_by END \

@@ -137,7 +137,7 @@ struct ReceiptView {
 
 impl ReceiptView {
     fn new(r: crate::service::receipt::Receipt) -> ReceiptView {
-        use crate::domain::Step;
+        use crate::domain::{Step, rfc3339};
         let run = &r.run;
         let mut facts = vec![
             ("provider".to_owned(), run.provider.clone()),
@@ -163,39 +163,67 @@ impl ReceiptView {
             s if s.globs().is_empty() => "unrestricted".to_owned(),
             s => format!("{} ({})", s.state(), s.globs().join(", ")),
         };
+        facts.push((
+            "plan".to_owned(),
+            match r.approved_plan() {
+                None => "none (the issue was not planned first)".to_owned(),
+                Some(p) => format!(
+                    "version {} approved by {} at {}{}",
+                    p.version,
+                    p.by(),
+                    rfc3339(p.at()),
+                    match r.rejected_plans() {
+                        0 => String::new(),
+                        n => format!(", after {n} rejected version(s)"),
+                    }
+                ),
+            },
+        ));
         facts.push(("scope".to_owned(), scope));
         facts.push(("attempt".to_owned(), r.claim.attempt.to_string()));
         if let Some(u) = &run.usage {
             facts.push((
                 "used".to_owned(),
                 format!(
-                    "{} tokens, {}",
+                    "{} tokens, {}, {} turn(s)",
                     u.input_tokens
                         + u.output_tokens
                         + u.cache_read_tokens
                         + u.cache_creation_tokens,
-                    crate::domain::compact_cost(u.cost_usd())
+                    crate::domain::compact_cost(u.cost_usd()),
+                    u.turns
+                ),
+            ));
+        }
+        for v in &r.reviews {
+            // The verdict and its counts; the findings are on the issue.
+            let blocking = v.blocking().count();
+            facts.push((
+                format!("review of round {}", v.round),
+                format!(
+                    "{} by run {} ({blocking} blocking, {} advisory) at {}",
+                    v.verdict,
+                    v.run_id,
+                    v.findings.len() - blocking,
+                    rfc3339(v.created_at)
                 ),
             ));
         }
         if let Some(o) = r.claim.outcome {
             facts.push(("outcome".to_owned(), o.to_string()));
         }
-        let mut rounds = vec!["round 1: the issue".to_owned()];
+        let rounds = r
+            .rounds()
+            .into_iter()
+            .map(|(round, cause, at)| format!("round {round}: {cause}, started {}", rfc3339(at)))
+            .collect();
         let mut checks = Vec::new();
-        for (_, step) in &r.steps {
+        for (at, step) in &r.steps {
             match step {
-                Step::Round(s) => rounds.push(format!(
-                    "round {}: {}",
-                    s.round,
-                    serde_json::to_value(s.cause)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default()
-                )),
+                Step::Round(_) => {}
                 Step::Check(c) => checks.push((
                     format!(
-                        "round {}: `{}` {} in {:.1} s",
+                        "round {}: `{}` {} in {:.1} s, at {}",
                         c.round,
                         c.command,
                         match c.status {
@@ -203,7 +231,8 @@ impl ReceiptView {
                             Some(n) => format!("failed ({n})"),
                             None => "did not finish".to_owned(),
                         },
-                        c.duration_ms as f64 / 1000.0
+                        c.duration_ms as f64 / 1000.0,
+                        rfc3339(*at)
                     ),
                     c.output_tail.clone(),
                 )),

@@ -224,6 +224,16 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
     assert_eq!(receipt["plan"]["version"], 2, "{receipt}");
     assert_eq!(receipt["plan"]["approved_by"], "operator", "{receipt}");
     assert_eq!(receipt["plan"]["rejected_versions"], 1, "{receipt}");
+    // labctl and the pull request's page say it too (issue 40 §8).
+    let (_, out, page) = crate::receipt::read_back(&s, id).await;
+    let line = "version 2 approved by operator at ";
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("plan") && l.contains(line))
+            && out.contains("after 1 rejected version(s)"),
+        "{out}"
+    );
+    assert!(page.contains(line), "{page}");
     s.stop().await;
 }
 

@@ -187,6 +187,16 @@ async fn a_review_sends_the_work_back_then_approves_it(b: Backend) {
         "{receipt}"
     );
     assert_eq!(receipt["rounds"][1]["cause"], "review", "{receipt}");
+    // labctl and the pull request's page list each verdict (issue 40 §8).
+    let run = work[0]["id"].as_i64().unwrap();
+    let (_, out, pr_page) = crate::receipt::read_back(&s, run).await;
+    for said in [&out, &pr_page] {
+        assert!(
+            said.contains("changes_requested by run ") && said.contains("(1 blocking, 0 advisory)"),
+            "{said}"
+        );
+        assert!(said.contains("(0 blocking, 1 advisory)"), "{said}");
+    }
 
     // The issue's page shows the verdicts; the issue's comments never
     // carry the reviewer's words.

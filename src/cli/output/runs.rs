@@ -144,75 +144,16 @@ pub fn receipt(r: &crate::http::receipt::ReceiptBody, as_json: bool) {
     if as_json {
         return json(r);
     }
-    let mut rows = vec![
-        ("run", r.run_id.to_string()),
-        (
-            "issue",
-            r.issue.as_ref().map_or("-".to_owned(), |i| {
-                format!("{}#{} {}", i.repo, i.number, i.title)
-            }),
-        ),
-        (
-            "pull request",
-            r.pull_request
-                .as_ref()
-                .map_or("-".to_owned(), |p| p.url.clone()),
-        ),
-        ("provider", r.provider.clone()),
-        (
-            "model",
-            format!("{} (from {})", r.model.value, r.model.layer),
-        ),
-        (
-            "effort",
-            format!("{} (from {})", r.effort.value, r.effort.layer),
-        ),
-    ];
-    let knobs: Vec<(String, String)> = r
-        .knobs
-        .iter()
-        .map(|k| {
-            (
-                format!("knob {}", k.key),
-                format!("{} (from {})", k.value.shown(), k.source.as_str()),
-            )
-        })
-        .collect();
-    let scope = match r.scope.outside {
-        Some(n) => format!("{n} path(s) outside {}", r.scope.writes.join(", ")),
-        None if r.scope.writes.is_empty() => "unrestricted".to_owned(),
-        None => format!("{} ({})", r.scope.state, r.scope.writes.join(", ")),
-    };
-    rows.push(("scope", scope));
-    rows.push(("attempt", r.attempt.to_string()));
-    rows.push(("phase", r.phase.to_string()));
-    rows.push(("outcome", opt(&r.outcome)));
-    let width = rows
-        .iter()
-        .map(|(k, _)| k.len())
-        .chain(knobs.iter().map(|(k, _)| k.len()))
-        .max()
-        .unwrap_or(0);
+    let rows = r.facts();
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in &rows {
-        println!("{k:width$}  {v}");
-    }
-    for (k, v) in &knobs {
         println!("{k:width$}  {v}");
     }
     println!();
     let rounds: Vec<Vec<String>> = r
         .rounds
         .iter()
-        .map(|x| {
-            vec![
-                x.round.to_string(),
-                serde_json::to_value(x.cause)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                x.at.clone(),
-            ]
-        })
+        .map(|x| vec![x.round.to_string(), x.cause.to_string(), x.at.clone()])
         .collect();
     table(&["ROUND", "CAUSE", "AT"], &rounds);
     if !r.checks.is_empty() {
