@@ -254,6 +254,7 @@ impl Scheduler {
                 repo: repo.clone(),
                 global,
                 kind,
+                provider: None,
                 model: None,
                 effort: None,
                 prompt: text,

@@ -206,6 +206,7 @@ impl Scheduler {
                 repo: repo.clone(),
                 global,
                 kind: RunKind::Review,
+                provider: None,
                 model: None,
                 effort: None,
                 prompt,

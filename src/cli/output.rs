@@ -236,6 +236,15 @@ pub fn repo(r: &RepoBody, as_json: bool) {
         "  knobs:           {}",
         super::knob_args::knobs_line(&r.knobs)
     );
+    let from_file = r
+        .config_file
+        .as_ref()
+        .and_then(|c| c.check_command.as_deref());
+    match (r.check_command.as_deref(), from_file) {
+        (Some(c), _) => println!("  check command:   {c}"),
+        (None, Some(c)) => println!("  check command:   {c} (from .lab.toml)"),
+        (None, None) => println!("  check command:   none (lab runs no check of its own)"),
+    }
     if !r.allowed_models.is_empty() {
         println!("  issues may ask for: {}", r.allowed_models.join(", "));
     }

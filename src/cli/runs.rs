@@ -17,6 +17,9 @@ use crate::run::screen::SCROLLBACK;
 pub struct StartArgs {
     /// Repo name or id.
     repo: String,
+    /// Provider for this run (`labctl providers`; default: the repo's).
+    #[arg(long)]
+    provider: Option<String>,
     /// Model for this run (default: the repo's resolved manual default).
     #[arg(long)]
     model: Option<String>,
@@ -149,6 +152,7 @@ pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
     let prompt = read_prompt(&a)?;
     let body = StartRunBody {
         repo: a.repo.clone(),
+        provider: a.provider.clone(),
         model: a.model.clone(),
         effort: a.effort.clone(),
         prompt: Some(prompt),

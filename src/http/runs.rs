@@ -222,8 +222,14 @@ pub struct LimitsBody {
 pub struct StartRunBody {
     /// Repo name or id.
     pub repo: String,
-    /// A model of the repo's provider's catalog (`GET /providers`), in any
-    /// case; the repo's default when absent.
+    /// The provider to run (`GET /providers`); the repo's when absent.
+    /// Another provider's run takes its global defaults and none of the
+    /// repo's written for the repo's provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schema::provider_id)]
+    pub provider: Option<String>,
+    /// A model of the run's provider's catalog (`GET /providers`), in any
+    /// case; the default when absent.
     #[serde(default)]
     pub model: Option<String>,
     /// An effort of the repo's provider's catalog, in any case; the repo's
@@ -291,6 +297,7 @@ async fn start_run(
         &app.store,
         &app.runner,
         &body.repo,
+        body.provider.as_deref(),
         body.model,
         body.effort,
         prompt,

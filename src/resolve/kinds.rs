@@ -68,5 +68,30 @@ pub fn resolve_kind_request(
     resolve_layers(id, &global, &layers, repo, kind, model, effort, issue)
 }
 
+/// A manual run on `id`, a provider the person chose for this run (the
+/// start form's Provider, `labctl start --provider`): that provider's
+/// global layers, and the repo's only where [`repo_layers`] keeps them for
+/// it (the repo's own provider keeps them all).
+pub fn resolve_manual_on(
+    repo: &Repo,
+    settings: &Settings,
+    id: ProviderId,
+    model: Option<&str>,
+    effort: Option<&str>,
+) -> Result<Resolved, Invalid> {
+    let global = settings.provider(id);
+    let layers = repo_layers(repo, RunKind::Manual, id);
+    resolve_layers(
+        id,
+        &global,
+        &layers,
+        repo,
+        RunKind::Manual,
+        model,
+        effort,
+        None,
+    )
+}
+
 #[cfg(test)]
 mod tests;

@@ -81,6 +81,9 @@ pub struct LaunchRequest {
     /// The global defaults of the repo's provider.
     pub global: Defaults,
     pub kind: RunKind,
+    /// A manual run's provider when the person chose one other than the
+    /// repo's (`None`: the repo's).
+    pub provider: Option<crate::provider::ProviderId>,
     pub model: Option<String>,
     pub effort: Option<String>,
     pub prompt: String,
@@ -161,13 +164,25 @@ impl Runner {
         let mut timings = LaunchTimings::default();
         let resolved = match req.kind {
             RunKind::Afk => resolve::resolve_afk(&req.repo, &req.global, req.issue_layer.as_ref())?,
-            RunKind::Manual => resolve::resolve_request(
-                &req.repo,
-                &req.global,
-                req.kind,
-                req.model.as_deref(),
-                req.effort.as_deref(),
-            )?,
+            RunKind::Manual => match req.provider {
+                Some(id) if req.repo.provider().ok() != Some(id) => {
+                    let settings = self.store.settings().await?;
+                    resolve::resolve_manual_on(
+                        &req.repo,
+                        &settings,
+                        id,
+                        req.model.as_deref(),
+                        req.effort.as_deref(),
+                    )?
+                }
+                _ => resolve::resolve_request(
+                    &req.repo,
+                    &req.global,
+                    req.kind,
+                    req.model.as_deref(),
+                    req.effort.as_deref(),
+                )?,
+            },
             // Their provider may be another than the repo's: resolved
             // against that one's global defaults.
             RunKind::Plan | RunKind::Review => {

@@ -37,10 +37,16 @@ pub async fn start_manual(
     store: &Store,
     runner: &Arc<Runner>,
     repo: &str,
+    provider: Option<&str>,
     model: Option<String>,
     effort: Option<String>,
     prompt: String,
 ) -> ServiceResult<(Run, LaunchTimings)> {
+    // Checked before anything else: a rejected request writes nothing.
+    let provider = provider
+        .map(|p| crate::validate::provider_id("provider", p))
+        .transpose()
+        .map_err(crate::validate::Invalid::from)?;
     let key = RepoKey::parse(repo);
     let (repo, global) = store
         .repo_with_global(&key)
@@ -57,6 +63,7 @@ pub async fn start_manual(
         repo,
         global,
         kind: RunKind::Manual,
+        provider,
         model,
         effort,
         prompt,
@@ -74,7 +81,24 @@ pub async fn start_manual(
     crate::to_the_end(async move { runner.launch_timed(req).await })
         .await
         .map_err(launch_error)
+        .map_err(|e| match e {
+            // A model or effort of another provider: say how to choose it.
+            ServiceError::Invalid(mut i) => {
+                for f in &mut i.0 {
+                    if f.field == "model" || f.field == "effort" {
+                        f.message.push_str(CHOOSE_PROVIDER);
+                    }
+                }
+                ServiceError::Invalid(i)
+            }
+            e => e,
+        })
 }
+
+/// What a manual run's model or effort error adds: how to run another
+/// provider.
+const CHOOSE_PROVIDER: &str = "; to run another provider, choose it for this run (`provider` \
+     in the request, `labctl start --provider`, the start form's Provider)";
 
 /// Stops a live run: its whole process tree, then its session.
 pub async fn stop(runner: &Arc<Runner>, id: i64, why: &str) -> ServiceResult<Run> {

@@ -233,6 +233,16 @@ async fn new_fields(
         );
         let label =
             |s: &crate::domain::Sourced| format!("{} (from {})", s.value, s.layer.describe());
+        let ids = crate::provider::ids();
+        fields.push(
+            FormField::new(
+                "provider",
+                "Provider",
+                select(Some(format!("{} (the repo's)", id.as_str())), &ids, &v("provider")),
+            )
+            .help("For this run only: another provider runs its own defaults, and the model and effort below are the repo's provider's.")
+            .error_from(errors),
+        );
         fields.push(
             FormField::new(
                 "model",
@@ -313,6 +323,7 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
             &app.store,
             &app.runner,
             &repo,
+            form.value("provider").as_deref(),
             form.value("model"),
             form.value("effort"),
             form.get("prompt").unwrap_or("").to_owned(),
@@ -358,6 +369,7 @@ async fn start_on(
 ) -> Result<i64, ServiceError> {
     let start = crate::fleet::Start {
         repo: repo.to_owned(),
+        provider: form.value("provider"),
         model: form.value("model"),
         effort: form.value("effort"),
         prompt: form.get("prompt").map(str::to_owned),

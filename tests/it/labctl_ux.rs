@@ -174,7 +174,57 @@ async fn errors_are_json_and_exit_codes_follow_the_table(b: Backend) {
     s.stop().await;
 }
 
+/// `labctl start --provider` runs another provider than the repo's, on its
+/// own defaults (issue 40 §9); a model of the wrong provider is refused
+/// with the chosen one's models and how to choose another; an unknown
+/// provider is refused and nothing starts. `labctl repo show` names the
+/// check command.
+async fn start_chooses_the_provider_and_repo_show_names_the_check(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("web").await;
+    let run = json(&labctl(
+        &s,
+        &[
+            "start",
+            "web",
+            "--provider",
+            "codex",
+            "--prompt",
+            "stay",
+            "--json",
+        ],
+    ));
+    assert_eq!(run["provider"], "codex", "{run}");
+    assert_eq!(run["model"]["source"], "provider.default", "{run}");
+    let wrong = labctl(&s, &["start", "web", "--model", "gpt-6-sol"]);
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(wrong.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("for provider claude-code; allowed: ")
+            && err.contains("labctl start --provider"),
+        "{err}"
+    );
+    let unknown = labctl(&s, &["start", "web", "--provider", "gemini"]);
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("unknown provider 'gemini'; allowed: claude-code, codex"),
+        "{err}"
+    );
+    let runs = s.get("/api/v1/runs").await.ok();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    let shown = ok(&labctl(&s, &["repo", "show", "web"]));
+    assert!(shown.contains("check command:   none"), "{shown}");
+    s.patch("/api/v1/repos/web", json!({"check_command": "cargo test"}))
+        .await
+        .ok();
+    let shown = ok(&labctl(&s, &["repo", "show", "web"]));
+    assert!(shown.contains("check command:   cargo test"), "{shown}");
+    s.stop().await;
+}
+
 on_both!(
+    start_chooses_the_provider_and_repo_show_names_the_check,
     a_closed_pipe_ends_labctl_quietly,
     login_saves_where_lab_is,
     errors_are_json_and_exit_codes_follow_the_table,

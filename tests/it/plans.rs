@@ -138,16 +138,51 @@ async fn a_plan_is_rejected_then_approved_and_the_work_follows_it(b: Backend) {
         .expect(409);
     assert_eq!(plans(&s, n).await[0]["state"], "proposed");
 
-    let rejected = s
-        .post(
-            &format!("/api/v1/repos/r/issues/{n}/plan/reject"),
-            json!({"reason": "Also update the docs"}),
+    // The comment's labctl line works as printed (issue 40 §9).
+    let comment = i["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["body"].as_str())
+        .find(|b| b.contains("plan version 1"))
+        .expect("the plan comment")
+        .to_owned();
+    let line = comment
+        .split('`')
+        .find(|part| part.starts_with("labctl plan reject "))
+        .expect("a labctl reject line")
+        .replace("<why>", "Also update the docs");
+    let labctl = std::path::Path::new(env!("CARGO_BIN_EXE_labctl"));
+    let out = std::process::Command::new("sh")
+        .args(["-c", &line])
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                labctl.parent().unwrap().display(),
+                std::env::var("PATH").unwrap()
+            ),
         )
-        .await
-        .expect(200);
+        .env("LAB_URL", &s.url)
+        .env_remove("LAB_TOKEN")
+        .env("LAB_DATA_DIR", s.data_dir())
+        .env("LABCTL_CONFIG", s.tmp().join("labctl.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rejected = &plans(&s, n).await[0];
     assert_eq!(
         (&rejected["state"], &rejected["by"]),
         (&json!("rejected"), &json!("operator"))
+    );
+    assert!(
+        comment.contains(&format!("`labctl plan approve {n} --repo r`")),
+        "{comment}"
     );
     // The same planning run goes on, told why.
     let v2 = waiting(&s, n, 2).await;

@@ -56,6 +56,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
             repo,
             global,
             kind,
+            provider: None,
             model: None,
             effort: None,
             prompt: "Say hello.".into(),

@@ -305,6 +305,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
         repo,
         global,
         kind: lab::domain::RunKind::Manual,
+        provider: None,
         model: None,
         effort: None,
         prompt: "FAKE_EXIT=0".into(),

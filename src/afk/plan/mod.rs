@@ -180,8 +180,9 @@ impl Scheduler {
         let auto = judged_by_review(&run.knobs);
         let text = format!(
             "lab's planning run for this issue submitted plan version {version}. {} \
-             {}/repos/{}/issues/{} (or `labctl plan approve|reject {} {}`; on a forge, a \
-             `/lab approve` or `/lab reject <reason>` comment by a writer).",
+             {}/repos/{}/issues/{} (or `labctl plan approve {n} --repo {r}` / `labctl plan \
+             reject {n} --repo {r} --reason \"<why>\"`; on a forge, a `/lab approve` or \
+             `/lab reject <reason>` comment by a writer).",
             if auto {
                 "A review run judges it; a person may decide first:"
             } else {
@@ -190,8 +191,8 @@ impl Scheduler {
             self.runner.cfg().lab_url.trim_end_matches('/'),
             repo.name,
             claim.issue_number,
-            repo.name,
-            claim.issue_number
+            n = claim.issue_number,
+            r = repo.name,
         );
         if let Err(e) = self
             .sources
