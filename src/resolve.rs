@@ -313,7 +313,7 @@ mod kinds;
 pub use issue::{
     ISSUE_KEYS, IssueBudget, IssueLayer, KnobContext, SourcedBudget, budget, run_knobs,
 };
-pub use kinds::{repo_layers, resolve_kind, resolve_kind_request, resolve_manual_on};
+pub use kinds::{repo_layers, resolve_kind, resolve_kind_request, resolve_on};
 
 #[cfg(test)]
 mod tests;

@@ -139,11 +139,6 @@ fn utc_offset_secs() -> i64 {
     i64::from(tz.to_offset(jiff::Timestamp::now()).seconds())
 }
 
-/// The limit's line on a screen, as [`limits::usage_limit`] finds it.
-fn line_for_resume(screen: &str) -> Option<String> {
-    limits::usage_limit(screen).map(|(l, _)| l)
-}
-
 impl Scheduler {
     /// The providers held back now: by a CLI that cannot work, or by a
     /// usage limit.
@@ -189,9 +184,8 @@ impl Scheduler {
                         .unwrap_or_else(|| limits::REACHED.into())
                 };
                 let on_screen = limits::usage_limit(&screen);
-                let acted = on_screen
-                    .as_ref()
-                    .is_some_and(|(l, _)| run.limit_line.as_deref() == Some(l.as_str()));
+                let screen_line = on_screen.as_ref().map(|(l, _)| l.clone());
+                let acted = screen_line.is_some() && run.limit_line == screen_line;
                 let (line, reset) = match on_screen {
                     // The line lab acted on, still on the screen: the
                     // screen's word is no new limit (the screen check
@@ -213,7 +207,7 @@ impl Scheduler {
                     run: run.id,
                     until_ms: until,
                     reason: line,
-                    screen_line: line_for_resume(&screen),
+                    screen_line,
                 };
                 self.claims
                     .with(claim.id, |c| c.limit_wait = Some(w.clone()));

@@ -62,35 +62,26 @@ pub fn resolve_kind_request(
     issue: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
     let id = repo.kind_provider(&settings.kinds, kind)?;
+    resolve_on(repo, settings, kind, id, model, effort, issue)
+}
+
+/// A run of `kind` on provider `id`: that provider's global layers, and
+/// the repo's only where [`repo_layers`] keeps them for it. A manual run a
+/// person started on another provider than the repo's (the start form's
+/// Provider, `labctl start --provider`) resolves here too.
+pub fn resolve_on(
+    repo: &Repo,
+    settings: &Settings,
+    kind: RunKind,
+    id: ProviderId,
+    model: Option<&str>,
+    effort: Option<&str>,
+    issue: Option<&IssueLayer>,
+) -> Result<Resolved, Invalid> {
     let global = settings.provider(id);
     let layers = repo_layers(repo, kind, id);
     let issue = issue.filter(|_| kind == RunKind::Afk);
     resolve_layers(id, &global, &layers, repo, kind, model, effort, issue)
-}
-
-/// A manual run on `id`, a provider the person chose for this run (the
-/// start form's Provider, `labctl start --provider`): that provider's
-/// global layers, and the repo's only where [`repo_layers`] keeps them for
-/// it (the repo's own provider keeps them all).
-pub fn resolve_manual_on(
-    repo: &Repo,
-    settings: &Settings,
-    id: ProviderId,
-    model: Option<&str>,
-    effort: Option<&str>,
-) -> Result<Resolved, Invalid> {
-    let global = settings.provider(id);
-    let layers = repo_layers(repo, RunKind::Manual, id);
-    resolve_layers(
-        id,
-        &global,
-        &layers,
-        repo,
-        RunKind::Manual,
-        model,
-        effort,
-        None,
-    )
 }
 
 #[cfg(test)]

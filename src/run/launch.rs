@@ -167,12 +167,14 @@ impl Runner {
             RunKind::Manual => match req.provider {
                 Some(id) if req.repo.provider().ok() != Some(id) => {
                     let settings = self.store.settings().await?;
-                    resolve::resolve_manual_on(
+                    resolve::resolve_on(
                         &req.repo,
                         &settings,
+                        req.kind,
                         id,
                         req.model.as_deref(),
                         req.effort.as_deref(),
+                        None,
                     )?
                 }
                 _ => resolve::resolve_request(

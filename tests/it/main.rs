@@ -4,6 +4,7 @@ mod support;
 
 mod afk;
 mod afk_cli;
+mod afk_endings;
 mod afk_follow;
 mod afk_race;
 mod agent_state;
