@@ -33,6 +33,8 @@ pub(super) struct ClaimState {
     pub forge: Follow,
     /// Its run waits on a usage limit it reported.
     pub limit_wait: Option<Wait>,
+    /// Its run gets no answer from the model API (`no_answer.rs`).
+    pub no_answer: Option<super::no_answer::NoAnswer>,
     /// The last time its branch changed paths outside its scope (issue 28
     /// §4): what the judge of its outcome says, and how often lab refused
     /// to open its pull request for it.
@@ -96,6 +98,18 @@ impl Claims {
             .iter()
             .filter(|(id, c)| **id != except && !c.judged)
             .filter_map(|(_, c)| c.limit_wait.clone())
+            .collect()
+    }
+
+    /// The runs with no answer of the claims not judged yet, but
+    /// `except`'s.
+    pub fn no_answers(&self, except: i64) -> Vec<super::no_answer::NoAnswer> {
+        self.0
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .filter(|(id, c)| **id != except && !c.judged)
+            .filter_map(|(_, c)| c.no_answer.clone())
             .collect()
     }
 

@@ -31,6 +31,8 @@ pub enum HoldKind {
     UsageLimit,
     /// Its CLI's own check says it cannot work (`cli_hold.rs`).
     Cli,
+    /// Two runs got no answer from its model API (`no_answer.rs`).
+    NoAnswer,
 }
 
 /// A provider held back, until when (ms), and what its CLI said.
@@ -87,6 +89,18 @@ impl Limits {
             .filter(|l| l.until_ms > now)
             .cloned()
             .collect()
+    }
+
+    /// Holds `l.provider` back until `l.until_ms`, unless it is held
+    /// longer already.
+    pub(super) fn hold(&self, l: Limited) {
+        let mut p = self.providers.lock().expect("poisoned");
+        match p.get(&l.provider) {
+            Some(held) if held.until_ms >= l.until_ms => {}
+            _ => {
+                p.insert(l.provider.clone(), l);
+            }
+        }
     }
 
     /// A run waits on a limit (`w`): holds its provider back when another

@@ -22,6 +22,7 @@ pub mod holds;
 mod launch;
 pub mod limits;
 mod lost;
+mod no_answer;
 mod node_down;
 mod outcome;
 pub mod plan;

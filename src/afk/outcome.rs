@@ -124,27 +124,37 @@ impl Scheduler {
             }
             if run.state.is_active() {
                 let waiting = self.follow_limit(&claim, &run).await;
-                let why = self
-                    .watch(&claim, &run, repo.as_ref(), &settings, waiting)
-                    .await;
+                // A run whose model does not answer is not judged by its
+                // turns meanwhile; too long without one ends it.
+                let answers = self.follow_answers(&claim, &run).await;
+                let awaited = answers != super::no_answer::Answers::Fine;
+                let why = match answers {
+                    super::no_answer::Answers::End(why) => Some((StopCause::CliUnusable, why)),
+                    _ => {
+                        self.watch(&claim, &run, repo.as_ref(), &settings, waiting || awaited)
+                            .await
+                    }
+                };
                 // A run whose agent waits is looked at every second, as
                 // before: its screen may yet say its CLI cannot work.
                 let agent_waits = run
                     .agent
                     .as_ref()
                     .is_some_and(|a| a.state == crate::domain::AgentState::Waiting);
-                *pace = pace.and(if waiting || agent_waits || claim.pr_url.is_some() {
-                    Pace::Follow
-                } else {
-                    Pace::Watch {
-                        until_ms: Some(super::budget::time_limit_at(
-                            &run,
-                            repo.as_ref(),
-                            &settings,
-                            self.runner.cfg().limit_minute_ms,
-                        )),
-                    }
-                });
+                *pace = pace.and(
+                    if waiting || awaited || agent_waits || claim.pr_url.is_some() {
+                        Pace::Follow
+                    } else {
+                        Pace::Watch {
+                            until_ms: Some(super::budget::time_limit_at(
+                                &run,
+                                repo.as_ref(),
+                                &settings,
+                                self.runner.cfg().limit_minute_ms,
+                            )),
+                        }
+                    },
+                );
                 let Some((cause, why)) = why else { continue };
                 match self.runner.stop(run_id, cause, &why).await {
                     Ok(r) => run = r,

@@ -7,6 +7,9 @@ spelled! {
     pub enum AgentState ("agent state") {
         /// A turn is under way.
         Working = "working",
+        /// A turn is under way, but the model API does not answer: the CLI
+        /// retries (its screen says so; the reason names the error).
+        Retrying = "retrying",
         /// It asks a person something (a permission, a question).
         Waiting = "waiting",
         /// The turn finished and nothing is asked.
@@ -87,7 +90,7 @@ mod tests {
         }
         assert_eq!(
             "busy".parse::<AgentState>().unwrap_err(),
-            "unknown agent state 'busy'; allowed: working, waiting, idle"
+            "unknown agent state 'busy'; allowed: working, retrying, waiting, idle"
         );
     }
 }

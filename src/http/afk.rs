@@ -160,8 +160,9 @@ pub struct RepoAfkBody {
 pub struct LimitedBody {
     #[schema(schema_with = super::schema::provider_id)]
     pub provider: String,
-    /// `usage-limit` (two runs hit it; until its reset) or `cli` (the
-    /// CLI's own check says it cannot work; until a check passes).
+    /// `usage-limit` (two runs hit it; until its reset), `cli` (the CLI's
+    /// own check says it cannot work; until a check passes) or `no-answer`
+    /// (two runs got no answer from its model API; for 15 minutes).
     pub kind: String,
     /// For a usage limit, when lab lets it run again; for a CLI that
     /// cannot work, when lab checks it again.
@@ -199,6 +200,7 @@ impl From<crate::afk::limits::Limited> for LimitedBody {
             kind: match l.kind {
                 crate::afk::limits::HoldKind::UsageLimit => "usage-limit",
                 crate::afk::limits::HoldKind::Cli => "cli",
+                crate::afk::limits::HoldKind::NoAnswer => "no-answer",
             }
             .to_owned(),
             until: crate::domain::rfc3339(l.until_ms),

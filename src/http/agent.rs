@@ -20,9 +20,10 @@ use crate::state::AppState;
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct AgentStateBody {
     pub state: AgentState,
-    /// The question a waiting agent asks (at most 500 characters), or why
-    /// an idle one's turn ended early (an error, an interruption); `null`
-    /// otherwise.
+    /// The question a waiting agent asks (at most 500 characters), the
+    /// error a retrying one's CLI retries on (`retrying: 529 Overloaded`),
+    /// or why an idle one's turn ended early (an error, an interruption);
+    /// `null` otherwise.
     pub reason: Option<String>,
     /// When the agent entered this state.
     pub since: String,

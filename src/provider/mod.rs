@@ -12,6 +12,7 @@ pub mod config;
 pub mod hooks;
 mod id;
 pub mod limits;
+pub mod retries;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use super::Runner;
 use super::reconcile::PassReport;
 use super::tmux::Pane;
 use crate::domain::{AgentBy, AgentState, Run, RunState};
-use crate::provider::{Provider, limits};
+use crate::provider::{Provider, limits, retries};
 use crate::store::StoreError;
 
 /// Every how many passes, at most, the screen of a run whose output never
@@ -37,6 +37,11 @@ pub(crate) struct Seen {
     at: Instant,
     /// Until then, a changed screen is read at every pass.
     eager_until: Option<Instant>,
+    /// Whether the read came at a pause of the run's output. A read while
+    /// the output still flows may come before tmux drew the last of it
+    /// (the log can be ahead of the screen), so the next pause reads the
+    /// screen once more even though the log did not grow since.
+    at_pause: bool,
 }
 
 impl Seen {
@@ -47,6 +52,7 @@ impl Seen {
             size: u64::MAX,
             at: Instant::now(),
             eager_until: Some(Instant::now() + EAGER),
+            at_pause: false,
         }
     }
 }
@@ -141,7 +147,7 @@ impl Runner {
         panes: &HashMap<&str, &Pane>,
         report: &mut PassReport,
     ) -> Result<ScreensLeft, StoreError> {
-        let mut changed: Vec<(&Run, &Pane, u64)> = Vec::new();
+        let mut changed: Vec<(&Run, &Pane, u64, bool)> = Vec::new();
         let mut left = ScreensLeft::default();
         let busy_every = self.cfg.reconcile_every * BUSY_SCREENS_EVERY;
         let log_cap = self.store.settings().await?.runs.log_max_mb.max(1) as u64 * 1024 * 1024;
@@ -195,12 +201,13 @@ impl Runner {
                     None => true,
                     Some(s) => {
                         let eager = young || s.eager_until.is_some_and(|u| Instant::now() < u);
-                        s.size != size && (paused || eager || s.at.elapsed() >= busy_every)
+                        (s.size != size && (paused || eager || s.at.elapsed() >= busy_every))
+                            || (paused && !s.at_pause)
                     }
                 };
                 if due {
-                    changed.push((run, pane, size));
-                } else if entry.seen.is_some_and(|s| s.size != size) {
+                    changed.push((run, pane, size, paused));
+                } else if entry.seen.is_some_and(|s| s.size != size || !s.at_pause) {
                     left.behind = true;
                 }
             }
@@ -215,7 +222,7 @@ impl Runner {
         if changed.is_empty() {
             return Ok(left);
         }
-        let wanted: Vec<&Pane> = changed.iter().map(|(_, p, _)| *p).collect();
+        let wanted: Vec<&Pane> = changed.iter().map(|(_, p, _, _)| *p).collect();
         let screens = match self.tmux.screens(&wanted).await {
             Ok(s) => s,
             Err(e) => {
@@ -225,7 +232,9 @@ impl Runner {
             }
         };
         for (session, screen) in screens {
-            let Some((run, _, size)) = changed.iter().find(|(r, _, _)| r.session == session) else {
+            let Some((run, _, size, at_pause)) =
+                changed.iter().find(|(r, _, _, _)| r.session == session)
+            else {
                 continue;
             };
             {
@@ -236,6 +245,7 @@ impl Runner {
                     size: *size,
                     at: Instant::now(),
                     eager_until,
+                    at_pause: *at_pause,
                 });
             }
             if let Ok(id) = run.provider_id() {
@@ -255,13 +265,23 @@ impl Runner {
                         _ => self.store.set_limit_line(run.id, None).await?,
                     }
                 }
-                if let Some((state, why)) = screen_change(run, p, attention)
+                // A screen that asks nothing may show the CLI retrying a
+                // model API that does not answer (issue 40 §3).
+                let change = screen_change(run, p, attention)
+                    .map(|(s, r)| (s, r.map(str::to_owned)))
+                    .or_else(|| {
+                        attention
+                            .is_none()
+                            .then(|| retry_change(run, retries::retrying(&screen)))
+                            .flatten()
+                    });
+                if let Some((state, why)) = change
                     && self
                         .store
-                        .set_agent_state(run.id, state, why, AgentBy::Screen)
+                        .set_agent_state(run.id, state, why.as_deref(), AgentBy::Screen)
                         .await?
                 {
-                    tracing::info!(run = run.id, state = %state, reason = why.unwrap_or("-"), "run needs attention changed");
+                    tracing::info!(run = run.id, state = %state, reason = why.as_deref().unwrap_or("-"), "run needs attention changed");
                     report.attention.push(run.id);
                 }
             }
@@ -298,14 +318,33 @@ fn screen_change(
     }
 }
 
+/// What a screen that asks nothing says of a CLI's retries: a working
+/// agent whose CLI retries is `retrying` with the error (a new error is a
+/// new reason); one whose screen shows no retry any more works again, until
+/// its next hook says more. An idle or waiting agent is left alone: its CLI
+/// gave up, or asks, and its hook said so.
+fn retry_change(run: &Run, retry: Option<String>) -> Option<(AgentState, Option<String>)> {
+    let agent = run.agent.as_ref();
+    let retrying = agent.is_some_and(|a| a.state == AgentState::Retrying);
+    match retry {
+        Some(why) => {
+            let working = agent.is_none_or(|a| a.state == AgentState::Working);
+            let new = retrying && agent.and_then(|a| a.reason.as_deref()) != Some(why.as_str());
+            (run.state == RunState::Running && (working || new))
+                .then_some((AgentState::Retrying, Some(why)))
+        }
+        None => retrying.then_some((AgentState::Working, None)),
+    }
+}
+
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::domain::{AgentStatus, Layer, RunKind, Sourced};
 
     /// A run as a pass sees it (the tests of `agent_seen.rs` and `usage.rs`
     /// use it too).
-    pub(in crate::run) fn run(
+    pub(crate) fn run(
         state: RunState,
         reason: Option<&str>,
         agent: Option<(AgentState, AgentBy)>,
@@ -360,6 +399,62 @@ pub(super) mod tests {
                 since: 0,
                 by,
             }),
+        }
+    }
+
+    #[test]
+    fn a_retrying_cli_is_retrying_until_its_screen_or_hook_says_otherwise() {
+        use AgentBy::{Hook, Screen};
+        use AgentState::{Idle, Retrying, Waiting, Working};
+        let why = || Some("retrying: 529 Overloaded".to_owned());
+        let retrying = |r: Option<&str>| {
+            let mut run = run(RunState::Running, None, Some((Retrying, Screen)));
+            run.agent.as_mut().unwrap().reason = r.map(str::to_owned);
+            run
+        };
+        let table = [
+            (
+                run(RunState::Running, None, Some((Working, Hook))),
+                why(),
+                Some((Retrying, why())),
+            ),
+            (
+                run(RunState::Running, None, None),
+                why(),
+                Some((Retrying, why())),
+            ),
+            // The same error again changes nothing; another is news.
+            (retrying(Some("retrying: 529 Overloaded")), why(), None),
+            (
+                retrying(Some("retrying: 401 invalid x-api-key")),
+                why(),
+                Some((Retrying, why())),
+            ),
+            // The retries are over: working again.
+            (
+                retrying(Some("retrying: 529 Overloaded")),
+                None,
+                Some((Working, None)),
+            ),
+            // Its CLI gave up (the hook said idle), or asks: left alone.
+            (
+                run(RunState::Running, None, Some((Idle, Hook))),
+                why(),
+                None,
+            ),
+            (
+                run(RunState::Waiting, Some("Allow?"), Some((Waiting, Hook))),
+                why(),
+                None,
+            ),
+            (
+                run(RunState::Running, None, Some((Working, Hook))),
+                None,
+                None,
+            ),
+        ];
+        for (i, (r, retry, want)) in table.into_iter().enumerate() {
+            assert_eq!(retry_change(&r, retry), want, "row {i}");
         }
     }
 

@@ -8,6 +8,9 @@
 pub mod agent_config;
 mod agent_seen;
 mod attention;
+/// A run as a reconcile pass sees it, for the unit tests of other modules.
+#[cfg(test)]
+pub(crate) use attention::tests::run as test_run;
 pub mod busy;
 pub mod cgroup;
 pub mod check;

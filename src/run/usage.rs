@@ -197,7 +197,7 @@ fn rest_max(run: &Run) -> u32 {
     let working = run
         .agent
         .as_ref()
-        .is_some_and(|a| a.state == AgentState::Working);
+        .is_some_and(|a| matches!(a.state, AgentState::Working | AgentState::Retrying));
     if working && Format::of(&run.provider) == Some(Format::Codex) {
         REST_WORKING
     } else {

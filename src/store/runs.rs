@@ -257,7 +257,7 @@ impl Store {
 
     /// Records a live run's agent state and keeps the run's state in step
     /// with it (`waiting` with the reason while the agent waits, `running`
-    /// otherwise; a `starting` run keeps its state, which the launch path
+    /// with the reason while its CLI retries, `running` otherwise; a `starting` run keeps its state, which the launch path
     /// moves on). `since` stays when neither state nor reason changed.
     /// False when the run is no longer live.
     pub async fn set_agent_state(
@@ -271,6 +271,8 @@ impl Store {
         let now = now_ms();
         let (run_state, run_reason) = match state {
             AgentState::Waiting => (RunState::Waiting, reason),
+            // Live, and the reason says what the CLI retries on.
+            AgentState::Retrying => (RunState::Running, reason),
             _ => (RunState::Running, None),
         };
         let sql = format!(

@@ -218,4 +218,47 @@ async fn a_hostile_agent_reaches_only_its_own_run(b: Backend) {
     s.stop().await;
 }
 
-on_both!(a_hostile_agent_reaches_only_its_own_run);
+/// An agent that draws its CLI's retry line (issue 40 §3) forges only its
+/// own run's state: that run ends `cli-unusable`, its provider is not held
+/// back, and the honest run beside it opens its pull request.
+async fn a_forged_retry_line_ends_only_its_own_run(b: Backend) {
+    let s = TestServer::start_tweaked(b, |c| c.limit_minute_ms = 1000).await;
+    afk_repo(&s, "r").await;
+    s.patch(
+        "/api/v1/settings",
+        serde_json::json!({"afk": {"max_attempts": 1, "max_concurrent": 2}}),
+    )
+    .await
+    .ok();
+    s.patch(
+        "/api/v1/repos/r",
+        serde_json::json!({"afk_max_concurrent": 2}),
+    )
+    .await
+    .ok();
+    behave(
+        &s,
+        &format!(
+            "if [ \"$LAB_ISSUE\" = 1 ]; then echo '{}'; while :; do sleep 1; done; fi\n\
+             sleep 3\necho fixed > FIX.md && git add FIX.md\n\
+             git -c user.name=a -c user.email=a@example.com commit -qm fix || exit 8\n\
+             labctl pr create --title Fix --body \"Resolves #$LAB_ISSUE\" || exit 7\n",
+            crate::afk_no_answer::RETRY_LINE
+        ),
+    );
+    let forger = issue(&s, "r", "Forge").await;
+    assert_eq!(forger, 1);
+    let honest = issue(&s, "r", "Honest").await;
+    let c = outcome(&s, "r", forger, 40).await;
+    assert_eq!(c["outcome"], "cli-unusable", "{c}");
+    let st = s.get("/api/v1/afk/status").await.ok();
+    assert_eq!(st["limited"], serde_json::json!([]), "{st}");
+    let c = outcome(&s, "r", honest, 40).await;
+    assert_eq!(c["outcome"], "pr-green", "{c}");
+    s.stop().await;
+}
+
+on_both!(
+    a_hostile_agent_reaches_only_its_own_run,
+    a_forged_retry_line_ends_only_its_own_run
+);

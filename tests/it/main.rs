@@ -6,6 +6,7 @@ mod afk;
 mod afk_cli;
 mod afk_endings;
 mod afk_follow;
+mod afk_no_answer;
 mod afk_race;
 mod agent_state;
 mod api_auth;

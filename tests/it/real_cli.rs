@@ -402,7 +402,78 @@ async fn claude_uses_lab_s_api_key_without_asking(b: Backend) {
         .ok();
 }
 
+/// While the model API answers 529, the pinned Claude Code retries and
+/// says so only on its screen: lab shows the run `retrying` with the error
+/// (not `working`), in the API and `labctl ps`; once the API answers, the
+/// turn goes on and ends idle (issue 40 §3).
+async fn claude_s_retries_show_as_retrying(b: Backend) {
+    use crate::support::model::{Answer, StandIn};
+    let bin = real::cli("claude-code");
+    let model = StandIn::start().await;
+    model.answer(Answer::overloaded());
+    let home = crate::support::process::LabHome::new(&b).await;
+    let lab = home
+        .start(&[
+            ("LAB_CLAUDE_CODE_BIN", &bin.to_string_lossy()),
+            (
+                "ANTHROPIC_API_KEY",
+                "sk-ant-api03-lab-test-0123456789abcdefghijKLMNOP",
+            ),
+            ("ANTHROPIC_BASE_URL", &model.url),
+        ])
+        .await;
+    let path = crate::support::git::init_repo(home.tmp.path(), "r");
+    lab.post(
+        "/api/v1/repos",
+        json!({"name": "r", "path": path, "provider": "claude-code"}),
+    )
+    .await
+    .ok();
+    let run = lab
+        .post("/api/v1/runs", json!({"repo": "r", "prompt": "Say hi."}))
+        .await
+        .ok();
+    let id = crate::support::id(&run);
+    let retrying = lab
+        .wait_run(id, 60, |r| r["agent_state"]["state"] == "retrying")
+        .await;
+    assert_eq!(retrying["state"], "running", "{retrying}");
+    // Its first attempts say `API error`, later ones the API's own words.
+    let why = retrying["agent_state"]["reason"].as_str().unwrap();
+    assert!(
+        why == "retrying: API error" || why == "retrying: 529 Overloaded",
+        "{retrying}"
+    );
+    assert_eq!(retrying["state_reason"], why, "{retrying}");
+    let ps = std::process::Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .arg("ps")
+        .env("LAB_URL", &lab.url)
+        .env("LAB_TOKEN", &lab.token)
+        .env("LABCTL_CONFIG", home.tmp.path().join("labctl.toml"))
+        .output()
+        .unwrap();
+    let ps = crate::labctl::ok(&ps);
+    assert!(ps.contains("retrying") && ps.contains("retrying: "), "{ps}");
+    wait::until("the CLI calls again", wait::secs(30), async || {
+        let n = model.messages().len();
+        if n >= 2 { Ok(()) } else { Err(n) }
+    })
+    .await;
+    // The API answers again: the same turn goes on, and ends.
+    model.answer(Answer::Text("Done.".into()));
+    let idle = lab
+        .wait_run(id, 60, |r| r["agent_state"]["state"] == "idle")
+        .await;
+    assert_eq!(idle["state_reason"], serde_json::Value::Null, "{idle}");
+    let shot = lab.get(&format!("/api/v1/runs/{id}/screen")).await.ok();
+    assert!(shot["text"].as_str().unwrap().contains("Done."), "{shot}");
+    lab.post(&format!("/api/v1/runs/{id}/stop"), json!(null))
+        .await
+        .ok();
+}
+
 on_both!(
+    claude_s_retries_show_as_retrying,
     claude_uses_lab_s_api_key_without_asking,
     the_check_of_a_signed_out_cli_says_not_logged_in,
     doctor_passes_with_the_pinned_clis,

@@ -45,6 +45,13 @@ fn agent(r: &RunBody) -> String {
     }
 }
 
+/// Whether a run's CLI retries a model API that does not answer.
+fn retrying(r: &RunBody) -> bool {
+    r.agent_state
+        .as_ref()
+        .is_some_and(|a| a.state == crate::domain::AgentState::Retrying)
+}
+
 pub fn runs(v: &[RunBody], as_json: bool, all: bool) {
     if as_json {
         return json(v);
@@ -65,7 +72,8 @@ pub fn runs(v: &[RunBody], as_json: bool, all: bool) {
                 age(&r.created_at),
                 usage_cell(r.usage.as_ref()),
                 match &r.state_reason {
-                    Some(why) if r.state != RunState::Running => why.clone(),
+                    // A running run's reason is its CLI's retries.
+                    Some(why) if r.state != RunState::Running || retrying(r) => why.clone(),
                     _ => r.session.clone(),
                 },
             ]

@@ -30,6 +30,24 @@ impl Seen {
 pub enum Answer {
     /// A streamed turn that says `text` and ends.
     Text(String),
+    /// A failure the real API sends: `status` with its JSON error body
+    /// (`529` `overloaded_error`, `401` `authentication_error`, …).
+    Fail {
+        status: u16,
+        kind: String,
+        message: String,
+    },
+}
+
+impl Answer {
+    /// The API's `529 Overloaded`.
+    pub fn overloaded() -> Answer {
+        Answer::Fail {
+            status: 529,
+            kind: "overloaded_error".into(),
+            message: "Overloaded".into(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -64,6 +82,11 @@ impl StandIn {
             axum::serve(listener, app).await.unwrap();
         });
         StandIn { url, shared, task }
+    }
+
+    /// What every later Messages call gets.
+    pub fn answer(&self, a: Answer) {
+        *self.shared.answer.lock().unwrap() = a;
     }
 
     /// Every request so far.
@@ -103,6 +126,15 @@ async fn any(
         Answer::Text(text) => (
             [("content-type", "text/event-stream")],
             text_turn(&model, &text),
+        )
+            .into_response(),
+        Answer::Fail {
+            status,
+            kind,
+            message,
+        } => (
+            StatusCode::from_u16(status).unwrap(),
+            axum::Json(json!({"type": "error", "error": {"type": kind, "message": message}})),
         )
             .into_response(),
     }
