@@ -470,8 +470,15 @@ async fn runner_config(
         format!("http://{host}:{}", addr.port())
     });
     let (sandbox, userns) = crate::run::sandbox::probe(cfg.bwrap.as_deref()).await;
+    let agent_home = match &cfg.agent_home {
+        Some(h) => h.clone(),
+        None => dirs::home_dir().context("cannot tell lab's home folder (set HOME)")?,
+    };
     let mut sandbox_policy = sandbox_policy(cfg, data_dir)?;
     sandbox_policy.userns = userns;
+    sandbox_policy.homes = std::iter::once(agent_home.clone())
+        .chain(dirs::home_dir())
+        .collect();
     let node = node_id(data_dir)?;
     let cgroups = crate::run::cgroup::Cgroups::probe(&node);
     Ok(RunnerConfig {
@@ -484,10 +491,7 @@ async fn runner_config(
         bins,
         reconcile_every: std::time::Duration::from_millis(cfg.reconcile_ms),
         stop_grace: std::time::Duration::from_secs(3),
-        agent_home: match &cfg.agent_home {
-            Some(h) => h.clone(),
-            None => dirs::home_dir().context("cannot tell lab's home folder (set HOME)")?,
-        },
+        agent_home,
         run_env: cfg.run_env.clone(),
         sandbox,
         sandbox_policy,
@@ -536,6 +540,7 @@ fn sandbox_policy(
         files: Some(files),
         userns: false,
         tmp_bytes: Some(sandbox::TMP_BYTES),
+        homes: Vec::new(),
     })
 }
 

@@ -39,8 +39,9 @@ pub async fn check(
     );
     let mut cmd = match sandbox {
         Some((bwrap, policy)) => {
-            let Some((real, install)) = super::sandbox::install_of(bin) else {
-                return Verdict::Unknown(format!("cannot find {}", bin.display()));
+            let (real, install) = match super::sandbox::install_of(bin, policy) {
+                Ok(found) => found,
+                Err(why) => return Verdict::Unknown(why),
             };
             let home = home.path().to_path_buf();
             let mut c = tokio::process::Command::new(bwrap);

@@ -126,10 +126,8 @@ impl Runner {
         program: &Path,
         seeded: &Seeded,
     ) -> Result<(Vec<String>, PathBuf), LaunchFileError> {
-        let (real, install) =
-            sandbox::install_of(program).ok_or_else(|| LaunchFileError::NoCli {
-                program: program.to_owned(),
-            })?;
+        let (real, install) = sandbox::install_of(program, &self.cfg.sandbox_policy)
+            .map_err(|why| LaunchFileError::NoCli { why })?;
         let mut ro = self.repo_view(Some(repo));
         ro.push(install);
         let args = sandbox::RunSandbox {

@@ -36,9 +36,11 @@ pub enum PrepareError {
 /// Why a run's launch file could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchFileError {
-    /// The sandbox cannot show the CLI: its binary's real path is not there.
-    #[error("cannot find the CLI {}", .program.display())]
-    NoCli { program: PathBuf },
+    /// The sandbox cannot show the CLI: its binary's real path is not
+    /// there, or its install is a place no run may see whole
+    /// (`sandbox::install_of` says why).
+    #[error("{why}")]
+    NoCli { why: String },
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,

@@ -185,6 +185,9 @@ pub struct Policy {
     pub userns: bool,
     /// The size of a run's private `/tmp`, in bytes.
     pub tmp_bytes: Option<u64>,
+    /// The operator's homes (the one lab seeds runs from, and lab's own):
+    /// a CLI's install that is or holds one is never bound (`install_of`).
+    pub homes: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -358,22 +361,52 @@ fn real(paths: &[PathBuf]) -> Vec<PathBuf> {
 
 /// Where a CLI is installed, as a sandbox must see it to start it: the real
 /// path of its program (links followed, so a link in a hidden folder does
-/// not matter) and the folder to bind: the whole `node_modules` of an npm
-/// install (a CLI there loads its own packages and its platform's binary
-/// from beside it), else the program's folder.
-pub fn install_of(program: &Path) -> Option<(PathBuf, PathBuf)> {
-    let real = program.canonicalize().ok()?;
-    let mut root: Option<PathBuf> = None;
-    for anc in real.ancestors() {
-        if anc.file_name().is_some_and(|n| n == "node_modules") {
-            root = Some(anc.to_path_buf());
+/// not matter) and what to bind of it (issue 40 §10): the whole
+/// `node_modules` of an npm install (a CLI there loads its own packages and
+/// its platform's binary from beside it), the version folder of a native
+/// installer's (`…/versions/<version>`), else the program alone, never its
+/// neighbours (a CLI in `~/bin` beside the operator's other tools, a
+/// wrapper in the home itself).
+///
+/// Refused, with why: a folder to bind that is or holds the operator's home
+/// or one of the places no run may see (lab's data dir, the database's),
+/// and a program inside one of those places.
+pub fn install_of(program: &Path, policy: &Policy) -> Result<(PathBuf, PathBuf), String> {
+    let path = program
+        .canonicalize()
+        .map_err(|e| format!("cannot find the CLI {}: {e}", program.display()))?;
+    let npm = path
+        .ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last();
+    let version = path.ancestors().find(|a| {
+        a.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "versions")
+    });
+    let bound = npm.or(version).unwrap_or(&path).to_path_buf();
+    let hidden = real(&policy.hidden);
+    let homes = real(&policy.homes);
+    for place in hidden.iter().chain(&homes) {
+        if place.starts_with(&bound) {
+            return Err(format!(
+                "the CLI {} is installed in {}, which holds {}: lab binds a CLI's install into \
+                 every run, and never that; install the CLI in a folder of its own (npm, or \
+                 its installer) or point lab at its program",
+                program.display(),
+                bound.display(),
+                place.display()
+            ));
         }
     }
-    let dir = match root {
-        Some(nm) => nm,
-        None => real.parent()?.to_path_buf(),
-    };
-    Some((real, dir))
+    if let Some(place) = hidden.iter().find(|h| bound.starts_with(h)) {
+        return Err(format!(
+            "the CLI {} lies in {}, which no run may see: install it elsewhere",
+            program.display(),
+            place.display()
+        ));
+    }
+    Ok((path, bound))
 }
 
 /// The variables a sandboxed run gets so that caches land in its private

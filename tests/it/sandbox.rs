@@ -80,17 +80,20 @@ async fn a_sandboxed_run_says_so(b: Backend) {
     s.stop().await;
 }
 
-/// A server whose fake agent lives in a folder of its own (`agent_dir`,
-/// its install, which the sandbox binds), and no operator path: the run
-/// sees the system, its CLI, its repo's objects and its own folders only.
+/// A server whose fake agent is one file in a folder (`agent_dir`), which
+/// the sandbox binds alone (issue 40 §10: never its neighbours), and no
+/// operator path but the agent's script: the run sees the system, its CLI,
+/// its repo's objects and its own folders only.
 async fn deny_by_default(b: Backend, agent_dir: &std::path::Path) -> TestServer {
     let fake = agent::install(agent_dir);
     let records = agent_dir.join("records");
+    let script = agent_dir.join("afk.sh");
+    std::fs::write(&script, "").unwrap();
     TestServer::start_tweaked(b, |c| {
         for p in ["claude-code", "codex"] {
             c.provider_bins.insert(p.parse().unwrap(), fake.clone());
         }
-        c.sandbox_ro = Vec::new();
+        c.sandbox_ro = vec![script];
         c.sandbox_rw = vec![records];
     })
     .await
@@ -112,8 +115,15 @@ async fn a_repo_under_tmp_works_and_the_rest_of_the_host_is_not_there(b: Backend
     let operator = s.tmp().join("home");
     std::fs::create_dir_all(&operator).unwrap();
     std::fs::write(operator.join("secret"), "x").unwrap();
+    // The CLI's neighbours: another tool, a key.
+    let ad = agent_dir.path();
+    std::fs::write(ad.join("other-tool"), "x").unwrap();
+    std::fs::create_dir_all(ad.join(".ssh")).unwrap();
+    std::fs::write(ad.join(".ssh/id"), "x").unwrap();
     let script = format!(
         r#"seen() {{ echo "SEEN: $1" >> "$FAKE_REC/../seen.txt"; }}
+cat {ad}/other-tool >/dev/null 2>&1 && seen "the CLI's neighbour"
+cat {ad}/.ssh/id >/dev/null 2>&1 && seen "a key beside the CLI"
 cat {repo}/README.md >/dev/null 2>&1 && seen "the repo's work tree"
 cat {operator}/secret >/dev/null 2>&1 && seen "the operator's home"
 cat /etc/shadow 2>/dev/null | grep -q . && seen /etc/shadow
@@ -126,6 +136,7 @@ labctl pr create --title Fix --body done || exit 7
 "#,
         repo = repo.display(),
         operator = operator.display(),
+        ad = ad.display(),
     );
     std::fs::write(agent_dir.path().join("afk.sh"), script).unwrap();
     let n = issue(&s, "r", "Work under /tmp").await;

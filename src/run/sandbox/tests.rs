@@ -18,6 +18,7 @@ fn policy(lab: &Path) -> Policy {
             empty: lab.join("sandbox/empty"),
         }),
         userns: true,
+        homes: vec![],
         tmp_bytes: Some(1 << 20),
     }
 }
@@ -121,9 +122,75 @@ fn an_npm_install_is_bound_whole() {
     std::fs::write(pkg.join("cli.js"), "").unwrap();
     let link = root.join("node_modules/.bin/cli");
     std::os::unix::fs::symlink("../@x/cli/cli.js", &link).unwrap();
-    let (real, dir) = install_of(&link).unwrap();
+    let none = Policy::default();
+    let (real, dir) = install_of(&link, &none).unwrap();
     assert_eq!(real, pkg.join("cli.js"));
     assert_eq!(dir, root.join("node_modules"));
-    let (real, dir) = install_of(Path::new("/bin/sh")).unwrap();
-    assert_eq!(dir, real.parent().unwrap());
+    // A program of the system is bound alone, not its folder.
+    let (real, dir) = install_of(Path::new("/bin/sh"), &none).unwrap();
+    assert_eq!(dir, real);
+}
+
+/// Issue 40 §10: a CLI that is one file in a folder binds the file, never
+/// its neighbours; a native installer's version folder is bound whole; a
+/// folder that is or holds the operator's home or a hidden place is
+/// refused with why.
+#[test]
+fn a_cli_binds_its_program_never_its_neighbours() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let home = root.join("home");
+    let lab = root.join("lab");
+    for d in [home.join("bin"), home.join(".ssh"), lab.clone()] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let policy = Policy {
+        hidden: vec![lab.clone()],
+        homes: vec![home.clone()],
+        ..Policy::default()
+    };
+    // `<home>/bin/claude` beside other tools, and a wrapper in the home.
+    for program in [home.join("bin/claude"), home.join("claude")] {
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        let (real, bound) = install_of(&program, &policy).unwrap();
+        assert_eq!((&real, &bound), (&program, &program));
+    }
+    // The native installer: a link to `…/versions/<version>`.
+    let version = home.join(".local/share/claude/versions/2.1.332");
+    std::fs::create_dir_all(version.parent().unwrap()).unwrap();
+    std::fs::write(&version, "ELF").unwrap();
+    let link = home.join(".local/bin/claude");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&version, &link).unwrap();
+    assert_eq!(install_of(&link, &policy).unwrap().1, version);
+    let folder = home.join(".local/share/codex/versions/0.171.0/bin");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("codex"), "ELF").unwrap();
+    assert_eq!(
+        install_of(&folder.join("codex"), &policy).unwrap().1,
+        folder.parent().unwrap()
+    );
+    // An npm install that holds the operator's home: refused.
+    let wide = Policy {
+        homes: vec![root.join("node_modules/me")],
+        ..Policy::default()
+    };
+    let cli = root.join("node_modules/@x/cli.js");
+    std::fs::create_dir_all(cli.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(root.join("node_modules/me")).unwrap();
+    std::fs::write(&cli, "").unwrap();
+    let why = install_of(&cli, &wide).unwrap_err();
+    assert!(
+        why.contains("which holds") && why.contains("node_modules/me"),
+        "{why}"
+    );
+    // A program in lab's data dir: refused.
+    std::fs::write(lab.join("claude"), "").unwrap();
+    let why = install_of(&lab.join("claude"), &policy).unwrap_err();
+    assert!(why.contains("which no run may see"), "{why}");
+    assert!(
+        install_of(&root.join("nope"), &policy)
+            .unwrap_err()
+            .contains("cannot find")
+    );
 }
