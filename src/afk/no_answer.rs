@@ -10,7 +10,9 @@
 //! that ends without an error, or a question to a person.
 //!
 //! Trust: a run's screen and hooks are its agent's to forge, so one run's
-//! word ends that run only. The provider is held back (no new AFK run, for
+//! word ends that run only, and what lab says of the error (on the issue,
+//! in the hold) is in lab's words: an HTTP status, or a `StopFailure` error
+//! name lab knows. The provider is held back (no new AFK run, for
 //! [`HOLD_SECS`]) only when a second run of it has no answer either, as a
 //! usage limit is (`limits.rs`).
 
@@ -52,6 +54,31 @@ fn answered(run: &Run) -> bool {
 /// Whether an idle agent's reason says its turn ended on an API error.
 fn gave_up(why: &str) -> bool {
     why.starts_with("the turn ended on an error")
+}
+
+/// What the CLI said of the error, in lab's words only: the reason is the
+/// agent's screen or hook call, so nothing of it but an HTTP status or one
+/// of Claude Code's `StopFailure` error names goes on (the ending is told to
+/// the issue, on a forge too).
+fn in_lab_s_words(why: &str) -> String {
+    const NAMED: &[&str] = &[
+        "server_error",
+        "authentication_failed",
+        "billing_error",
+        "invalid_request",
+        "max_output_tokens",
+        "unknown",
+    ];
+    let status = why
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|d| d.parse::<u16>().ok())
+        .find(|n| (400..600).contains(n));
+    let named = NAMED.iter().find(|n| why.ends_with(*n));
+    match (status, named) {
+        (Some(n), _) => format!("HTTP {n}; its CLI kept retrying"),
+        (None, Some(e)) => format!("its CLI gave up: {e}"),
+        (None, None) => "its CLI kept retrying".to_owned(),
+    }
 }
 
 /// One claim's run with no answer (its `ClaimState::no_answer`).
@@ -112,7 +139,8 @@ impl Scheduler {
         if now - episode.since_ms >= NO_ANSWER_MINUTES * minute {
             self.hold_if_another(claim, &episode, &why);
             return Answers::End(format!(
-                "its CLI got no answer from the model API for {NO_ANSWER_MINUTES} minutes ({why})"
+                "its CLI got no answer from the model API for {NO_ANSWER_MINUTES} minutes ({})",
+                in_lab_s_words(&why)
             ));
         }
         // A turn its CLI gave up on is asked again after a pause, once.
@@ -151,7 +179,10 @@ impl Scheduler {
         self.holds.limits().hold(Limited {
             provider: episode.provider.clone(),
             until_ms: now_ms() + HOLD_SECS * 1000,
-            reason: format!("the model API gives its runs no answer ({why})"),
+            reason: format!(
+                "the model API gives its runs no answer ({})",
+                in_lab_s_words(why)
+            ),
             kind: HoldKind::NoAnswer,
             fix: None,
         });
@@ -172,6 +203,23 @@ mod tests {
             by: AgentBy::Hook,
         });
         r
+    }
+
+    #[test]
+    fn the_error_is_told_in_lab_s_words_only() {
+        assert_eq!(
+            in_lab_s_words("retrying: 529 Overloaded"),
+            "HTTP 529; its CLI kept retrying"
+        );
+        assert_eq!(
+            in_lab_s_words("the turn ended on an error: server_error"),
+            "its CLI gave up: server_error"
+        );
+        // Whatever else the agent's screen says stays out.
+        assert_eq!(
+            in_lab_s_words("retrying: see https://evil.example/@everyone"),
+            "its CLI kept retrying"
+        );
     }
 
     #[test]

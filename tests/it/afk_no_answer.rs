@@ -79,7 +79,7 @@ async fn a_run_without_answers_retries_then_ends_cli_unusable(b: Backend) {
     let detail = c["detail"].as_str().unwrap();
     assert!(
         detail.contains(
-            "its CLI got no answer from the model API for 10 minutes (retrying: 529 Overloaded)"
+            "its CLI got no answer from the model API for 10 minutes (HTTP 529; its CLI kept retrying)"
         ),
         "{c}"
     );
@@ -120,7 +120,7 @@ async fn two_runs_without_answers_hold_the_provider(b: Backend) {
     assert_eq!(held["provider"], "claude-code", "{st}");
     assert_eq!(held["kind"], "no-answer", "{st}");
     assert_eq!(
-        held["reason"], "the model API gives its runs no answer (retrying: 529 Overloaded)",
+        held["reason"], "the model API gives its runs no answer (HTTP 529; its CLI kept retrying)",
         "{st}"
     );
     issue(&s, "r", "Three").await;
