@@ -171,6 +171,24 @@ pub(super) async fn collect(
         })
 }
 
+/// Whether run `run`'s branch holds a commit its repo's default branch
+/// lacks: what a manual run's page offers a pull request for (issue 40
+/// §9). The branch is taken from the workspace in the run's jail first
+/// ([`collect`]); the commits are then compared in lab's own repo.
+pub async fn has_commits(runner: &crate::run::Runner, repo: &Repo, run: &Run) -> bool {
+    let Some(branch) = run.branch.as_deref() else {
+        return false;
+    };
+    if collect(runner, repo, run, branch).await.is_err() {
+        return false;
+    }
+    runner
+        .workspaces()
+        .has_own_commits(repo, branch)
+        .await
+        .unwrap_or(false)
+}
+
 /// Writes the run's receipt into its forge pull request's description when
 /// it changed since lab last wrote it: with `full`, usage counts too (the
 /// end of the run); otherwise only rounds, checks, scope and outcome do,

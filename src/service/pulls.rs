@@ -86,6 +86,70 @@ pub async fn run_diff(afk: &Scheduler, id: i64, limits: Limits) -> ServiceResult
         })
 }
 
+/// What a manual run's page offers of a pull request (issue 40 §9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PullOffer {
+    /// The one it opened.
+    Opened(String),
+    /// Its branch has commits: a pull request can be opened from it.
+    Open,
+    /// Nothing: not a manual run, no branch or repo, or no commits yet.
+    Nothing,
+}
+
+/// What run `run`'s page offers of a pull request: a manual run's opened
+/// one, or one to open when its branch has commits of its own.
+pub async fn offer(afk: &Scheduler, run: &crate::domain::Run) -> ServiceResult<PullOffer> {
+    if run.kind != crate::domain::RunKind::Manual {
+        return Ok(PullOffer::Nothing);
+    }
+    let store = afk.runner().store();
+    if let Some(url) = store
+        .pull_of_run(run.id)
+        .await
+        .map_err(|e| ServiceError::Internal(e.to_string()))?
+    {
+        return Ok(PullOffer::Opened(url));
+    }
+    let Some(repo_id) = run.repo_id.filter(|_| run.branch.is_some()) else {
+        return Ok(PullOffer::Nothing);
+    };
+    let Ok(repo) = store.repo(&RepoKey::Id(repo_id)).await else {
+        return Ok(PullOffer::Nothing);
+    };
+    Ok(
+        if crate::afk::pull::has_commits(afk.runner(), &repo, run).await {
+            PullOffer::Open
+        } else {
+            PullOffer::Nothing
+        },
+    )
+}
+
+/// Opens the pull request of run `id`'s branch (the run page's form; the
+/// API's `POST /runs/{id}/pull` maps the same errors to its statuses).
+pub async fn open(
+    afk: &Arc<Scheduler>,
+    id: i64,
+    title: &str,
+    body: &str,
+) -> ServiceResult<PullRequest> {
+    use crate::afk::pull::PullError;
+    let run = afk
+        .runner()
+        .store()
+        .run(id)
+        .await
+        .map_err(|e| ServiceError::from_store(e, || format!("run {id}")))?;
+    crate::afk::pull::open(afk, &run, title, body)
+        .await
+        .map_err(|e| match e {
+            PullError::Invalid(i) => ServiceError::Invalid(i),
+            PullError::Store(s) => ServiceError::from_store(s, || format!("run {id}'s repo")),
+            e => ServiceError::Conflict(e.to_string()),
+        })
+}
+
 /// A repo's pull request, with its diff when `with_diff`.
 pub async fn view(
     afk: &Scheduler,

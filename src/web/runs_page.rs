@@ -104,6 +104,12 @@ struct RunPage {
     usage: Vec<(&'static str, String)>,
     /// Its caps, what its workspace takes, what of its log was dropped.
     limits: Vec<(&'static str, String)>,
+    /// A manual run's pull request: the one it opened, or the form to open
+    /// one when its branch has commits (issue 40 §9).
+    pull_url: Option<String>,
+    pull_open: bool,
+    /// The form's title as offered: the prompt's first line.
+    pull_title: String,
 }
 
 /// A run's agent state as its page shows it (and its live events send).
@@ -399,6 +405,24 @@ fn split_history(html: &str, history: usize) -> (String, String) {
     (html[..at].to_owned(), html[at..].to_owned())
 }
 
+/// Opens a manual run's pull request from its page's form.
+async fn open_pull(
+    State(app): State<AppState>,
+    session: BrowserSession,
+    Path(id): Path<i64>,
+    form: Form,
+) -> Response {
+    if let Some(r) = session.refuse_forged(&form) {
+        return r;
+    }
+    let title = form.get("title").unwrap_or("");
+    let body = form.get("body").unwrap_or("").replace("\r\n", "\n");
+    match service::pulls::open(&app.scheduler, id, title, &body).await {
+        Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
+        Err(e) => super::service_error(e),
+    }
+}
+
 /// Types into a live run from its page: the reply box's text, then the key
 /// of the button pressed.
 async fn input(
@@ -469,8 +493,29 @@ async fn show(
         _ => None,
     };
     let limits = limit_rows(&run, disk);
+    let pull = match service::pulls::offer(&app.scheduler, &run).await {
+        Ok(p) => p,
+        Err(e) => return super::service_error(e),
+    };
+    let pull_title: String = run
+        .prompt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(72)
+        .collect();
+    let (pull_url, pull_open) = match pull {
+        service::pulls::PullOffer::Opened(url) => (Some(url), false),
+        service::pulls::PullOffer::Open => (None, true),
+        service::pulls::PullOffer::Nothing => (None, false),
+    };
     Page::ok(&RunPage {
         limits,
+        pull_url,
+        pull_open,
+        pull_title,
         chrome: Chrome::new(&session, "runs", &format!("Run {id}")),
         state: run.state.as_str(),
         detail: detail(&run),
@@ -523,4 +568,5 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{id}/stop", post(stop))
         .route("/runs/{id}/input", post(input))
         .route("/runs/{id}/remove", post(remove))
+        .route("/runs/{id}/pull", post(open_pull))
 }

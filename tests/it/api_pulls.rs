@@ -84,4 +84,75 @@ async fn a_builtin_pull_request_is_at_its_url(b: Backend) {
     s.stop().await;
 }
 
-on_both!(a_builtin_pull_request_is_at_its_url);
+/// A manual run's page offers "Open pull request" once its branch has a
+/// commit of its own, opens it from the form, then links it (issue 40 §9).
+async fn a_manual_run_s_page_opens_its_pull_request(b: Backend) {
+    use crate::pages_input::{client, csrf_of, session, visit};
+    let s = TestServer::start(b).await;
+    s.add_repo("r1").await;
+    let run = s.working_run("r1").await;
+    let cookie = session(&s).await;
+    let path = format!("/runs/{}", id(&run));
+    let page = async || {
+        visit(&s, &cookie, reqwest::Method::GET, &path)
+            .await
+            .text()
+            .await
+            .unwrap()
+    };
+    let before = page().await;
+    assert!(!before.contains("Open pull request"), "{before}");
+    crate::support::git::commit_in_run(&run);
+    let offered = page().await;
+    assert!(offered.contains("Open pull request"), "{offered}");
+    let form = offered.split("id=\"open-pull\"").nth(1).unwrap();
+    let csrf = csrf_of(form);
+    let r = client()
+        .post(format!("{}{path}/pull", s.url))
+        .header(reqwest::header::COOKIE, &cookie)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(format!("csrf={csrf}&title=From+the+page&body=done"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let pulls = s.get("/api/v1/repos/r1/pulls").await.ok();
+    assert_eq!(pulls[0]["title"], "From the page", "{pulls}");
+    assert_eq!(pulls[0]["run_id"], id(&run), "{pulls}");
+    let after = page().await;
+    assert!(
+        !after.contains("Open pull request") && after.contains("/repos/r1/pulls/1"),
+        "{after}"
+    );
+    // A forged form (no CSRF token) opens nothing more.
+    let r = client()
+        .post(format!("{}{path}/pull", s.url))
+        .header(reqwest::header::COOKIE, &cookie)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body("title=Again")
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(r.status(), 303);
+    assert_eq!(
+        s.get("/api/v1/repos/r1/pulls")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    s.stop().await;
+}
+
+on_both!(
+    a_manual_run_s_page_opens_its_pull_request,
+    a_builtin_pull_request_is_at_its_url
+);
