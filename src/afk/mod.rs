@@ -19,6 +19,7 @@ mod follow;
 mod forge_feedback;
 mod forge_follow;
 pub mod holds;
+mod judge;
 mod launch;
 pub mod limits;
 mod lost;

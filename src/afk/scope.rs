@@ -149,7 +149,7 @@ impl Scheduler {
     /// agent to undo it, while rounds are left and its last round changed
     /// the branch; then the run ends for a person (`StopCause::Scope`, its
     /// reason naming the paths: it shows on lab's pages; the issue is told
-    /// the globs only, `outcome::judge`).
+    /// the globs only, `judge::judge`).
     pub(super) async fn scope_round(
         &self,
         claim: &Claim,
