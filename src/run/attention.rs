@@ -175,7 +175,7 @@ impl Runner {
                     Some(size) if watch.unchanged(run.id) => size,
                     _ => run.log_path.as_deref().map_or(0, |p| {
                         watch.arm(run.id, std::path::Path::new(p));
-                        std::fs::metadata(p).map_or(0, |m| m.len())
+                        super::log::size(p)
                     }),
                 };
                 if !watch.unchanged(run.id) {
@@ -215,9 +215,13 @@ impl Runner {
         // A log past its cap loses its oldest output (`log.rs`): checked only
         // for logs that grew past it, so a quiet one costs nothing.
         for p in over_cap {
-            if let Err(e) = super::log::keep_newest(p, log_cap) {
-                tracing::debug!(log = p, error = %e, "could not drop a log's oldest output");
-            }
+            // It waits for the log's readers of the moment.
+            let p = p.to_owned();
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = super::log::keep_newest(&p, log_cap) {
+                    tracing::debug!(log = p, error = %e, "could not drop a log's oldest output");
+                }
+            });
         }
         if changed.is_empty() {
             return Ok(left);

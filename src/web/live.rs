@@ -106,7 +106,7 @@ async fn run(State(app): State<AppState>, _s: BrowserSession, Path(id): Path<i64
             // sent, before `end`.
             let ended = !r.state.is_active();
             if let Some(path) = r.log_path.as_deref() {
-                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                let size = crate::run::log::size(path);
                 if shown != Some(size) {
                     shown = Some(size);
                     // Without a screen to draw (the run's node does not

@@ -116,12 +116,10 @@ impl Emulator {
     /// what was replayed (it was replaced) is replayed from its start.
     /// Returns whether anything was fed. Blocking IO.
     pub fn catch_up(&mut self, log: &Path) -> std::io::Result<bool> {
-        let mut f = match std::fs::File::open(log) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(e),
+        let Some(mut log) = super::log::Log::open(&log.to_string_lossy())? else {
+            return Ok(false);
         };
-        let len = f.metadata()?.len();
+        let len = log.len();
         if len < self.offset {
             let (rows, cols) = self.size();
             *self = Emulator::new(rows, cols);
@@ -130,9 +128,8 @@ impl Emulator {
             return Ok(false);
         }
         // Past output lab dropped (`runs.log_max_mb`): on from what is kept.
-        self.offset = super::log::resume_at(&f, self.offset, len);
-        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(self.offset))?;
-        let mut f = f.take(len - self.offset);
+        let (mut f, start) = log.read_from(self.offset)?;
+        self.offset = start;
         let mut buf = vec![0; CHUNK];
         loop {
             let n = f.read(&mut buf)?;
