@@ -18,6 +18,19 @@ use crate::validate::{self, Errors, FieldError, Invalid};
 pub struct Request {
     pub model: Option<String>,
     pub effort: Option<String>,
+    /// A manual run's spawn options, checked and canonical (the others take
+    /// none from a request).
+    pub options: BTreeMap<String, String>,
+}
+
+/// What a person asked for when starting a run (or explaining one): a
+/// model, an effort and spawn options, each unchecked. Only a manual run
+/// takes them; the unattended kinds refuse any.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asked<'a> {
+    pub model: Option<&'a str>,
+    pub effort: Option<&'a str>,
+    pub options: Option<&'a BTreeMap<String, String>>,
 }
 
 /// The effective configuration of one run.
@@ -122,7 +135,8 @@ fn kind_option<'a>(d: &'a Defaults, k: RunKind, key: &str) -> Option<&'a str> {
 /// Resolves a run's configuration; `repo` and `global` are both written for
 /// provider `id` (see [`resolve_kind`] for a kind on another provider).
 ///
-/// - manual: `request ?? repo.base ?? global.base ?? provider default`, no options;
+/// - manual: `request ?? repo.base ?? global.base ?? provider default`, and
+///   only the options the request names (the rest are the CLI's own);
 /// - AFK: `repo.afk ?? global.afk ?? repo.base ?? global.base ?? provider default`,
 ///   and each declared option `repo.afk ?? global.afk ?? spec default`;
 /// - plan: `repo.plan ?? global.plan ??` then AFK's chain, options too;
@@ -161,7 +175,17 @@ pub fn resolve(
         provider.default_effort(),
     );
     let options = match kind {
-        RunKind::Manual => BTreeMap::new(),
+        RunKind::Manual => request
+            .options
+            .iter()
+            .map(|(k, v)| {
+                let v = Sourced {
+                    value: v.clone(),
+                    layer: Layer::Request,
+                };
+                (k.clone(), v)
+            })
+            .collect(),
         RunKind::Afk | RunKind::Plan | RunKind::Review => provider
             .spawn_options()
             .iter()
@@ -198,8 +222,7 @@ pub fn resolve_request(
     repo: &Repo,
     global: &Defaults,
     kind: RunKind,
-    model: Option<&str>,
-    effort: Option<&str>,
+    asked: Asked,
 ) -> Result<Resolved, Invalid> {
     if matches!(kind, RunKind::Plan | RunKind::Review) {
         return Err(FieldError::new(
@@ -209,7 +232,7 @@ pub fn resolve_request(
         .into());
     }
     let id = repo.provider()?;
-    resolve_layers(id, global, &repo.defaults, repo, kind, model, effort, None)
+    resolve_layers(id, global, &repo.defaults, repo, kind, asked, None)
 }
 
 /// An AFK run's configuration for one issue: the repo's AFK layering with
@@ -227,27 +250,31 @@ pub fn resolve_afk(
         &repo.defaults,
         repo,
         RunKind::Afk,
-        None,
-        None,
+        Asked::default(),
         issue,
     )
 }
 
-#[allow(clippy::too_many_arguments)]
 fn resolve_layers(
     id: ProviderId,
     global: &Defaults,
     repo_defaults: &Defaults,
     repo: &Repo,
     kind: RunKind,
-    model: Option<&str>,
-    effort: Option<&str>,
+    asked: Asked,
     issue_layer: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
     let p = id.provider();
+    let Asked {
+        model,
+        effort,
+        options,
+    } = asked;
+    let options = options.filter(|o| !o.is_empty());
     let mut errs = Errors::default();
     if kind.is_unattended() {
-        for (name, v) in [("model", model), ("effort", effort)] {
+        let opts = options.map(|_| "options");
+        for (name, v) in [("model", model), ("effort", effort), ("options", opts)] {
             if given(v).is_some() {
                 errs.push(FieldError::new(
                     name,
@@ -263,10 +290,19 @@ fn resolve_layers(
             }
         }
     }
-    let request = Request {
+    let mut request = Request {
         model: given(model).and_then(|m| errs.check(validate::model(p, "model", m))),
         effort: given(effort).and_then(|e| errs.check(validate::effort(p, "effort", e))),
+        options: BTreeMap::new(),
     };
+    if kind == RunKind::Manual {
+        for (k, v) in options.into_iter().flatten() {
+            let field = format!("options.{k}");
+            if let Some(v) = errs.check(validate::manual_option(p, &field, k, v)) {
+                request.options.insert(k.clone(), v);
+            }
+        }
+    }
     errs.finish()?;
     let mut r = resolve(id, kind, global, repo_defaults, &request);
     // The issue's directives are for the work: only the AFK run takes them.
@@ -298,7 +334,8 @@ fn resolve_layers(
     ) {
         errs.push(e);
     }
-    for (k, v) in &r.options {
+    // A manual run's options are the request's, checked above.
+    for (k, v) in r.options.iter().filter(|_| kind != RunKind::Manual) {
         let field = format!("{kind}_options.{k}");
         if let Some(e) = stale("value", v, validate::option(p, &field, k, &v.value)) {
             errs.push(e);

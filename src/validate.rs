@@ -202,10 +202,31 @@ pub fn option_key(
 }
 
 /// A spawn option's value, canonical: bools lower case, enums in the
-/// catalog's casing.
+/// catalog's casing. For the AFK defaults and the kinds run with nobody to
+/// answer; [`manual_option`] for a manual run.
 pub fn option(p: &dyn Provider, field: &str, key: &str, value: &str) -> Result<String, FieldError> {
     let spec = option_key(p, field, key)?;
-    catalog_match(spec.values, value.trim())
+    option_in(spec, spec.values, field, value)
+}
+
+/// A manual run's spawn option: the values that ask a person allowed too.
+pub fn manual_option(
+    p: &dyn Provider,
+    field: &str,
+    key: &str,
+    value: &str,
+) -> Result<String, FieldError> {
+    let spec = option_key(p, field, key)?;
+    option_in(spec, &spec.manual_values(), field, value)
+}
+
+fn option_in(
+    spec: &crate::provider::OptionSpec,
+    values: &[&'static str],
+    field: &str,
+    value: &str,
+) -> Result<String, FieldError> {
+    catalog_match(values, value.trim())
         .map(str::to_owned)
         .ok_or_else(|| {
             let what = match spec.ty {
@@ -217,12 +238,12 @@ pub fn option(p: &dyn Provider, field: &str, key: &str, value: &str) -> Result<S
                 format!(
                     "invalid value '{}' for option '{}': must be {what}; allowed: {}",
                     shown(value),
-                    key,
-                    list(spec.values)
+                    spec.key,
+                    list(values)
                 ),
             )
             .with_value(value)
-            .with_allowed(spec.values)
+            .with_allowed(values)
         })
 }
 

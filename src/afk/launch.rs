@@ -251,6 +251,7 @@ impl Scheduler {
         let launched = self
             .runner
             .launch(LaunchRequest {
+                options: Default::default(),
                 repo: repo.clone(),
                 global,
                 kind,

@@ -203,6 +203,7 @@ impl Scheduler {
             .1;
         self.runner
             .launch(LaunchRequest {
+                options: Default::default(),
                 repo: repo.clone(),
                 global,
                 kind: RunKind::Review,

@@ -120,8 +120,13 @@ pub fn providers(v: &[ProviderBody], as_json: bool) {
             p.default_effort
         );
         for o in &p.options {
+            let asks = if o.asks.is_empty() {
+                String::new()
+            } else {
+                format!("; manual runs also {}", o.asks.join("|"))
+            };
             println!(
-                "  option {} ({}: {}, default {}): {}",
+                "  option {} ({}: {}, default {}{asks}): {}",
                 o.key,
                 o.ty,
                 o.values.join("|"),

@@ -26,6 +26,11 @@ pub struct StartArgs {
     /// Effort for this run.
     #[arg(long)]
     effort: Option<String>,
+    /// A spawn option of the run's provider, KEY=VALUE (repeatable; `labctl
+    /// providers` lists them), e.g. `--option permission_mode=acceptEdits`.
+    /// An option not given is the CLI's own default.
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = option_arg)]
+    options: Vec<(String, String)>,
     /// The lab node to run it on (labctl node ls); default: the node
     /// labctl talks to, or while it drains, one that takes new runs.
     #[arg(long)]
@@ -148,6 +153,16 @@ pub(super) async fn with_spinner<T>(
     out
 }
 
+/// `KEY=VALUE`, both non-empty.
+fn option_arg(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+            Ok((k.trim().to_owned(), v.trim().to_owned()))
+        }
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
+}
+
 pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
     let prompt = read_prompt(&a)?;
     let body = StartRunBody {
@@ -155,6 +170,7 @@ pub async fn start(client: &Client, a: StartArgs) -> CliResult<()> {
         provider: a.provider.clone(),
         model: a.model.clone(),
         effort: a.effort.clone(),
+        options: a.options.iter().cloned().collect(),
         prompt: Some(prompt),
         node: a.node.clone(),
     };

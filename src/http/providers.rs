@@ -30,6 +30,10 @@ pub struct OptionBody {
     #[schema(schema_with = super::schema::option_type)]
     pub ty: String,
     pub values: Vec<String>,
+    /// Values that have the CLI ask a person at times: a manual run may
+    /// take them too (`POST /runs` `options`); the AFK defaults may not.
+    #[serde(default)]
+    pub asks: Vec<String>,
     pub default: String,
     pub description: String,
 }
@@ -41,6 +45,7 @@ impl From<&OptionSpec> for OptionBody {
             label: o.label.to_owned(),
             ty: o.ty.as_str().to_owned(),
             values: o.values.iter().map(|v| (*v).to_owned()).collect(),
+            asks: o.asks.iter().map(|v| (*v).to_owned()).collect(),
             default: o.default.to_owned(),
             description: o.description.to_owned(),
         }

@@ -236,6 +236,12 @@ pub struct StartRunBody {
     /// default when absent.
     #[serde(default)]
     pub effort: Option<String>,
+    /// Spawn options of the run's provider (`GET /providers`: each
+    /// provider's `options`), by key. A manual run also takes the values
+    /// that ask a person (an option's `asks`); a key not named is the CLI's
+    /// own default.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
     #[serde(default)]
     #[schema(schema_with = schema::prompt)]
     pub prompt: Option<String>,
@@ -296,11 +302,14 @@ async fn start_run(
     let (run, t) = service::runs::start_manual(
         &app.store,
         &app.runner,
-        &body.repo,
-        body.provider.as_deref(),
-        body.model,
-        body.effort,
-        prompt,
+        service::runs::ManualStart {
+            repo: &body.repo,
+            provider: body.provider.as_deref(),
+            model: body.model,
+            effort: body.effort,
+            options: body.options,
+            prompt,
+        },
     )
     .await?;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;

@@ -75,6 +75,7 @@ const OPTIONS: &[OptionSpec] = &[
         default: "false",
         description: "Put an ultracode directive before the initial prompt, so Claude Code \
                       splits substantial work across sub-agents. Does nothing without a prompt.",
+        asks: &[],
     },
     OptionSpec {
         key: "permission_mode",
@@ -84,7 +85,10 @@ const OPTIONS: &[OptionSpec] = &[
         default: "bypassPermissions",
         description: "What Claude Code may do without asking (--permission-mode). An AFK run has \
                       nobody to ask: bypassPermissions allows every tool; dontAsk refuses what is \
-                      not allowed instead of asking. Modes that ask a person are not offered.",
+                      not allowed instead of asking. A manual run may also take the modes that \
+                      ask a person (manual, acceptEdits, plan, auto); without a choice it runs \
+                      the CLI's own default.",
+        asks: &["manual", "acceptEdits", "plan", "auto"],
     },
 ];
 
@@ -245,7 +249,7 @@ impl Provider for ClaudeCode {
     fn unattended(&self, options: &std::collections::BTreeMap<String, String>) -> bool {
         options
             .get("permission_mode")
-            .is_some_and(|m| m == "bypassPermissions" || m == "dontAsk")
+            .is_some_and(|m| matches!(m.as_str(), "bypassPermissions" | "dontAsk" | "auto"))
     }
 
     fn env_passthrough(&self) -> &'static [&'static str] {

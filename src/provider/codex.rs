@@ -59,6 +59,7 @@ const OPTIONS: &[OptionSpec] = &[
         default: "never",
         description: "When Codex asks before running a command (-a). An AFK run has nobody to \
                       ask: on-request can leave it waiting.",
+        asks: &[],
     },
     OptionSpec {
         key: "sandbox",
@@ -67,6 +68,7 @@ const OPTIONS: &[OptionSpec] = &[
         values: &["workspace-write", "read-only", "danger-full-access"],
         default: "workspace-write",
         description: "What commands Codex runs may touch (-s).",
+        asks: &[],
     },
 ];
 

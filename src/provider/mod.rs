@@ -56,6 +56,17 @@ pub struct OptionSpec {
     pub values: &'static [&'static str],
     pub default: &'static str,
     pub description: &'static str,
+    /// Values that have the CLI ask a person at times: offered to manual
+    /// runs only, where one is there to answer (a manual run takes every
+    /// value of [`OptionSpec::values`] too).
+    pub asks: &'static [&'static str],
+}
+
+impl OptionSpec {
+    /// Every value a manual run may take.
+    pub fn manual_values(&self) -> Vec<&'static str> {
+        self.values.iter().chain(self.asks).copied().collect()
+    }
 }
 
 pub const BOOL_VALUES: &[&str] = &["true", "false"];

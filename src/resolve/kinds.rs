@@ -3,7 +3,7 @@
 //!
 //! Invariant: no IO.
 
-use super::{IssueLayer, Resolved, resolve_layers};
+use super::{Asked, IssueLayer, Resolved, resolve_layers};
 use crate::domain::{Defaults, RunKind};
 use crate::provider::ProviderId;
 use crate::repo::Repo;
@@ -48,7 +48,7 @@ pub fn resolve_kind(
     kind: RunKind,
     issue: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
-    resolve_kind_request(repo, settings, kind, None, None, issue)
+    resolve_kind_request(repo, settings, kind, Asked::default(), issue)
 }
 
 /// [`resolve_kind`] for a caller holding a request's model and effort (the
@@ -57,12 +57,11 @@ pub fn resolve_kind_request(
     repo: &Repo,
     settings: &Settings,
     kind: RunKind,
-    model: Option<&str>,
-    effort: Option<&str>,
+    asked: Asked,
     issue: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
     let id = repo.kind_provider(&settings.kinds, kind)?;
-    resolve_on(repo, settings, kind, id, model, effort, issue)
+    resolve_on(repo, settings, kind, id, asked, issue)
 }
 
 /// A run of `kind` on provider `id`: that provider's global layers, and
@@ -74,14 +73,13 @@ pub fn resolve_on(
     settings: &Settings,
     kind: RunKind,
     id: ProviderId,
-    model: Option<&str>,
-    effort: Option<&str>,
+    asked: Asked,
     issue: Option<&IssueLayer>,
 ) -> Result<Resolved, Invalid> {
     let global = settings.provider(id);
     let layers = repo_layers(repo, kind, id);
     let issue = issue.filter(|_| kind == RunKind::Afk);
-    resolve_layers(id, &global, &layers, repo, kind, model, effort, issue)
+    resolve_layers(id, &global, &layers, repo, kind, asked, issue)
 }
 
 #[cfg(test)]

@@ -148,6 +148,7 @@ fn empty_strings_inherit_like_absent_values() {
     let req = Request {
         model: blank,
         effort: None,
+        options: Default::default(),
     };
     for kind in [RunKind::Manual, RunKind::Afk] {
         let r = resolve(p, kind, &global, &repo, &req);
@@ -167,6 +168,7 @@ fn afk_ignores_the_request() {
     let req = Request {
         model: Some("gpt-6-sol".into()),
         effort: Some("low".into()),
+        options: Default::default(),
     };
     let r = resolve(
         p,

@@ -86,6 +86,8 @@ pub struct LaunchRequest {
     pub provider: Option<crate::provider::ProviderId>,
     pub model: Option<String>,
     pub effort: Option<String>,
+    /// A manual run's spawn options as asked (checked when resolved).
+    pub options: BTreeMap<String, String>,
     pub prompt: String,
     /// Whether `{branch}` in the prompt stands for the run's branch (known
     /// only once the run is recorded): lab's AFK template names it.
@@ -109,6 +111,16 @@ pub struct LaunchRequest {
     /// the default branch's head: a review run reads the pull request's
     /// head (checked out in the run's jail).
     pub start_at: Option<String>,
+}
+
+impl LaunchRequest {
+    fn asked(&self) -> resolve::Asked<'_> {
+        resolve::Asked {
+            model: self.model.as_deref(),
+            effort: self.effort.as_deref(),
+            options: Some(&self.options),
+        }
+    }
 }
 
 impl Runner {
@@ -167,23 +179,9 @@ impl Runner {
             RunKind::Manual => match req.provider {
                 Some(id) if req.repo.provider().ok() != Some(id) => {
                     let settings = self.store.settings().await?;
-                    resolve::resolve_on(
-                        &req.repo,
-                        &settings,
-                        req.kind,
-                        id,
-                        req.model.as_deref(),
-                        req.effort.as_deref(),
-                        None,
-                    )?
+                    resolve::resolve_on(&req.repo, &settings, req.kind, id, req.asked(), None)?
                 }
-                _ => resolve::resolve_request(
-                    &req.repo,
-                    &req.global,
-                    req.kind,
-                    req.model.as_deref(),
-                    req.effort.as_deref(),
-                )?,
+                _ => resolve::resolve_request(&req.repo, &req.global, req.kind, req.asked())?,
             },
             // Their provider may be another than the repo's: resolved
             // against that one's global defaults.

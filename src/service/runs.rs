@@ -31,17 +31,35 @@ pub fn run_error(id: i64) -> impl FnOnce(RunError) -> ServiceError {
     }
 }
 
-/// Starts a manual run: the model and effort asked for override the repo's
-/// resolved base defaults for this one start.
+/// A manual start as a person asked for it, unchecked.
+#[derive(Debug, Default)]
+pub struct ManualStart<'a> {
+    /// Repo name or id.
+    pub repo: &'a str,
+    pub provider: Option<&'a str>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    /// Spawn options of the run's provider (`GET /providers`); a key not
+    /// named is the CLI's own default.
+    pub options: BTreeMap<String, String>,
+    pub prompt: String,
+}
+
+/// Starts a manual run: the model, effort and options asked for override
+/// the repo's resolved base defaults for this one start.
 pub async fn start_manual(
     store: &Store,
     runner: &Arc<Runner>,
-    repo: &str,
-    provider: Option<&str>,
-    model: Option<String>,
-    effort: Option<String>,
-    prompt: String,
+    start: ManualStart<'_>,
 ) -> ServiceResult<(Run, LaunchTimings)> {
+    let ManualStart {
+        repo,
+        provider,
+        model,
+        effort,
+        options,
+        prompt,
+    } = start;
     // Checked before anything else: a rejected request writes nothing.
     let provider = provider
         .map(|p| crate::validate::provider_id("provider", p))
@@ -66,6 +84,7 @@ pub async fn start_manual(
         provider,
         model,
         effort,
+        options,
         prompt,
         prompt_names_branch: false,
         env: BTreeMap::new(),
@@ -85,7 +104,8 @@ pub async fn start_manual(
             // A model or effort of another provider: say how to choose it.
             ServiceError::Invalid(mut i) => {
                 for f in &mut i.0 {
-                    if f.field == "model" || f.field == "effort" {
+                    if f.field == "model" || f.field == "effort" || f.field.starts_with("options.")
+                    {
                         f.message.push_str(CHOOSE_PROVIDER);
                     }
                 }

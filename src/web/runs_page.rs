@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 use super::forms::{Form, FormErrors, FormField, Kind, select};
 use super::repos_page::{Shown, sourced_rows};
@@ -266,6 +267,21 @@ async fn new_fields(
             )
             .error_from(errors),
         );
+        // The options of the repo's provider; without a choice, the CLI's
+        // own default.
+        for o in p.spawn_options() {
+            let name = format!("{OPTION_FIELD}{}", o.key);
+            let values = o.manual_values();
+            fields.push(
+                FormField::new(
+                    &name,
+                    o.label,
+                    select(Some("the CLI's own".to_owned()), &values, &v(&name)),
+                )
+                .help(o.description)
+                .error_from(errors),
+            );
+        }
     }
     let nodes: Vec<String> = app
         .fleet
@@ -328,11 +344,14 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
         Ok(crate::fleet::Place::Here) => service::runs::start_manual(
             &app.store,
             &app.runner,
-            &repo,
-            form.value("provider").as_deref(),
-            form.value("model"),
-            form.value("effort"),
-            form.get("prompt").unwrap_or("").to_owned(),
+            service::runs::ManualStart {
+                repo: &repo,
+                provider: form.value("provider").as_deref(),
+                model: form.value("model"),
+                effort: form.value("effort"),
+                options: form_options(&form),
+                prompt: form.get("prompt").unwrap_or("").to_owned(),
+            },
         )
         .await
         .map(|(run, _)| run.id),
@@ -367,6 +386,18 @@ async fn start(State(app): State<AppState>, session: BrowserSession, form: Form)
 
 /// Starts the form's run on another node (issue 29 §4): the run's id, or
 /// what that node refused.
+/// The start form's spawn options (`options.<key>`), those chosen.
+fn form_options(form: &Form) -> BTreeMap<String, String> {
+    form.0
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(OPTION_FIELD)?.to_owned(), v.clone())))
+        .filter(|(_, v)| !v.trim().is_empty())
+        .collect()
+}
+
+/// The prefix of the start form's option fields: the API's field names.
+const OPTION_FIELD: &str = "options.";
+
 async fn start_on(
     app: &AppState,
     node: &crate::domain::Node,
@@ -378,6 +409,7 @@ async fn start_on(
         provider: form.value("provider"),
         model: form.value("model"),
         effort: form.value("effort"),
+        options: form_options(form),
         prompt: form.get("prompt").map(str::to_owned),
         node: Some(node.id.clone()),
     };

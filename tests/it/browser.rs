@@ -244,6 +244,9 @@ async fn a_manual_run_streams_its_output_live(b: Backend) {
         "sonnet (from the provider's default)"
     );
     br.select("effort", "low").await;
+    // A manual run's permission mode is a provider option like the others,
+    // modes that ask a person included (issue 40 §9).
+    br.select("options.permission_mode", "acceptEdits").await;
     br.fill("prompt", "FAKE_TICK_MS=150").await;
     br.submit("Start").await;
     // The form redirects to the new run's page.
@@ -257,6 +260,11 @@ async fn a_manual_run_streams_its_output_live(b: Backend) {
     assert_eq!(run["effort"]["value"], "low");
     assert_eq!(run["effort"]["source"], "request");
     assert_eq!(run["model"]["source"], "provider.default");
+    assert_eq!(
+        run["options"]["permission_mode"],
+        json!({"value": "acceptEdits", "source": "request"}),
+        "{run}"
+    );
     // Lines appear while the page is open (the page was loaded before them):
     // the screen is redrawn with later ticks.
     let out = br.driver.find(By::Id("screen")).await.unwrap();

@@ -223,7 +223,80 @@ async fn start_chooses_the_provider_and_repo_show_names_the_check(b: Backend) {
     s.stop().await;
 }
 
+/// A manual run's permission mode is a provider option like the others
+/// (issue 40 §9): `labctl start --option` passes it to the CLI, the modes
+/// that ask a person included; without one the CLI runs its own default; a
+/// bad value or key is refused naming what is allowed, and nothing starts.
+/// The AFK defaults still refuse the modes that ask a person.
+async fn start_takes_the_provider_s_options(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("web").await;
+    let run = json(&labctl(
+        &s,
+        &[
+            "start",
+            "web",
+            "--option",
+            "permission_mode=acceptEdits",
+            "--prompt",
+            "stay",
+            "--json",
+        ],
+    ));
+    let id = run["id"].as_i64().unwrap();
+    assert_eq!(
+        run["options"]["permission_mode"],
+        json!({"value": "acceptEdits", "source": "request"}),
+        "{run}"
+    );
+    let argv = crate::support::agent::argv(&s.record(id, "argv").await);
+    let at = argv
+        .iter()
+        .position(|a| a == b"--permission-mode")
+        .expect("--permission-mode");
+    assert_eq!(argv[at + 1], b"acceptEdits");
+    let plain = json(&labctl(&s, &["start", "web", "--prompt", "stay", "--json"]));
+    let argv = crate::support::agent::argv(&s.record(plain["id"].as_i64().unwrap(), "argv").await);
+    assert!(
+        !argv.iter().any(|a| a == b"--permission-mode"),
+        "no mode asked, none passed: {argv:?}"
+    );
+    for (arg, says) in [
+        (
+            "permission_mode=sometimes",
+            "invalid value 'sometimes' for option 'permission_mode': must be one of the listed \
+             values; allowed: bypassPermissions, dontAsk, manual, acceptEdits, plan, auto",
+        ),
+        (
+            "colour=red",
+            "unknown option 'colour' for provider claude-code",
+        ),
+    ] {
+        let bad = labctl(&s, &["start", "web", "--option", arg]);
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(5), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    let runs = s.get("/api/v1/runs").await.ok();
+    assert_eq!(runs.as_array().map(Vec::len), Some(2), "{runs}");
+    let refused = s
+        .patch(
+            "/api/v1/settings",
+            json!({"providers": {"claude-code": {"afk_options": {"permission_mode": "acceptEdits"}}}}),
+        )
+        .await
+        .expect(400);
+    assert!(
+        refused
+            .to_string()
+            .contains("allowed: bypassPermissions, dontAsk\""),
+        "{refused}"
+    );
+    s.stop().await;
+}
+
 on_both!(
+    start_takes_the_provider_s_options,
     start_chooses_the_provider_and_repo_show_names_the_check,
     a_closed_pipe_ends_labctl_quietly,
     login_saves_where_lab_is,

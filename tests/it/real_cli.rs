@@ -53,6 +53,7 @@ async fn reaches_login(b: Backend, provider: &'static str, kind: RunKind, login:
     let run = s
         .runner()
         .launch(LaunchRequest {
+            options: Default::default(),
             repo,
             global,
             kind,

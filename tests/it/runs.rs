@@ -302,6 +302,7 @@ async fn a_dropped_launch_does_not_leave_a_run_starting(b: Backend) {
         .await
         .unwrap();
     let mut launch = Box::pin(s.runner().launch(LaunchRequest {
+        options: Default::default(),
         repo,
         global,
         kind: lab::domain::RunKind::Manual,

@@ -38,6 +38,16 @@ pub struct ResolveQuery {
     pub issue: Option<i64>,
 }
 
+impl ResolveQuery {
+    fn asked(&self) -> resolve::Asked<'_> {
+        resolve::Asked {
+            model: self.model.as_deref(),
+            effort: self.effort.as_deref(),
+            options: None,
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct ResolvedBody {
     pub kind: RunKind,
@@ -106,24 +116,11 @@ async fn resolve_repo(
     // A plan or review run's provider may be another than the repo's.
     if matches!(kind, RunKind::Plan | RunKind::Review) {
         let settings = app.store.settings().await.map_err(ApiError::internal)?;
-        let resolved = resolve::resolve_kind_request(
-            &repo,
-            &settings,
-            kind,
-            q.model.as_deref(),
-            q.effort.as_deref(),
-            None,
-        )?;
+        let resolved = resolve::resolve_kind_request(&repo, &settings, kind, q.asked(), None)?;
         return Ok(Json(resolved.into()));
     }
     if kind != RunKind::Afk {
-        let resolved = resolve::resolve_request(
-            &repo,
-            &global,
-            kind,
-            q.model.as_deref(),
-            q.effort.as_deref(),
-        )?;
+        let resolved = resolve::resolve_request(&repo, &global, kind, q.asked())?;
         return Ok(Json(resolved.into()));
     }
     let settings = app.store.settings().await.map_err(ApiError::internal)?;
@@ -158,13 +155,7 @@ async fn resolve_repo(
         _ => {}
     }
     // The query's model and effort are refused for AFK runs, as ever.
-    resolve::resolve_request(
-        &repo,
-        &global,
-        kind,
-        q.model.as_deref(),
-        q.effort.as_deref(),
-    )?;
+    resolve::resolve_request(&repo, &global, kind, q.asked())?;
     let layer = directives.layer();
     let resolved = resolve::resolve_afk(&repo, &global, layer)?;
     let mut body = ResolvedBody::from(resolved);
