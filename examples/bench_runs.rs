@@ -77,6 +77,14 @@ async fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(30);
+    // `PACE_MS`: a pause after each pair of starts, as a person leaves
+    // between two starts (0, the default: back to back).
+    let pace = Duration::from_millis(
+        std::env::var("PACE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    );
     let tmp = tempfile::Builder::new()
         .prefix("lab-bench-")
         .tempdir()
@@ -149,6 +157,7 @@ async fn main() {
             ]
         ));
         bare_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        tokio::time::sleep(pace).await;
     }
     let (l, lw, w, b) = (
         median(&mut lab_ms),
@@ -156,10 +165,16 @@ async fn main() {
         median(&mut ws_ms),
         median(&mut bare_ms),
     );
-    println!("## Spawn ({spawns} of each, alternated)\n");
+    println!(
+        "## Spawn ({spawns} of each, alternated, {} ms between pairs)\n",
+        pace.as_millis()
+    );
     println!("| what | median |\n| --- | --- |");
     println!("| bare `tmux new-session -d` | {b:.2} ms |");
-    println!("| lab `POST /api/v1/runs`, total | {l:.2} ms |");
+    println!(
+        "| lab `POST /api/v1/runs`, total, with its workspace | {l:.2} ms ({:.2}× bare tmux) |",
+        l / b
+    );
     println!("| of which the git worktree | {w:.2} ms |");
     println!(
         "| lab without the worktree | {lw:.2} ms ({:.2}× bare tmux) |",

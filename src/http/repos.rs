@@ -479,7 +479,7 @@ async fn delete_repo(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    service::repos::remove(&app.store, &RepoKey::parse(&id)).await?;
+    service::repos::remove(&app.store, &app.runner, &RepoKey::parse(&id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

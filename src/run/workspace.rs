@@ -25,6 +25,7 @@ use crate::repo::{Repo, RepoSource};
 use crate::validate::FieldError;
 
 mod branch;
+mod spares;
 pub use branch::Changed;
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +70,8 @@ pub struct Workspaces {
     /// mirror fetches are not safe to run side by side. The lock holds what
     /// lab knows of the repo's mirror.
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<Mirror>>>>,
+    /// Each repo's prepared next workspace (`spares.rs`).
+    spares: Arc<spares::Spares>,
 }
 
 /// What lab knows of one URL repo's mirror (kept under the repo's lock).
@@ -92,6 +95,7 @@ impl Workspaces {
             root: data_dir.join("workspaces"),
             mirrors: data_dir.join("mirrors"),
             locks: Mutex::new(HashMap::new()),
+            spares: Arc::new(spares::Spares::new(data_dir)),
         }
     }
 
@@ -126,7 +130,9 @@ impl Workspaces {
     /// Makes run `run_id`'s workspace on branch `branch`, from the repo's
     /// default branch (for a URL repo, after fetching its mirror): a shared
     /// clone whose hooks are the repo's, which knows the default branch too,
-    /// checked out once. Host side: no agent has run in it yet.
+    /// checked out once. The repo's spare is taken when it was made from the
+    /// same head, and the next one is made after. Host side: no agent has
+    /// run in it yet.
     pub async fn create(
         &self,
         repo: &Repo,
@@ -143,25 +149,45 @@ impl Workspaces {
             .map_err(|e| WorkspaceError(format!("cannot create {}: {e}", self.root.display())))?;
         let path = self.path_for(run_id);
         let start = format!("refs/heads/{}", repo.default_branch);
-        let sha = Git::host(&git_dir).commit(&start).await.ok_or_else(|| {
+        let by_hand = branch_head_by_hand(&git_dir, &start);
+        let sha = match by_hand {
+            Some(sha) => Some(sha),
+            None => Git::host(&git_dir).commit(&start).await,
+        };
+        let sha = sha.ok_or_else(|| {
             WorkspaceError(format!(
                 "the repo has no branch '{}' to start from (set its default_branch)",
                 repo.default_branch
             ))
         })?;
-        let path_s = path.to_string_lossy().into_owned();
-        Git::host(&self.root)
-            .run(&["init", "--quiet", "--template=", "--", &path_s])
-            .await?;
-        borrow_objects(&path, &git_dir, &sha, &repo.default_branch)
-            .map_err(|e| WorkspaceError(format!("cannot set up {}: {e}", path.display())))?;
-        Git::host(&path)
-            .run(&["checkout", "--quiet", "--force", "-b", branch, &sha])
-            .await?;
+        let from = spares::From {
+            repo_id: repo.id,
+            git_dir: &git_dir,
+            sha: &sha,
+            default_branch: &repo.default_branch,
+        };
+        if !self.spares.take(&from, &path, branch).await {
+            let path_s = path.to_string_lossy().into_owned();
+            Git::host(&self.root)
+                .run(&["init", "--quiet", "--template=", "--", &path_s])
+                .await?;
+            borrow_objects(&path, &git_dir, &sha, &repo.default_branch)
+                .map_err(|e| WorkspaceError(format!("cannot set up {}: {e}", path.display())))?;
+            Git::host(&path)
+                .run(&["checkout", "--quiet", "--force", "-b", branch, &sha])
+                .await?;
+        }
+        self.spares.refill(&from);
         Ok(Workspace {
             path,
             branch: branch.to_owned(),
         })
+    }
+
+    /// Drops what this node keeps ready for a repo lab no longer has (its
+    /// spare workspace).
+    pub async fn forget_repo(&self, repo_id: i64) {
+        self.spares.forget(repo_id).await;
     }
 
     /// Moves a fresh workspace's branch to `commit` of the repo (a pull
@@ -345,6 +371,30 @@ impl Workspaces {
 }
 
 /// The git folder of a repository: a work tree's `.git`, or a bare one.
+/// The commit a branch of the operator's repo is at, read from its ref
+/// file or `packed-refs` without starting git (a start's largest fixed cost
+/// after the checkout). `None` for anything else (a symbolic ref, a repo
+/// whose refs live elsewhere): git is asked then. Host side: the operator's
+/// repo, not a run's.
+fn branch_head_by_hand(git_dir: &Path, full_ref: &str) -> Option<String> {
+    let folder = git_folder(git_dir);
+    let is_sha =
+        |s: &str| (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    match std::fs::read_to_string(folder.join(full_ref)) {
+        Ok(text) => {
+            let sha = text.trim();
+            return is_sha(sha).then(|| sha.to_owned());
+        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return None,
+        Err(_) => {}
+    }
+    let packed = std::fs::read_to_string(folder.join("packed-refs")).ok()?;
+    packed.lines().find_map(|l| {
+        let (sha, name) = l.split_once(' ')?;
+        (name == full_ref && is_sha(sha)).then(|| sha.to_owned())
+    })
+}
+
 pub(super) fn git_folder(git_dir: &Path) -> PathBuf {
     let dot_git = git_dir.join(".git");
     if dot_git.is_dir() {
@@ -473,4 +523,49 @@ pub(super) fn tend_internals(ws: &Path, repo_git: &Path) -> Result<(), Workspace
         let _ = rustix::fs::unlinkat(&info, tmp.as_str(), AtFlags::empty());
         refuse("objects/info/alternates is not a file")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    #[test]
+    fn a_branch_head_read_by_hand_is_git_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        git(r, &["init", "-q", "-b", "main"]);
+        git(r, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let head = git(r, &["rev-parse", "refs/heads/main"]);
+        assert_eq!(
+            branch_head_by_hand(r, "refs/heads/main"),
+            Some(head.clone())
+        );
+        // Packed, the loose file gone.
+        git(r, &["pack-refs", "--all"]);
+        assert!(!r.join(".git/refs/heads/main").exists());
+        assert_eq!(branch_head_by_hand(r, "refs/heads/main"), Some(head));
+        // Moved after packing: the loose file wins, as in git.
+        git(r, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        let moved = git(r, &["rev-parse", "refs/heads/main"]);
+        assert_eq!(branch_head_by_hand(r, "refs/heads/main"), Some(moved));
+        assert_eq!(branch_head_by_hand(r, "refs/heads/nope"), None);
+        // A symbolic ref is left to git.
+        git(r, &["symbolic-ref", "refs/heads/alias", "refs/heads/main"]);
+        assert_eq!(branch_head_by_hand(r, "refs/heads/alias"), None);
+    }
 }

@@ -96,8 +96,13 @@ pub async fn update(
         .map_err(|e| ServiceError::from_store(e, named(key)))
 }
 
-/// Removes a repo that has no live run.
-pub async fn remove(store: &Store, key: &RepoKey) -> ServiceResult<()> {
+/// Removes a repo that has no live run (and this node's spare workspace of
+/// it).
+pub async fn remove(
+    store: &Store,
+    runner: &crate::run::Runner,
+    key: &RepoKey,
+) -> ServiceResult<()> {
     let repo = store
         .repo(key)
         .await
@@ -115,5 +120,7 @@ pub async fn remove(store: &Store, key: &RepoKey) -> ServiceResult<()> {
     store
         .delete_repo(&RepoKey::Id(repo.id))
         .await
-        .map_err(|e| ServiceError::from_store(e, named(key)))
+        .map_err(|e| ServiceError::from_store(e, named(key)))?;
+    runner.workspaces().forget_repo(repo.id).await;
+    Ok(())
 }

@@ -328,7 +328,7 @@ async fn delete(
     if let Some(r) = session.refuse_forged(&form) {
         return r;
     }
-    match service::repos::remove(&app.store, &RepoKey::parse(&name)).await {
+    match service::repos::remove(&app.store, &app.runner, &RepoKey::parse(&name)).await {
         Ok(()) => Redirect::to("/repos").into_response(),
         Err(e) => super::service_error(e),
     }

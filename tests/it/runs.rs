@@ -117,6 +117,75 @@ async fn each_run_has_its_own_workspace_branch_and_token(b: Backend) {
     s.stop().await;
 }
 
+/// A start takes the repo's spare workspace, made after the one before
+/// (issue 40 §11): on the run's own branch, at the default branch's head,
+/// a clean checkout. When the repo moves, a spare made before is never
+/// taken: the run starts at the new head.
+async fn a_start_takes_a_spare_made_at_the_repo_s_head(b: Backend) {
+    let s = TestServer::start(b).await;
+    let repo = s.add_repo("r").await;
+    let repo_path = std::path::PathBuf::from(repo["path"].as_str().unwrap());
+    let spares = s.data_dir().join("spares");
+    let spare_dirs = || -> Vec<String> {
+        std::fs::read_dir(&spares)
+            .map(|d| {
+                d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let head = |dir: &std::path::Path, what: &str| git::git(dir, &["rev-parse", what]);
+    let first = s.start_run("r", "one").await;
+    let made = wait::until(
+        "a spare after the first start",
+        wait::secs(20),
+        async || {
+            let d = spare_dirs();
+            // Made when its checkout is done: the spare's branch exists.
+            d.first()
+                .filter(|n| spares.join(n).join(".git/refs/heads/lab-spare").is_file())
+                .cloned()
+        },
+    )
+    .await;
+    let second = s.start_run("r", "two").await;
+    let ws = std::path::PathBuf::from(second["workspace"].as_str().unwrap());
+    assert!(!spares.join(&made).exists(), "the spare was taken");
+    assert_eq!(
+        git::git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        second["branch"].as_str().unwrap()
+    );
+    assert_eq!(head(&ws, "HEAD"), head(&repo_path, "main"));
+    assert_eq!(git::git(&ws, &["status", "--porcelain"]).trim(), "");
+    assert!(
+        git::git(&ws, &["branch", "--list", "lab-spare"])
+            .trim()
+            .is_empty(),
+        "no trace of the spare's branch"
+    );
+    assert_ne!(first["workspace"], second["workspace"]);
+    // The repo moves; the spare made before is never taken.
+    wait::until("the next spare", wait::secs(20), async || {
+        let d = spare_dirs();
+        d.iter()
+            .any(|n| spares.join(n).join(".git/refs/heads/lab-spare").is_file())
+            .then_some(())
+    })
+    .await;
+    std::fs::write(repo_path.join("NEW.md"), "moved\n").unwrap();
+    crate::support::git::commit_all(&repo_path, "move main");
+    let third = s.start_run("r", "three").await;
+    let ws = std::path::PathBuf::from(third["workspace"].as_str().unwrap());
+    assert_eq!(head(&ws, "HEAD"), head(&repo_path, "main"));
+    assert!(ws.join("NEW.md").is_file(), "the moved head is checked out");
+    // A run's bytes never reach a spare: the run's own commit stays its.
+    crate::support::git::commit_in_run(&third);
+    let fourth = s.start_run("r", "four").await;
+    let ws = std::path::PathBuf::from(fourth["workspace"].as_str().unwrap());
+    assert_eq!(head(&ws, "HEAD"), head(&repo_path, "main"));
+    s.stop().await;
+}
+
 async fn exit_status_is_recorded(b: Backend) {
     let s = TestServer::start(b).await;
     s.add_repo("r").await;
@@ -345,6 +414,7 @@ on_both!(
     a_dropped_launch_does_not_leave_a_run_starting,
     a_hostile_prompt_arrives_byte_for_byte_and_nothing_runs,
     each_run_has_its_own_workspace_branch_and_token,
+    a_start_takes_a_spare_made_at_the_repo_s_head,
     exit_status_is_recorded,
     invalid_starts_start_nothing,
     a_missing_cli_is_a_clear_conflict,

@@ -16,6 +16,17 @@ const START_WAIT: Duration = Duration::from_secs(2);
 /// lab tries again (so that each launch does not wait [`START_WAIT`]).
 const RETRY_AFTER: Duration = Duration::from_secs(60);
 
+/// How long a relay's answer stands: a launch within it does not ask again
+/// while that relay (its socket, by inode) still holds the lock. A ping
+/// waits for one of the relay's rounds, which cost a start 6 to 12 ms
+/// (issue 40 §11); a relay stuck since its last answer costs a run's shim
+/// its 5 s wait, then the shim copies on its own and the next launch after
+/// the answer's time asks again.
+const ANSWER_STANDS: Duration = Duration::from_secs(10);
+
+/// A socket file's inode and change time.
+type SocketId = (u64, i64, i64);
+
 pub struct Keeper {
     socket: PathBuf,
     lock: PathBuf,
@@ -29,6 +40,8 @@ pub struct Keeper {
     gave_up: std::sync::Mutex<Option<Instant>>,
     /// Relays started so far.
     starts: std::sync::atomic::AtomicU64,
+    /// When a relay last answered a ping, and its socket's identity.
+    answered: std::sync::Mutex<Option<(Instant, SocketId)>>,
 }
 
 /// The lock file, opened (made 0600 if it is not there).
@@ -54,6 +67,7 @@ impl Keeper {
             starting: tokio::sync::Mutex::new(()),
             gave_up: std::sync::Mutex::new(None),
             starts: std::sync::atomic::AtomicU64::new(0),
+            answered: std::sync::Mutex::new(None),
         }
     }
 
@@ -87,9 +101,23 @@ impl Keeper {
             return false;
         }
         let socket = self.socket.clone();
-        tokio::task::spawn_blocking(move || super::handoff::ping(&socket))
+        let answered = tokio::task::spawn_blocking(move || super::handoff::ping(&socket))
             .await
-            .unwrap_or(false)
+            .unwrap_or(false);
+        *self.answered.lock().expect("poisoned") = answered
+            .then(|| Some((Instant::now(), self.socket_id()?)))
+            .flatten();
+        answered
+    }
+
+    /// The relay socket's identity: a new relay binds a new socket (its
+    /// inode may be the old one's, freed a moment before; its change time
+    /// is not).
+    fn socket_id(&self) -> Option<SocketId> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(&self.socket)
+            .ok()
+            .map(|m| (m.ino(), m.ctime(), m.ctime_nsec()))
     }
 
     /// The relay's socket once a relay of this version answers there,
@@ -102,7 +130,10 @@ impl Keeper {
             return None;
         }
         let starts = self.starts.load(std::sync::atomic::Ordering::SeqCst);
-        if self.answers().await {
+        let answered = *self.answered.lock().expect("poisoned");
+        let recent = answered
+            .is_some_and(|(t, ino)| t.elapsed() < ANSWER_STANDS && self.socket_id() == Some(ino));
+        if (recent && self.running()) || self.answers().await {
             return Some(self.socket.clone());
         }
         let _one = self.starting.lock().await;
