@@ -59,7 +59,7 @@ impl Log {
 
     /// The offset after the last byte printed: every byte ever printed.
     pub fn len(&self) -> u64 {
-        self.base + self.file_len
+        self.base.saturating_add(self.file_len)
     }
 
     /// Whether nothing was printed yet.
@@ -75,7 +75,7 @@ impl Log {
             Ok(d) => d.min(self.file_len),
             Err(_) => at,
         };
-        self.base + data
+        self.base.saturating_add(data)
     }
 
     /// How many of the oldest bytes were dropped.
@@ -152,16 +152,16 @@ pub fn keep_newest(path: &str, cap: u64) -> std::io::Result<u64> {
     };
     let kept_from = log.kept_from(0) - base;
     if file_len.saturating_sub(kept_from) <= cap {
-        return Ok(base + kept_from);
+        return Ok(base.saturating_add(kept_from));
     }
     let until = (file_len - cap / 4 * 3) / block * block;
     if until == 0 || until >= file_len {
-        return Ok(base + kept_from);
+        return Ok(base.saturating_add(kept_from));
     }
     // The cut and the attribute go together: the attribute is written
     // first as the bytes before the cut would make it (so a filesystem
     // without attributes is never cut), then the cut.
-    let cut = base + until;
+    let cut = base.saturating_add(until);
     if rustix::fs::fsetxattr(
         f.as_fd(),
         BASE_XATTR,

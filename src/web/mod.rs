@@ -28,6 +28,7 @@ mod resume_form;
 mod runs_page;
 pub mod session;
 mod settings_page;
+mod start_page;
 
 use std::time::Instant;
 
@@ -305,6 +306,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(settings_page::router())
         .merge(repos_page::router())
         .merge(runs_page::router())
+        .merge(start_page::router())
         .merge(resume_form::router())
         .merge(live::router())
         .merge(afk_page::router())
