@@ -91,6 +91,10 @@ impl Reconciler {
         self.passes.load(Ordering::Relaxed)
     }
 
+    pub(super) fn in_flight(&self) -> bool {
+        self.lock.try_lock().is_err()
+    }
+
     pub(super) fn last(&self) -> Option<PassReport> {
         self.last.lock().expect("poisoned").clone()
     }

@@ -402,6 +402,14 @@ impl Runner {
         self.reconciler.passes()
     }
 
+    /// Whether a reconcile pass is under way right now (it is counted in
+    /// [`passes`](Self::passes) only once done): what a test that waits for
+    /// a quiet loop checks, so a pass begun before its window is not taken
+    /// for one within it.
+    pub fn pass_in_flight(&self) -> bool {
+        self.reconciler.in_flight()
+    }
+
     /// What the last reconcile pass saw and cost.
     pub fn last_pass(&self) -> Option<super::PassReport> {
         self.reconciler.last()

@@ -26,12 +26,16 @@ async fn a_failing_agent_is_retried_then_recorded_as_failed(b: Backend) {
     .await;
     let n = issue(&s, "r", "Impossible").await;
     let path = format!("/api/v1/repos/r/issues/{n}");
+    // lab relabels the issue before it comments (a comment that fails is
+    // posted again, a relabel is idempotent), so both are waited for.
     let i = wait::until(
-        "the issue labelled lab:failed",
+        "the issue labelled lab:failed, with the last attempt's comment",
         wait::secs(60).every_ms(200),
         async || {
             let i = s.get(&path).await.ok();
-            if i["labels"] == json!(["lab:failed"]) {
+            if i["labels"] == json!(["lab:failed"])
+                && i["comments"].as_array().map(Vec::len) >= Some(2)
+            {
                 Ok(i)
             } else {
                 Err(i)
