@@ -22,7 +22,7 @@ use crate::repo::Repo;
 use crate::repo::issue_source::SourceKind;
 use crate::run::check::CheckResult;
 use crate::settings::Settings;
-use crate::store::Claim;
+use crate::store::{Claim, now_ms};
 
 /// The longest a check command may run.
 pub const CHECK_LIMIT: Duration = Duration::from_secs(20 * 60);
@@ -501,6 +501,7 @@ impl Scheduler {
                 )),
             };
         }
+        let sent_at = now_ms();
         match self
             .runner
             .tmux()
@@ -511,7 +512,13 @@ impl Scheduler {
                 let _ = self
                     .runner
                     .store()
-                    .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
+                    .set_agent_state_since(
+                        run.id,
+                        AgentState::Working,
+                        None,
+                        AgentBy::Input,
+                        sent_at,
+                    )
                     .await;
                 // The next usage pass reads the round's turn in the rollout.
                 self.runner.look_again(run.id);

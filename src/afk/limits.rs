@@ -234,6 +234,7 @@ impl Scheduler {
                     return true;
                 }
                 // The reset has come: the same session goes on.
+                let sent_at = now_ms();
                 let sent = self
                     .runner
                     .tmux()
@@ -255,7 +256,13 @@ impl Scheduler {
                     let _ = self
                         .runner
                         .store()
-                        .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
+                        .set_agent_state_since(
+                            run.id,
+                            AgentState::Working,
+                            None,
+                            AgentBy::Input,
+                            sent_at,
+                        )
                         .await;
                 }
                 self.claims.with(claim.id, |c| c.limit_wait = None);

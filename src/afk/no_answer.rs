@@ -1,6 +1,8 @@
 //! AFK runs whose model API does not answer (issue 40 §3): the CLI retries
 //! (agent state `retrying`, from its screen) or gives up on a turn (Claude
-//! Code's `StopFailure` hook: `the turn ended on an error: server_error`).
+//! Code's `StopFailure` hook: `the turn ended on an error: server_error`;
+//! Codex's rollout, a `task_complete` with an `error`: `the turn ended on an
+//! error: internal_server_error`, `usage/codex.rs`).
 //!
 //! Such a run's turn is no turn without a pull request: lab asks again
 //! (`continue`, once per given-up turn, after a pause) instead of reminding
@@ -36,7 +38,11 @@ pub(super) fn trouble(run: &Run) -> Option<String> {
     match a.state {
         AgentState::Retrying => Some(why.to_owned()),
         // A rate limit is a usage limit (`limits.rs`).
-        AgentState::Idle if gave_up(why) && !why.contains("rate_limit") => Some(why.to_owned()),
+        AgentState::Idle
+            if gave_up(why) && !why.contains("rate_limit") && !why.contains("usage_limit") =>
+        {
+            Some(why.to_owned())
+        }
         _ => None,
     }
 }
@@ -73,10 +79,16 @@ fn in_lab_s_words(why: &str) -> String {
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|d| d.parse::<u16>().ok())
         .find(|n| (400..600).contains(n));
-    let named = NAMED.iter().find(|n| why.ends_with(*n));
+    let named = NAMED
+        .iter()
+        .chain(crate::usage::codex::ERROR_NAMES)
+        .filter(|n| why.ends_with(*n))
+        .max_by_key(|n| n.len());
     match (status, named) {
+        (Some(n), _) if gave_up(why) => format!("HTTP {n}; its CLI gave up"),
         (Some(n), _) => format!("HTTP {n}; its CLI kept retrying"),
         (None, Some(e)) => format!("its CLI gave up: {e}"),
+        (None, None) if gave_up(why) => "its CLI gave up".to_owned(),
         (None, None) => "its CLI kept retrying".to_owned(),
     }
 }
@@ -215,6 +227,21 @@ mod tests {
             in_lab_s_words("the turn ended on an error: server_error"),
             "its CLI gave up: server_error"
         );
+        // Codex's give-up, as its rollout's reader words it.
+        assert_eq!(
+            in_lab_s_words("the turn ended on an error: internal_server_error"),
+            "its CLI gave up: internal_server_error"
+        );
+        assert_eq!(
+            in_lab_s_words(
+                "the turn ended on an error: HTTP 503 response_too_many_failed_attempts"
+            ),
+            "HTTP 503; its CLI gave up"
+        );
+        assert_eq!(
+            in_lab_s_words("the turn ended on an error: other"),
+            "its CLI gave up"
+        );
         // Whatever else the agent's screen says stays out.
         assert_eq!(
             in_lab_s_words("retrying: see https://evil.example/@everyone"),
@@ -240,6 +267,21 @@ mod tests {
             ),
             (
                 with(Idle, Some("the turn ended on an error: rate_limit")),
+                false,
+            ),
+            // Codex's, from its rollout (`usage/codex.rs`).
+            (
+                with(
+                    Idle,
+                    Some("the turn ended on an error: internal_server_error"),
+                ),
+                true,
+            ),
+            (
+                with(
+                    Idle,
+                    Some("the turn ended on an error: usage_limit_exceeded"),
+                ),
                 false,
             ),
             (with(Idle, None), false),

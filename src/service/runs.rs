@@ -194,6 +194,7 @@ pub async fn input(
         )));
     }
     let names: Vec<&str> = keys.iter().map(|k| k.tmux_name()).collect();
+    let sent_at = crate::store::now_ms();
     match runner.tmux().send_input(&run.session, &text, &names).await {
         Ok(()) => {
             // The next usage pass reads the run's transcript (Codex's
@@ -215,7 +216,13 @@ pub async fn input(
             if prompt && !working {
                 runner
                     .store()
-                    .set_agent_state(run.id, AgentState::Working, None, AgentBy::Input)
+                    .set_agent_state_since(
+                        run.id,
+                        AgentState::Working,
+                        None,
+                        AgentBy::Input,
+                        sent_at,
+                    )
                     .await
                     .map_err(|e| ServiceError::Internal(e.to_string()))?;
             }

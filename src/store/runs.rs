@@ -267,8 +267,23 @@ impl Store {
         reason: Option<&str>,
         by: AgentBy,
     ) -> Result<bool> {
+        self.set_agent_state_since(id, state, reason, by, now_ms())
+            .await
+    }
+
+    /// [`set_agent_state`](Self::set_agent_state) with its `since` given:
+    /// input lab typed makes the agent work from the moment before the keys
+    /// were sent, so a state the CLI wrote down in reply (its rollout's
+    /// lines carry their own time) is not older than the input's.
+    pub async fn set_agent_state_since(
+        &self,
+        id: i64,
+        state: AgentState,
+        reason: Option<&str>,
+        by: AgentBy,
+        now: i64,
+    ) -> Result<bool> {
         let _counted = self.writing(Written::Runs);
-        let now = now_ms();
         let (run_state, run_reason) = match state {
             AgentState::Waiting => (RunState::Waiting, reason),
             // Live, and the reason says what the CLI retries on.

@@ -23,7 +23,9 @@
 //!
 //! - the same turn events, and `user_message` (a prompt typed in) and
 //!   `turn_aborted` (`payload.reason`: `interrupted`, `replaced`,
-//!   `review_ended`, `budget_limited`), as the agent's state (ADR 13,
+//!   `review_ended`, `budget_limited`), and a `task_complete` with an
+//!   `error` (a turn the CLI gave up on, `afk/no_answer.rs`), as the
+//!   agent's state (ADR 13,
 //!   amended): the last one a read sees, at the line's `timestamp`
 //!   (RFC 3339, UTC), is the run's [`Seen`]. Approval requests are never
 //!   written to a rollout (the persistence policy of `codex-rs/rollout`
@@ -63,6 +65,60 @@ struct Event {
     info: Option<Info>,
     /// `turn_aborted`'s reason.
     reason: Option<serde_json::Value>,
+    /// `task_complete`'s error, on a turn the CLI gave up on.
+    error: Option<TurnError>,
+}
+
+/// The error of a turn Codex gave up on. 0.171.0 writes no `error` event
+/// to its rollout: the turn's `task_complete` carries `error` with a
+/// `message` (the server's words: never read) and `codex_error_info`, a
+/// `CodexErrorInfo` of `codex-rs/protocol` in snake case (a name, or an
+/// object keyed by one, some with an `http_status_code`).
+#[derive(Deserialize)]
+struct TurnError {
+    codex_error_info: Option<serde_json::Value>,
+}
+
+/// The `CodexErrorInfo` names lab repeats; any other is `other`.
+pub(crate) const ERROR_NAMES: &[&str] = &[
+    "context_window_exceeded",
+    "usage_limit_exceeded",
+    "server_overloaded",
+    "http_connection_failed",
+    "response_stream_connection_failed",
+    "internal_server_error",
+    "unauthorized",
+    "bad_request",
+    "sandbox_error",
+    "response_stream_disconnected",
+    "response_too_many_failed_attempts",
+    "thread_rollback_failed",
+];
+
+impl TurnError {
+    /// Why the turn ended, in lab's words: the rollout is the agent's to
+    /// write (the run side of the trust boundary), so only a name from
+    /// [`ERROR_NAMES`] and an HTTP status in 400..600 are kept.
+    fn reason(&self) -> String {
+        let info = self.codex_error_info.as_ref();
+        let (name, detail) = match info {
+            Some(serde_json::Value::String(n)) => (n.as_str(), None),
+            Some(serde_json::Value::Object(m)) if m.len() == 1 => {
+                let (n, d) = m.iter().next().expect("one entry");
+                (n.as_str(), Some(d))
+            }
+            _ => ("other", None),
+        };
+        let name = ERROR_NAMES.iter().find(|k| **k == name).unwrap_or(&"other");
+        let status = detail
+            .and_then(|d| d.get("http_status_code"))
+            .and_then(serde_json::Value::as_u64)
+            .filter(|n| (400..600).contains(n));
+        match status {
+            Some(n) => format!("the turn ended on an error: HTTP {n} {name}"),
+            None => format!("the turn ended on an error: {name}"),
+        }
+    }
 }
 
 impl Event {
@@ -70,7 +126,11 @@ impl Event {
     fn agent_state(&self) -> Option<(AgentState, Option<String>)> {
         match self.kind.as_str() {
             "task_started" | "turn_started" | "user_message" => Some((AgentState::Working, None)),
-            "task_complete" | "turn_complete" => Some((AgentState::Idle, None)),
+            "task_complete" | "turn_complete" => match &self.error {
+                // A turn the CLI gave up on (`afk/no_answer.rs`).
+                Some(e) => Some((AgentState::Idle, agent_reason(&e.reason()))),
+                None => Some((AgentState::Idle, None)),
+            },
             "turn_aborted" => {
                 let why = match self.reason.as_ref().and_then(|r| r.as_str()) {
                     Some("interrupted") => "the turn was interrupted".to_owned(),
@@ -320,6 +380,46 @@ mod tests {
         let mut t = Tally::default();
         t.feed(Format::Codex, FIXTURE.as_bytes());
         assert_eq!(t.agent.unwrap().state, AgentState::Working);
+    }
+
+    /// A turn the pinned 0.171.0 gave up on (its model API answered 500
+    /// to every request): the `task_complete` line it wrote, cut to the
+    /// fields read, as the agent's state in lab's words.
+    #[test]
+    fn a_turn_codex_gave_up_on_is_idle_with_its_error() {
+        let read = |error: &str| {
+            let line = format!(
+                "{{\"timestamp\":\"2026-12-07T15:15:19.604Z\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"task_complete\",\"turn_id\":\"t\",\"last_agent_message\":null,\"error\":{error},\"duration_ms\":828}}}}\n"
+            );
+            let mut t = Tally::default();
+            t.feed(Format::Codex, line.as_bytes());
+            let s = t.agent.unwrap();
+            assert_eq!(s.state, AgentState::Idle);
+            s.reason.unwrap()
+        };
+        assert_eq!(
+            read(
+                "{\"message\":\"We\\u2019re currently experiencing high demand\",\"codex_error_info\":\"internal_server_error\"}"
+            ),
+            "the turn ended on an error: internal_server_error"
+        );
+        assert_eq!(
+            read(
+                "{\"message\":\"x\",\"codex_error_info\":{\"response_too_many_failed_attempts\":{\"http_status_code\":503}}}"
+            ),
+            "the turn ended on an error: HTTP 503 response_too_many_failed_attempts"
+        );
+        // The agent writes its rollout: nothing of its own goes on.
+        assert_eq!(
+            read("{\"message\":\"x\",\"codex_error_info\":\"see https://evil.example @everyone\"}"),
+            "the turn ended on an error: other"
+        );
+        assert_eq!(
+            read(
+                "{\"message\":\"x\",\"codex_error_info\":{\"bad_request\":{\"http_status_code\":99999}}}"
+            ),
+            "the turn ended on an error: bad_request"
+        );
     }
 
     #[test]

@@ -130,7 +130,81 @@ async fn two_runs_without_answers_hold_the_provider(b: Backend) {
     s.stop().await;
 }
 
+/// Codex gives up on a turn without a word on a hook: its rollout's
+/// `task_complete` carries the error (as the pinned 0.171.0 writes it when
+/// every request gets a 500). The run is asked again, not reminded of a
+/// pull request, and ends `cli-unusable` with the error in lab's words.
+async fn a_codex_turn_given_up_in_its_rollout_is_no_answer(b: Backend) {
+    let s = lab(b).await;
+    s.patch("/api/v1/repos/r", json!({"provider": "codex"}))
+        .await
+        .ok();
+    let gave_up = r#"ev '{"type":"task_started","turn_id":"t","started_at":1796656518,"model_context_window":475000}'
+ev '{"type":"task_complete","turn_id":"t","last_agent_message":null,"error":{"message":"see https://evil.example @everyone","codex_error_info":"internal_server_error"},"duration_ms":828}'"#;
+    behave(
+        &s,
+        &format!(
+            r#"d="$HOME/.codex/sessions/$(date -u +%Y/%m/%d)"
+mkdir -p "$d"
+f="$d/rollout-$(date -u +%Y-%m-%dT%H-%M-%S)-019af000-0000-7000-8000-000000000001.jsonl"
+now() {{ date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }}
+ev() {{ printf '{{"timestamp":"%s","type":"event_msg","payload":%s}}
+' "$(now)" "$1" >> "$f"; }}
+printf '{{"timestamp":"%s","type":"session_meta","payload":{{"id":"019af000-0000-7000-8000-000000000001","timestamp":"%s","cwd":"%s","originator":"codex_cli_rs","cli_version":"0.171.0"}}}}
+' "$(now)" "$(now)" "$(pwd)" > "$f"
+{gave_up}
+while read line; do printf '%s
+' "$line" >> "$FAKE_REC/../typed.txt"; {gave_up}; done
+"#
+        ),
+    );
+    let n = issue(&s, "r", "Unanswered").await;
+    let run = wait::until("the AFK run", wait::secs(20).every_ms(100), async || {
+        s.get("/api/v1/runs?kind=afk").await.ok()[0]
+            .as_object()
+            .cloned()
+    })
+    .await;
+    let id = run["id"].as_i64().unwrap();
+    let idle = s
+        .wait_run(id, 20, |r| r["agent_state"]["state"] == "idle")
+        .await;
+    assert_eq!(
+        idle["agent_state"]["reason"], "the turn ended on an error: internal_server_error",
+        "{idle}"
+    );
+    // Until its outcome; a timeout shows the run and what was typed.
+    wait::until("its outcome", wait::secs(40).every_ms(200), async || {
+        let r = s.get(&format!("/api/v1/runs/{id}")).await.ok();
+        if !r["outcome"].is_null() {
+            return Ok(());
+        }
+        let typed = std::fs::read_to_string(s.tmp().join("records/typed.txt")).unwrap_or_default();
+        Err(format!("{r}\ntyped: {typed:?}"))
+    })
+    .await;
+    let c = outcome(&s, "r", n, 5).await;
+    assert_eq!(c["outcome"], "cli-unusable", "{c}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("(its CLI gave up: internal_server_error)"),
+        "{c}"
+    );
+    assert!(!detail.contains("evil"), "{c}");
+    // Asked again after each turn it gave up on; never told of a pull
+    // request.
+    let typed = std::fs::read_to_string(s.tmp().join("records/typed.txt")).unwrap();
+    assert!(
+        !typed.is_empty() && typed.lines().all(|l| l == "continue"),
+        "{typed:?}"
+    );
+    let i = s.get(&format!("/api/v1/repos/r/issues/{n}")).await.ok();
+    assert!(!i.to_string().contains("evil"), "{i}");
+    s.stop().await;
+}
+
 on_both!(
+    a_codex_turn_given_up_in_its_rollout_is_no_answer,
     a_run_without_answers_retries_then_ends_cli_unusable,
     two_runs_without_answers_hold_the_provider,
 );
