@@ -133,7 +133,9 @@ impl Scheduler {
         let since = run.agent.as_ref().map_or(now_ms(), |a| a.since);
         let episode = self.claims.with(claim.id, |c| {
             match &c.no_answer {
-                Some(e) if tokens <= e.output_tokens => {}
+                // The same run's episode, while its model still says
+                // nothing (the claim's next run starts its own).
+                Some(e) if e.run == run.id && tokens <= e.output_tokens => {}
                 _ => {
                     c.no_answer = Some(NoAnswer {
                         provider: run.provider.clone(),

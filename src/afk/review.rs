@@ -18,6 +18,7 @@
 //! where to read it), never its words.
 
 use super::Scheduler;
+use super::no_answer::Answers;
 use super::prompt;
 use crate::domain::{
     ChecksState, Outcome, PlanState, Review, RoundCause, Run, RunIssue, RunKind, RunState, Stage,
@@ -302,6 +303,22 @@ impl Scheduler {
                 self.needs_human(claim, &format!("its review run was stopped: {why}"))
                     .await?;
                 return Ok(None);
+            }
+            // A review run whose model does not answer is asked again, not
+            // told it has no verdict yet; too long without an answer, and
+            // a person judges (`no_answer.rs`).
+            match self.follow_answers(claim, &review).await {
+                Answers::Fine => {}
+                Answers::Awaited => return Ok(None),
+                Answers::End(why) => {
+                    let _ = self
+                        .runner
+                        .stop(review.id, StopCause::CliUnusable, &why)
+                        .await;
+                    self.needs_human(claim, &format!("its review run was stopped: {why}"))
+                        .await?;
+                    return Ok(None);
+                }
             }
             if !super::turn_ended(&review) {
                 return Ok(None);

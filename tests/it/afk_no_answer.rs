@@ -203,7 +203,46 @@ while read line; do printf '%s
     s.stop().await;
 }
 
+/// A planning run whose CLI gives up on every turn (its `StopFailure`
+/// hook) is asked again, never told it has no plan yet, and ends
+/// `cli-unusable` after ten minutes without an answer.
+async fn a_planning_run_without_answers_ends_cli_unusable(b: Backend) {
+    let s = lab(b).await;
+    s.patch("/api/v1/repos/r", json!({"knobs": {"plan": "on"}}))
+        .await
+        .ok();
+    behave(
+        &s,
+        "gave_up() {\n  printf '{\"session_id\":\"s\",\"transcript_path\":\"/tmp/t\",\"cwd\":\"%s\",\"hook_event_name\":\"StopFailure\",\"error\":\"server_error\"}' \"$PWD\" | labctl hook claude-code\n}\n\
+         [ \"$LAB_RUN_KIND\" = plan ] || exit 5\n\
+         gave_up\n\
+         while read line; do printf '%s\\n' \"$line\" >> \"$FAKE_REC/../typed.txt\"; gave_up; done\n",
+    );
+    let n = issue(&s, "r", "Unanswered plan").await;
+    let c = outcome(&s, "r", n, 40).await;
+    assert_eq!(c["outcome"], "cli-unusable", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("(its CLI gave up: server_error)"),
+        "{c}"
+    );
+    let typed = std::fs::read_to_string(s.tmp().join("records/typed.txt")).unwrap();
+    assert!(
+        !typed.is_empty() && typed.lines().all(|l| l == "continue"),
+        "{typed:?}"
+    );
+    let runs = s.get("/api/v1/runs").await.ok();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "no work run: {runs:?}");
+    assert_eq!(runs[0]["kind"], "plan", "{runs:?}");
+    assert_eq!(runs[0]["stop_cause"], "cli_unusable", "{runs:?}");
+    s.stop().await;
+}
+
 on_both!(
+    a_planning_run_without_answers_ends_cli_unusable,
     a_codex_turn_given_up_in_its_rollout_is_no_answer,
     a_run_without_answers_retries_then_ends_cli_unusable,
     two_runs_without_answers_hold_the_provider,

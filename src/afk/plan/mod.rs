@@ -19,6 +19,7 @@ mod commands;
 mod review;
 
 use super::Scheduler;
+use super::no_answer::Answers;
 use super::prompt;
 use crate::domain::{MAX_PLAN_BYTES, Outcome, Plan, PlanState, Run, RunKind, Stage, StopCause};
 use crate::repo::Repo;
@@ -106,6 +107,20 @@ impl Scheduler {
                 };
                 store.finish_claim(claim.id, outcome, &why).await?;
                 return Ok(true);
+            }
+            // A planning run whose model does not answer is asked again,
+            // not told it has no plan yet; too long without an answer
+            // ends it (`no_answer.rs`).
+            match self.follow_answers(claim, run).await {
+                Answers::Fine => {}
+                Answers::Awaited => return Ok(true),
+                Answers::End(why) => {
+                    let _ = self.runner.stop(run.id, StopCause::CliUnusable, &why).await;
+                    store
+                        .finish_claim(claim.id, Outcome::CliUnusable, &why)
+                        .await?;
+                    return Ok(true);
+                }
             }
             if !crate::afk::turn_ended(run) {
                 return Ok(true);
