@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::prompt::Then;
 use super::scope::Breach;
 use super::{PR_GRACE, Scheduler};
-use crate::domain::{AgentBy, AgentState, Run, RunState, StopCause};
+use crate::domain::{AgentState, Run, RunState, StopCause};
 use crate::domain::{CheckStep, ChecksState, RoundCause, Step};
 use crate::repo::Repo;
 use crate::repo::issue_source::SourceKind;
@@ -512,13 +512,7 @@ impl Scheduler {
                 let _ = self
                     .runner
                     .store()
-                    .set_agent_state_since(
-                        run.id,
-                        AgentState::Working,
-                        None,
-                        AgentBy::Input,
-                        sent_at,
-                    )
+                    .working_after_input(run.id, sent_at)
                     .await;
                 // The next usage pass reads the round's turn in the rollout.
                 self.runner.look_again(run.id);

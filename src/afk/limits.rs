@@ -256,13 +256,7 @@ impl Scheduler {
                     let _ = self
                         .runner
                         .store()
-                        .set_agent_state_since(
-                            run.id,
-                            AgentState::Working,
-                            None,
-                            AgentBy::Input,
-                            sent_at,
-                        )
+                        .working_after_input(run.id, sent_at)
                         .await;
                 }
                 self.claims.with(claim.id, |c| c.limit_wait = None);

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::domain::{AgentBy, AgentState, Key, Run, RunKind, RunState, ScreenFormat, StopCause};
+use crate::domain::{AgentState, Key, Run, RunKind, RunState, ScreenFormat, StopCause};
 use crate::run::screen::Shot;
 use crate::run::{LaunchError, LaunchRequest, LaunchTimings, RunError, Runner};
 use crate::store::{RepoKey, Store};
@@ -216,13 +216,7 @@ pub async fn input(
             if prompt && !working {
                 runner
                     .store()
-                    .set_agent_state_since(
-                        run.id,
-                        AgentState::Working,
-                        None,
-                        AgentBy::Input,
-                        sent_at,
-                    )
+                    .working_after_input(run.id, sent_at)
                     .await
                     .map_err(|e| ServiceError::Internal(e.to_string()))?;
             }

@@ -271,11 +271,16 @@ impl Store {
             .await
     }
 
-    /// [`set_agent_state`](Self::set_agent_state) with its `since` given:
-    /// input lab typed makes the agent work from the moment before the keys
-    /// were sent, so a state the CLI wrote down in reply (its rollout's
-    /// lines carry their own time) is not older than the input's.
-    pub async fn set_agent_state_since(
+    /// Input lab typed (sent at `sent_at`, ms, taken before the keys went)
+    /// makes the agent work from then: a state the CLI wrote down in reply
+    /// (its rollout's lines carry their own time) is not older than the
+    /// input's, so it is never dropped as stale.
+    pub async fn working_after_input(&self, id: i64, sent_at: i64) -> Result<bool> {
+        self.set_agent_state_since(id, AgentState::Working, None, AgentBy::Input, sent_at)
+            .await
+    }
+
+    async fn set_agent_state_since(
         &self,
         id: i64,
         state: AgentState,

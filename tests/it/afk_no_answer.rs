@@ -26,6 +26,35 @@ async fn lab(b: Backend) -> TestServer {
     s
 }
 
+/// The id of the (first) AFK run, once there is one.
+async fn the_afk_run(s: &TestServer) -> i64 {
+    let run = wait::until("the AFK run", wait::secs(20).every_ms(100), async || {
+        s.get("/api/v1/runs?kind=afk").await.ok()[0]
+            .as_object()
+            .cloned()
+    })
+    .await;
+    run["id"].as_i64().unwrap()
+}
+
+/// Waits until run `id` has its outcome; a timeout shows the run, its
+/// screen and what lab typed to it.
+async fn until_outcome(s: &TestServer, id: i64) {
+    wait::until("its outcome", wait::secs(40).every_ms(200), async || {
+        let r = s.get(&format!("/api/v1/runs/{id}")).await.ok();
+        if !r["outcome"].is_null() {
+            return Ok(());
+        }
+        let screen = s.get(&format!("/api/v1/runs/{id}/screen")).await.ok();
+        let typed = std::fs::read_to_string(s.tmp().join("records/typed.txt")).unwrap_or_default();
+        Err(format!(
+            "{r}\n{}\ntyped: {typed:?}",
+            screen["text"].as_str().unwrap_or("").trim()
+        ))
+    })
+    .await;
+}
+
 /// The CLI retries, gives up (its `StopFailure` hook), is asked again
 /// once, retries again: the run ends `cli-unusable` after ten minutes
 /// without an answer, never reminded of a pull request, and on its word
@@ -43,13 +72,7 @@ async fn a_run_without_answers_retries_then_ends_cli_unusable(b: Backend) {
         ),
     );
     let n = issue(&s, "r", "Unanswered").await;
-    let run = wait::until("the AFK run", wait::secs(20).every_ms(100), async || {
-        s.get("/api/v1/runs?kind=afk").await.ok()[0]
-            .as_object()
-            .cloned()
-    })
-    .await;
-    let id = run["id"].as_i64().unwrap();
+    let id = the_afk_run(&s).await;
     let retrying = s
         .wait_run(id, 20, |r| r["agent_state"]["state"] == "retrying")
         .await;
@@ -59,21 +82,7 @@ async fn a_run_without_answers_retries_then_ends_cli_unusable(b: Backend) {
         retrying["state_reason"], "retrying: 529 Overloaded",
         "{retrying}"
     );
-    // Until its outcome; a timeout shows the run, its screen and what was
-    // typed.
-    wait::until("its outcome", wait::secs(40).every_ms(200), async || {
-        let r = s.get(&format!("/api/v1/runs/{id}")).await.ok();
-        if !r["outcome"].is_null() {
-            return Ok(());
-        }
-        let screen = s.get(&format!("/api/v1/runs/{id}/screen")).await.ok();
-        let typed = std::fs::read_to_string(s.tmp().join("records/typed.txt")).unwrap_or_default();
-        Err(format!(
-            "{r}\n{}\ntyped: {typed:?}",
-            screen["text"].as_str().unwrap_or("").trim()
-        ))
-    })
-    .await;
+    until_outcome(&s, id).await;
     let c = outcome(&s, "r", n, 5).await;
     assert_eq!(c["outcome"], "cli-unusable", "{c}");
     let detail = c["detail"].as_str().unwrap();
@@ -153,19 +162,12 @@ ev() {{ printf '{{"timestamp":"%s","type":"event_msg","payload":%s}}
 printf '{{"timestamp":"%s","type":"session_meta","payload":{{"id":"019af000-0000-7000-8000-000000000001","timestamp":"%s","cwd":"%s","originator":"codex_cli_rs","cli_version":"0.171.0"}}}}
 ' "$(now)" "$(now)" "$(pwd)" > "$f"
 {gave_up}
-while read line; do printf '%s
-' "$line" >> "$FAKE_REC/../typed.txt"; {gave_up}; done
+while read line; do printf '%s\n' "$line" >> "$FAKE_REC/../typed.txt"; {gave_up}; done
 "#
         ),
     );
     let n = issue(&s, "r", "Unanswered").await;
-    let run = wait::until("the AFK run", wait::secs(20).every_ms(100), async || {
-        s.get("/api/v1/runs?kind=afk").await.ok()[0]
-            .as_object()
-            .cloned()
-    })
-    .await;
-    let id = run["id"].as_i64().unwrap();
+    let id = the_afk_run(&s).await;
     let idle = s
         .wait_run(id, 20, |r| r["agent_state"]["state"] == "idle")
         .await;
@@ -173,16 +175,7 @@ while read line; do printf '%s
         idle["agent_state"]["reason"], "the turn ended on an error: internal_server_error",
         "{idle}"
     );
-    // Until its outcome; a timeout shows the run and what was typed.
-    wait::until("its outcome", wait::secs(40).every_ms(200), async || {
-        let r = s.get(&format!("/api/v1/runs/{id}")).await.ok();
-        if !r["outcome"].is_null() {
-            return Ok(());
-        }
-        let typed = std::fs::read_to_string(s.tmp().join("records/typed.txt")).unwrap_or_default();
-        Err(format!("{r}\ntyped: {typed:?}"))
-    })
-    .await;
+    until_outcome(&s, id).await;
     let c = outcome(&s, "r", n, 5).await;
     assert_eq!(c["outcome"], "cli-unusable", "{c}");
     let detail = c["detail"].as_str().unwrap();

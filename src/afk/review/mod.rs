@@ -22,30 +22,16 @@ use super::no_answer::Answers;
 use super::prompt;
 use crate::domain::{
     ChecksState, Outcome, PlanState, Review, RoundCause, Run, RunIssue, RunKind, RunState, Stage,
-    StopCause, Submission, Verdict,
+    StopCause, Verdict,
 };
 use crate::repo::Repo;
 use crate::repo::issue_source::SourceKind;
 use crate::run::LaunchRequest;
 use crate::settings::Settings;
-use crate::store::{Claim, RepoKey, ReviewOf, StoreError};
+use crate::store::{Claim, RepoKey, StoreError};
 
-/// Why a verdict was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ReviewError {
-    /// Not a live review run, or its claim moved on (409).
-    #[error("{0}")]
-    Conflict(String),
-    /// The verdict's shape (422); `last` when it was the reviewer's retry
-    /// and the issue now needs a person.
-    #[error("{invalid}")]
-    Invalid {
-        invalid: crate::validate::Invalid,
-        last: bool,
-    },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+mod submit;
+pub use submit::ReviewError;
 
 /// Whether `knobs` ask for a review.
 pub fn wanted(knobs: &[crate::knob::Resolved]) -> bool {
@@ -502,93 +488,6 @@ impl Scheduler {
         if let Err(e) = self.sources.of(repo).review_comment(number, &text).await {
             tracing::warn!(claim = claim.id, error = %e, "could not post the review's verdict");
         }
-    }
-
-    /// Records the verdict `run` submitted (its own token, checked by the
-    /// caller): only a live review run whose claim is in review may, once.
-    /// A verdict lab refuses is the reviewer's one retry; the second ends
-    /// the claim for a person.
-    pub async fn submit_review(&self, run: &Run, sub: &Submission) -> Result<Review, ReviewError> {
-        if run.kind != RunKind::Review || !run.state.is_active() {
-            return Err(ReviewError::Conflict(format!(
-                "run {} is not a live review run: only one submits a verdict",
-                run.id
-            )));
-        }
-        let store = self.runner.store();
-        let claim = store
-            .claim_of_review_run(run.id)
-            .await?
-            .filter(|c| matches!(c.stage, Stage::Review | Stage::PlanReview))
-            .ok_or_else(|| {
-                ReviewError::Conflict(format!(
-                    "run {}'s pull request or plan is not in review now: its issue moved on",
-                    run.id
-                ))
-            })?;
-        let checked = match sub.check() {
-            Ok(c) => c,
-            Err(invalid) => {
-                let refused = self.claims.with(claim.id, |c| {
-                    c.review_refused += 1;
-                    c.review_refused
-                });
-                let last = refused >= 2;
-                if last {
-                    // The claim's ending first: a settle that sees the run
-                    // stopped meanwhile finds the claim already judged.
-                    self.needs_human(
-                        &claim,
-                        "its review run's verdict was refused twice; what was wrong is on the \
-                         review run's page",
-                    )
-                    .await?;
-                    let _ = self
-                        .runner
-                        .stop(run.id, StopCause::Reviewed, "its verdict was refused twice")
-                        .await;
-                }
-                return Err(ReviewError::Invalid { invalid, last });
-            }
-        };
-        let head = if claim.stage == Stage::PlanReview {
-            // A plan's review: the version it judged.
-            let version = store
-                .plans_of_claim(claim.id)
-                .await?
-                .into_iter()
-                .rev()
-                .find(|p| p.state == PlanState::Proposed)
-                .map_or(0, |p| p.version);
-            format!("plan v{version}")
-        } else {
-            let work = match claim.run_id {
-                Some(id) => store.run(id).await?,
-                None => {
-                    return Err(ReviewError::Conflict(format!(
-                        "run {}'s claim has no work run",
-                        run.id
-                    )));
-                }
-            };
-            let repo = store.repo(&RepoKey::Id(claim.repo_id)).await?;
-            match work.branch.as_deref() {
-                Some(b) => self.runner.workspaces().branch_head(&repo, b).await,
-                None => None,
-            }
-            .unwrap_or_default()
-        };
-        let review = store
-            .submit_review(
-                ReviewOf {
-                    claim: &claim,
-                    run: run.id,
-                    head: &head,
-                },
-                &checked,
-            )
-            .await?;
-        Ok(review)
     }
 }
 
