@@ -206,6 +206,11 @@ impl Runner {
                     }
                 };
                 if due {
+                    // Read while its output flows: read again once it
+                    // pauses, which no log write may announce.
+                    if !paused {
+                        left.behind = true;
+                    }
                     changed.push((run, pane, size, paused));
                 } else if entry.seen.is_some_and(|s| s.size != size || !s.at_pause) {
                     left.behind = true;

@@ -226,7 +226,34 @@ async fn a_waiting_agent_shows_as_waiting(b: Backend) {
     s.stop().await;
 }
 
+/// A screen is read again once its agent's output pauses, when it was last
+/// read while the output still flowed: no log write announces a pause, so
+/// the pass that read it comes back soon, not at the next 10 s read of the
+/// runs. Once the loop is quiet, nothing is left to read. (Before, a quiet
+/// loop still owed that read, and made it 10 s later, a tmux client where
+/// nothing had changed.)
+async fn a_screen_read_mid_output_is_read_again_at_its_pause(b: Backend) {
+    let s = TestServer::start(b).await;
+    s.add_repo("r").await;
+    let script = s.tmp().join("later.sh");
+    agent::write_script(
+        &script,
+        "echo first\nsleep 1.5\necho later\necho later > \"$FAKE_REC/later\"\nsleep 100000\n",
+    );
+    let r = s
+        .start_run("r", &format!("FAKE_RUN={}", script.display()))
+        .await;
+    s.record(id(&r), "later").await;
+    let st = settled(&s).await;
+    assert_eq!(st["last_pass"]["soon"], false, "{st}");
+    // Nothing is left to read: a pass lists the panes, and reads nothing.
+    let pass = s.runner().reconcile(false).await.unwrap();
+    assert_eq!(pass.tmux_calls, 1, "{pass:?} after {st}");
+    s.stop().await;
+}
+
 on_both!(
+    a_screen_read_mid_output_is_read_again_at_its_pause,
     reconcile_costs_a_constant_number_of_tmux_calls,
     the_loop_sleeps_while_nothing_changes,
     the_runs_are_read_again_and_the_panes_listed_only_on_a_change,
